@@ -1,0 +1,387 @@
+/*
+ * flags_core.h - the C API of the flags core (C++17, no nginx headers).
+ *
+ * Everything the nginx glue, the unit tests and the fuzzers need goes through
+ * this header: POD types, status codes and functions that never throw.
+ *
+ * Conventions
+ *  - Percentages are carried as "milli-percent": 25 % is 25000, 12.345 % is
+ *    12345, 100 % is 100000.  The flags file allows at most 3 decimals, so
+ *    this is exact.
+ *  - Strings are (pointer, length) pairs and are not NUL-terminated unless
+ *    said otherwise.
+ *  - Functions that can fail return fl_status_t and, when given an error
+ *    buffer, write a NUL-terminated message for a person into it.
+ *  - Memory on the request path comes from the caller's allocator
+ *    (fl_alloc_t); the core never frees it individually.
+ */
+
+#ifndef FLAGS_CORE_H
+#define FLAGS_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define FL_NOEXCEPT noexcept
+extern "C" {
+#else
+#define FL_NOEXCEPT
+#endif
+
+typedef enum {
+    FL_OK = 0,
+    FL_ERR_NOMEM,           /* allocation failed */
+    FL_ERR_INVALID,         /* invalid definition (flags file, state file) */
+    FL_ERR_QUERY,           /* -> 400 invalid_query */
+    FL_ERR_JSON,            /* -> 400 invalid_json */
+    FL_ERR_FIELD,           /* -> 400 invalid_field */
+    FL_ERR_IO,              /* file could not be read */
+    FL_ERR_INTERNAL         /* an unexpected exception was caught */
+} fl_status_t;
+
+/* Bump allocator supplied by the caller (the nginx request pool). */
+typedef struct {
+    void   *(*alloc)(void *ctx, size_t size);   /* NULL on failure */
+    void    *ctx;
+} fl_alloc_t;
+
+#define FL_MILLI_MAX          100000u   /* 100 % */
+#define FL_BUCKETS            100000u
+#define FL_MAX_VALUE_LEN      1024u     /* userId and trait values */
+#define FL_MAX_TRAIT_NAME_LEN 128u
+#define FL_WINDOW_MAX         3600u     /* seconds */
+
+
+/* ---------------------------------------------------------------- hashing */
+
+uint32_t fl_murmur3_32(const void *data, size_t len, uint32_t seed) FL_NOEXCEPT;
+
+/* murmur3_x86_32(name ":" key, 0) % 100000 */
+uint32_t fl_bucket(const char *name, size_t name_len,
+    const char *key, size_t key_len) FL_NOEXCEPT;
+
+/* <0, 0, >0 like strcmp; returns 0 and sets *ok = 0 when either side does
+ * not parse as MAJOR.MINOR.PATCH[-pre][+build] (optional leading v; "1" and
+ * "1.2" read as 1.0.0 and 1.2.0). */
+int fl_semver_cmp(const char *a, size_t alen, const char *b, size_t blen,
+    int *ok) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------- rollback policy */
+
+typedef enum {
+    FL_ROLLBACK_INHERIT = 0,    /* flag has no "rollback": use the http one */
+    FL_ROLLBACK_OFF,            /* "rollback": false, or flags_rollback off */
+    FL_ROLLBACK_ON
+} fl_rollback_mode_t;
+
+typedef struct {
+    fl_rollback_mode_t  mode;
+    uint32_t            min_errors;     /* count, >= 1 */
+    uint32_t            rate_milli;     /* percent x 1000: 10 % -> 10000 */
+    uint32_t            window;         /* seconds, 1 .. FL_WINDOW_MAX */
+} fl_rollback_policy_t;
+
+
+/* ------------------------------------------------- project (flags file) */
+
+typedef struct fl_project_s  fl_project_t;   /* immutable after loading */
+
+/* Loads and validates a flags file.  On failure *out is NULL and err holds
+ * "PATH:LINE:COL: reason" for JSON syntax errors, or
+ * "PATH: flag \"NAME\": reason" / "PATH: segment \"NAME\": reason" /
+ * "PATH: reason" for schema errors. */
+fl_status_t fl_project_load(const char *path, fl_project_t **out,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
+/* The same from memory; source_name is used in messages instead of PATH. */
+fl_status_t fl_project_load_buffer(const char *data, size_t len,
+    const char *source_name, fl_project_t **out,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
+void fl_project_free(fl_project_t *p) FL_NOEXCEPT;
+
+size_t fl_project_flag_count(const fl_project_t *p) FL_NOEXCEPT;
+
+typedef struct {
+    const char             *name;          /* NUL-terminated too */
+    size_t                  name_len;
+    int                     enabled;       /* the kill switch in the file */
+    uint32_t                rollout_milli; /* configured percentage */
+    size_t                  nsegments;
+    uint64_t                def_hash;      /* hash of the definition (B8) */
+    fl_rollback_policy_t    rollback;      /* mode INHERIT when absent */
+} fl_flag_info_t;
+
+/* 0 on success, -1 when i is out of range. */
+int fl_project_flag_info(const fl_project_t *p, size_t i,
+    fl_flag_info_t *out) FL_NOEXCEPT;
+
+/* Segment name j of flag i (NUL-terminated), NULL when out of range. */
+const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
+    size_t j, size_t *len) FL_NOEXCEPT;
+
+/* Index of the flag with that name, or -1. */
+long fl_project_find_flag(const fl_project_t *p, const char *name,
+    size_t len) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------- caller (query string) */
+
+typedef struct {
+    const char  *name;
+    size_t       name_len;
+    const char  *value;
+    size_t       value_len;
+} fl_trait_t;
+
+typedef struct {
+    const char  *user_id;       /* NULL when absent or empty */
+    size_t       user_id_len;
+    fl_trait_t  *traits;        /* sorted by name (bytewise), names unique */
+    size_t       ntraits;
+} fl_user_t;
+
+/* Decodes a raw query string (without '?'): '&'-separated name=value
+ * pairs, '%XX' and '+' decoded in names and values, the last of repeated
+ * parameters wins, unknown parameters ignored.  A malformed escape, a
+ * decoded NUL byte, a userId or trait value over FL_MAX_VALUE_LEN bytes, a
+ * trait name over FL_MAX_TRAIT_NAME_LEN bytes or more than max_traits
+ * distinct traits give FL_ERR_QUERY with a message. */
+fl_status_t fl_parse_query(const char *args, size_t len, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
+    FL_NOEXCEPT;
+
+/* Finds a trait by name in a fl_user_t (binary search); NULL if absent. */
+const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
+    size_t len) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------------ evaluation */
+
+typedef struct {
+    uint8_t     enabled;
+    uint32_t    rollout_milli;      /* the effective percentage */
+} fl_result_t;
+
+/* Evaluates every flag of p for u.  effective_milli[i] is flag i's
+ * effective percentage as given by fl_state_effective(), or the whole
+ * array may be NULL to use the configured percentages.  out has
+ * fl_project_flag_count(p) entries. */
+void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, fl_result_t *out) FL_NOEXCEPT;
+
+/* Upper bound of fl_flags_json() output for p. */
+size_t fl_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
+
+/* Writes {"flags":[...]} for the results; returns the bytes written. */
+size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
+    char *buf) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------------------ JSON */
+
+/* Bytes needed to escape len bytes (worst case, without quotes). */
+size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
+
+/* Escapes a UTF-8 string for use inside JSON quotes: '"', '\\' and the
+ * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
+ * U+2029 as \u2028 / \u2029; everything else is copied.  Returns bytes
+ * written. */
+size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
+
+/* Writes a percentage given in milli-percent as a JSON number: 25000 ->
+ * "25", 12500 -> "12.5", 33333 -> "33.333".  Returns bytes written (<= 8). */
+size_t fl_json_milli(uint32_t milli, char *out) FL_NOEXCEPT;
+
+/* Writes "2026-11-22T13:05:09.123Z" (24 bytes, no NUL) for a UTC time in
+ * milliseconds since the epoch.  Returns 24. */
+size_t fl_format_time_ms(uint64_t ms, char *out) FL_NOEXCEPT;
+
+
+/* ----------------------------------------------- shared per-flag state */
+
+/*
+ * Per-flag mutable state lives in a block of memory that the caller
+ * provides (a slab of the nginx shared zone).  All operations are safe
+ * between processes without a lock: counters use atomic instructions and
+ * the one-second window buckets are (second, count) pairs updated with
+ * compare-and-swap, so every count is exact.  The block holds no pointers.
+ *
+ * now_sec is a monotonic clock in seconds (it may repeat, and the code
+ * tolerates it going backwards: an event is never lost, and buckets stamped
+ * "in the future" count as current).
+ */
+
+typedef enum {
+    FL_OVERRIDE_NONE = 0,
+    FL_OVERRIDE_OFF,            /* {"enabled": false} */
+    FL_OVERRIDE_PERCENT         /* {"rolloutPercentage": N} */
+} fl_override_kind_t;
+
+typedef struct {
+    uint64_t    def_hash;
+    uint32_t    window_seconds;
+
+    uint64_t    evaluations;            /* lifetime */
+    uint64_t    enabled_evaluations;    /* lifetime */
+    uint64_t    errors;                 /* lifetime */
+
+    uint64_t    window_enabled;         /* within the window at now_sec */
+    uint64_t    window_errors;
+
+    int         rolled_back;
+    uint64_t    rollback_at_ms;         /* wall clock, ms since epoch */
+    uint64_t    rollback_errors;
+    uint64_t    rollback_enabled;
+
+    fl_override_kind_t  override_kind;
+    uint32_t            override_milli;
+} fl_state_snapshot_t;
+
+size_t fl_state_size(uint32_t window_seconds) FL_NOEXCEPT;
+
+/* Zeroes the block and sets its window length and definition hash. */
+void fl_state_init(void *mem, uint32_t window_seconds, uint64_t def_hash)
+    FL_NOEXCEPT;
+
+uint32_t fl_state_window(const void *mem) FL_NOEXCEPT;
+uint64_t fl_state_def_hash(const void *mem) FL_NOEXCEPT;
+
+/* A new definition: clears rollback, override and window, keeps the
+ * lifetime counters, stores the new hash. */
+void fl_state_redefine(void *mem, uint64_t def_hash) FL_NOEXCEPT;
+
+/* Copies the lifetime counters, rollback and override of src into dst
+ * (used when a flag's window length changes and a new block is made). */
+void fl_state_copy(void *dst, const void *src) FL_NOEXCEPT;
+
+/* 0 when rolled back or overridden off, the override percentage when
+ * set, else configured_milli. */
+uint32_t fl_state_effective(const void *mem, uint32_t configured_milli)
+    FL_NOEXCEPT;
+
+/* One evaluation of this flag; enabled is its result. */
+void fl_state_count_eval(void *mem, int64_t now_sec, int enabled)
+    FL_NOEXCEPT;
+
+/* One accepted error report; then the rollback decision of B4 with the
+ * given (already resolved, mode ON or OFF) policy.  Returns 1 when this
+ * call rolled the flag back (exactly one caller wins), else 0.  The
+ * window used for the decision is min(policy window, block window). */
+int fl_state_record_error(void *mem, int64_t now_sec, uint64_t now_ms,
+    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
+
+/* Pure decision of B4, for tests and for the above. */
+int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
+    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
+
+/* Clears the rollback and empties the window; lifetime counters stay.
+ * Returns 1 if a rollback was cleared. */
+int fl_state_clear_rollback(void *mem) FL_NOEXCEPT;
+
+void fl_state_set_override(void *mem, fl_override_kind_t kind,
+    uint32_t milli) FL_NOEXCEPT;
+
+/* Restores a rollback record (from the state file). */
+void fl_state_restore_rollback(void *mem, uint64_t at_ms, uint64_t errors,
+    uint64_t enabled) FL_NOEXCEPT;
+
+void fl_state_snapshot(const void *mem, int64_t now_sec,
+    fl_state_snapshot_t *out) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------- error reports */
+
+typedef struct {
+    const char  *flag_name;     size_t flag_name_len;
+    const char  *message;       size_t message_len;
+    const char  *stack;         size_t stack_len;     /* NULL: absent/null */
+    const char  *user_id;       size_t user_id_len;   /* NULL: absent/null */
+    const char  *traits_json;   size_t traits_json_len;
+                                /* the traits object re-serialized
+                                 * compactly, NULL when absent/null */
+} fl_report_t;
+
+typedef struct fl_report_parser_s  fl_report_parser_t;
+
+#define FL_REPORT_MAX_DEPTH  64
+
+/* A streaming parser: feed the body in any number of pieces, then finish.
+ * All memory (yajl's included) comes from a. */
+fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) FL_NOEXCEPT;
+
+/* FL_OK or FL_ERR_JSON (syntax, nesting over FL_REPORT_MAX_DEPTH, invalid
+ * UTF-8); after an error further calls keep returning it. */
+fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
+    const unsigned char *data, size_t len) FL_NOEXCEPT;
+
+/* Completes the parse and validates in the order of B5: FL_ERR_JSON (empty
+ * body, syntax, not an object), then FL_ERR_FIELD naming the first field
+ * at fault.  On FL_OK *out points into memory from the allocator. */
+fl_status_t fl_report_parser_finish(fl_report_parser_t *rp,
+    fl_report_t *out, char *err, size_t err_len) FL_NOEXCEPT;
+
+/* Bytes needed for fl_report_log_line(). */
+size_t fl_report_log_bound(const fl_report_t *r, size_t project_len)
+    FL_NOEXCEPT;
+
+/* One log line, '\n' included:
+ * {"time":"...","project":"...","flagName":"...","message":"...",
+ *  "stack":"...","userId":"...","traits":{...}}
+ * optional fields omitted when absent.  Returns bytes written. */
+size_t fl_report_log_line(const fl_report_t *r, const char *project,
+    size_t project_len, uint64_t now_ms, char *buf) FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------ admin overrides */
+
+/* Parses a PUT body: {"enabled": false} or {"rolloutPercentage": N} with
+ * N in [0, 100], at most 3 decimals.  FL_ERR_JSON or FL_ERR_FIELD with a
+ * message otherwise. */
+fl_status_t fl_parse_override(const char *body, size_t len,
+    fl_override_kind_t *kind, uint32_t *milli, char *err, size_t err_len)
+    FL_NOEXCEPT;
+
+
+/* ------------------------------------------------------------ state file */
+
+typedef struct {
+    const char          *project;   size_t project_len;
+    const char          *flag;      size_t flag_len;
+    uint64_t             def_hash;
+    int                  rolled_back;
+    uint64_t             rollback_at_ms;
+    uint64_t             rollback_errors;
+    uint64_t             rollback_enabled;
+    fl_override_kind_t   override_kind;
+    uint32_t             override_milli;
+} fl_saved_flag_t;
+
+/* Parses a state file's content.  *out (from a) holds *n entries. */
+fl_status_t fl_state_file_parse(const char *data, size_t len,
+    const fl_alloc_t *a, fl_saved_flag_t **out, size_t *n,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
+/* Serializes entries as the state file's content (a JSON document ending
+ * in '\n'); returns bytes written.  fl_state_file_bound() first. */
+size_t fl_state_file_bound(const fl_saved_flag_t *e, size_t n) FL_NOEXCEPT;
+size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf)
+    FL_NOEXCEPT;
+
+
+/* ----------------------------------------------------------- status JSON */
+
+/* Upper bound and writer of one flag's object in the flags_status answer
+ * (B7), from the definition (flag i of p) and a snapshot of its state. */
+size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)
+    FL_NOEXCEPT;
+size_t fl_status_flag_json(const fl_project_t *p, size_t i,
+    const fl_state_snapshot_t *s, char *buf) FL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLAGS_CORE_H */

@@ -1,0 +1,349 @@
+/*
+ * ngx_http_flags_admin.c - the operator endpoints: flags_status (read) and
+ * flags_admin (clear rollbacks, set and remove overrides).  Neither takes a
+ * token: protect them with allow/deny or auth_basic.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+typedef enum {
+    NGX_HTTP_FLAGS_ROLLBACKS = 0,
+    NGX_HTTP_FLAGS_OVERRIDES
+} ngx_http_flags_admin_kind_e;
+
+
+typedef struct {
+    ngx_http_flags_project_t     *project;
+    ngx_http_flags_flag_t        *flag;
+} ngx_http_flags_admin_ctx_t;
+
+
+static void ngx_http_flags_override_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
+static void ngx_http_flags_admin_log(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx, const char *what);
+
+
+ngx_int_t
+ngx_http_flags_status_handler(ngx_http_request_t *r)
+{
+    u_char                      *body, *p;
+    size_t                       i, n, size;
+    int64_t                      now;
+    ngx_int_t                    rc;
+    fl_flag_info_t               info;
+    fl_state_snapshot_t          s;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    project = fmcf->projects.elts;
+
+    size = sizeof("{\"projects\":[]}");
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
+
+        for (n = 0; n < project[i].nflags; n++) {
+            size += fl_status_flag_json_bound(project[i].core, n) + 1;
+        }
+    }
+
+    body = ngx_pnalloc(r->pool, size);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    now = ngx_http_flags_now_sec();
+    p = ngx_cpymem(body, "{\"projects\":[", sizeof("{\"projects\":[") - 1);
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        /* project names are [A-Za-z0-9_.-]: nothing to escape */
+        p = ngx_sprintf(p, "{\"name\":\"%V\",\"flags\":[", &project[i].name);
+
+        for (n = 0; n < project[i].nflags; n++) {
+            if (n) {
+                *p++ = ',';
+            }
+
+            if (project[i].flags[n].state) {
+                fl_state_snapshot(project[i].flags[n].state, now, &s);
+
+            } else {
+                /* the zone was full: nothing is counted for this flag */
+                ngx_memzero(&s, sizeof(fl_state_snapshot_t));
+                if (fl_project_flag_info(project[i].core, n, &info) == 0) {
+                    s.def_hash = info.def_hash;
+                }
+            }
+
+            p += fl_status_flag_json(project[i].core, n, &s, (char *) p);
+        }
+
+        p = ngx_cpymem(p, "]}", 2);
+    }
+
+    p = ngx_cpymem(p, "]}", 2);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, p - body);
+}
+
+
+/*
+ * {loc}rollbacks/<project>/<flag>   DELETE
+ * {loc}overrides/<project>/<flag>   PUT, DELETE
+ */
+
+ngx_int_t
+ngx_http_flags_admin_handler(ngx_http_request_t *r)
+{
+    u_char                      *p, *last, *slash;
+    long                         idx;
+    ngx_int_t                    rc;
+    ngx_str_t                    project_name, flag_name;
+    ngx_uint_t                   kind;
+    ngx_http_core_loc_conf_t    *clcf;
+    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_http_flags_admin_ctx_t  *ctx;
+    ngx_http_flags_project_t    *project;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    p = r->uri.data;
+    last = p + r->uri.len;
+
+    /* the location is a prefix such as "/flags-admin/" */
+    if (r->uri.len < clcf->name.len
+        || ngx_strncmp(p, clcf->name.data, clcf->name.len) != 0)
+    {
+        goto not_found;
+    }
+
+    p += clcf->name.len;
+
+    if (p < last && *p == '/') {
+        p++;
+    }
+
+    if ((size_t) (last - p) > sizeof("rollbacks/") - 1
+        && ngx_strncmp(p, "rollbacks/", sizeof("rollbacks/") - 1) == 0)
+    {
+        kind = NGX_HTTP_FLAGS_ROLLBACKS;
+
+    } else if ((size_t) (last - p) > sizeof("overrides/") - 1
+               && ngx_strncmp(p, "overrides/", sizeof("overrides/") - 1) == 0)
+    {
+        kind = NGX_HTTP_FLAGS_OVERRIDES;
+
+    } else {
+        goto not_found;
+    }
+
+    p += sizeof("rollbacks/") - 1;
+
+    slash = ngx_strlchr(p, last, '/');
+    if (slash == NULL || slash == p || slash + 1 == last
+        || ngx_strlchr(slash + 1, last, '/') != NULL)
+    {
+        goto not_found;
+    }
+
+    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
+        if (r->method != NGX_HTTP_DELETE) {
+            return ngx_http_flags_method_not_allowed(r, "DELETE");
+        }
+
+    } else if (!(r->method & (NGX_HTTP_PUT|NGX_HTTP_DELETE))) {
+        return ngx_http_flags_method_not_allowed(r, "PUT, DELETE");
+    }
+
+    project_name.data = p;
+    project_name.len = slash - p;
+    flag_name.data = slash + 1;
+    flag_name.len = last - flag_name.data;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    project = ngx_http_flags_find_project(fmcf, &project_name);
+    if (project == NULL) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
+                                         "unknown_project",
+                                         "no project has that name");
+    }
+
+    idx = fl_project_find_flag(project->core, (const char *) flag_name.data,
+                               flag_name.len);
+    if (idx < 0) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
+                                         "unknown_flag",
+                                         "the project has no flag of that "
+                                         "name");
+    }
+
+    if (project->flags[idx].state == NULL) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                         "zone_full",
+                                         "the flags zone had no room for "
+                                         "this flag; increase flags_zone");
+    }
+
+    ctx = ngx_palloc(r->pool, sizeof(ngx_http_flags_admin_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->project = project;
+    ctx->flag = &project->flags[idx];
+    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
+
+    if (r->method == NGX_HTTP_PUT) {
+        rc = ngx_http_read_client_request_body(r,
+                                               ngx_http_flags_override_body);
+        if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+            return rc;
+        }
+
+        return NGX_DONE;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
+        if (fl_state_clear_rollback(ctx->flag->state)) {
+            ngx_http_flags_admin_log(r, ctx, "rollback cleared");
+        }
+
+    } else {
+        fl_state_set_override(ctx->flag->state, FL_OVERRIDE_NONE, 0);
+        ngx_http_flags_admin_log(r, ctx, "override removed");
+    }
+
+    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+
+not_found:
+
+    return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
+                                     "expected {location}rollbacks/<project>/"
+                                     "<flag> or {location}overrides/"
+                                     "<project>/<flag>");
+}
+
+
+static void
+ngx_http_flags_override_body(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_flags_override_put(r));
+}
+
+
+static ngx_int_t
+ngx_http_flags_override_put(ngx_http_request_t *r)
+{
+    char                         err[256];
+    u_char                      *body, *p;
+    off_t                        size;
+    uint32_t                     milli;
+    ssize_t                      n;
+    ngx_buf_t                   *b;
+    ngx_chain_t                 *cl;
+    fl_status_t                  st;
+    fl_override_kind_t           kind;
+    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_admin_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    size = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    if (size > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                         "payload_too_large",
+                                         "the override body is too large");
+    }
+
+    body = ngx_pnalloc(r->pool, (size_t) size + 1);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = body;
+
+    for (cl = r->request_body ? r->request_body->bufs : NULL;
+         cl;
+         cl = cl->next)
+    {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        if (b->in_file && b->file) {
+            n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                              b->file_pos);
+            if (n != b->file_last - b->file_pos) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+            p += n;
+        }
+    }
+
+    st = fl_parse_override((const char *) body, p - body, &kind, &milli,
+                           err, sizeof(err));
+
+    if (st == FL_ERR_JSON) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         "invalid_json", err);
+    }
+
+    if (st != FL_OK) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         "invalid_field", err);
+    }
+
+    fl_state_set_override(ctx->flag->state, kind, milli);
+    ngx_http_flags_admin_log(r, ctx, "override set");
+
+    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+
+static void
+ngx_http_flags_admin_log(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx, const char *what)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "flags: %s for flag \"%V\" of project \"%V\"",
+                  what, &ctx->flag->name, &ctx->project->name);
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    ngx_http_flags_save_state(fmcf, r->connection->log);
+}

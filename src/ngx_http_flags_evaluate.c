@@ -1,0 +1,95 @@
+/*
+ * ngx_http_flags_evaluate.c - GET {base}/flags.
+ *
+ * The hot path: decode the query, read each flag's effective percentage
+ * from the zone (one atomic load a flag), evaluate, count (lock-free), and
+ * write the JSON.  Memory comes only from the request pool.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+ngx_int_t
+ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
+{
+    char                        err[256];
+    u_char                     *body;
+    size_t                      i, n, len;
+    int64_t                     now;
+    uint32_t                   *effective;
+    ngx_int_t                   rc;
+    fl_user_t                   user;
+    fl_alloc_t                  alloc;
+    fl_status_t                 st;
+    fl_result_t                *results;
+    ngx_http_flags_flag_t      *flags;
+    ngx_http_flags_project_t   *project;
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    /* B8: the token is checked before the method */
+    rc = ngx_http_flags_authenticate(r, &project);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    alloc.alloc = ngx_http_flags_pool_alloc;
+    alloc.ctx = r->pool;
+
+    st = fl_parse_query((const char *) r->args.data, r->args.len,
+                        flcf->max_traits, &alloc, &user, err, sizeof(err));
+
+    if (st == FL_ERR_QUERY) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         "invalid_query", err);
+    }
+
+    if (st != FL_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    n = project->nflags;
+    flags = project->flags;
+
+    effective = ngx_palloc(r->pool, (n + 1) * sizeof(uint32_t));
+    results = ngx_palloc(r->pool, (n + 1) * sizeof(fl_result_t));
+    if (effective == NULL || results == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        effective[i] = flags[i].state
+                       ? fl_state_effective(flags[i].state,
+                                            flags[i].rollout_milli)
+                       : flags[i].rollout_milli;
+    }
+
+    fl_evaluate(project->core, &user, effective, results);
+
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < n; i++) {
+        if (flags[i].state) {
+            fl_state_count_eval(flags[i].state, now, results[i].enabled);
+        }
+    }
+
+    body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = fl_flags_json(project->core, results, (char *) body);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
+}

@@ -1,0 +1,360 @@
+/*
+ * ngx_http_flags_ingest.c - POST {base}/ingest/errors.
+ *
+ * Checks in the order of the spec (token, method, Content-Type, size, JSON,
+ * fields, flag), appends the report to flags_error_log with one write(2)
+ * before answering 204, then counts the error and lets the core decide on
+ * a rollback.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+typedef struct {
+    ngx_http_flags_project_t  *project;
+} ngx_http_flags_ingest_ctx_t;
+
+
+static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_feed_body(ngx_http_request_t *r,
+    fl_report_parser_t *rp);
+static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
+    size_t max);
+static ngx_int_t ngx_http_flags_write_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, fl_report_t *report);
+static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag);
+
+
+/*
+ * "application/json", any case, optionally followed by parameters:
+ * "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8".
+ */
+
+ngx_int_t
+ngx_http_flags_is_json(ngx_table_elt_t *h)
+{
+    u_char  *p, *last;
+
+    if (h == NULL) {
+        return 0;
+    }
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if ((size_t) (last - p) < sizeof("application/json") - 1
+        || ngx_strncasecmp(p, (u_char *) "application/json",
+                           sizeof("application/json") - 1) != 0)
+    {
+        return 0;
+    }
+
+    p += sizeof("application/json") - 1;
+
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    return p == last || *p == ';';
+}
+
+
+ngx_int_t
+ngx_http_flags_ingest_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                     rc;
+    ngx_http_flags_project_t     *project;
+    ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_ingest_ctx_t  *ctx;
+
+    rc = ngx_http_flags_authenticate(r, &project);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        return ngx_http_flags_method_not_allowed(r, "POST");
+    }
+
+    if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                         "unsupported_media_type",
+                                         "Content-Type must be "
+                                         "application/json");
+    }
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    /* a declared length is refused before a byte of the body is read */
+    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_too_large(r, flcf->max_report_size);
+    }
+
+    ctx = ngx_palloc(r->pool, sizeof(ngx_http_flags_ingest_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->project = project;
+    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_flags_ingest_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_flags_too_large(ngx_http_request_t *r, size_t max)
+{
+    u_char  msg[128];
+
+    ngx_snprintf(msg, sizeof(msg), "the report is larger than %uz bytes%Z",
+                 max);
+
+    return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                     "payload_too_large", (char *) msg);
+}
+
+
+static void
+ngx_http_flags_ingest_body(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_flags_ingest_process(r));
+}
+
+
+static ngx_int_t
+ngx_http_flags_ingest_process(ngx_http_request_t *r)
+{
+    char                          err[256];
+    u_char                        msg[256];
+    long                          idx;
+    off_t                         size;
+    ngx_int_t                     rc;
+    fl_alloc_t                    alloc;
+    ngx_chain_t                  *cl;
+    fl_status_t                   st;
+    fl_report_t                   report;
+    fl_report_parser_t           *rp;
+    ngx_http_flags_flag_t        *flag;
+    ngx_http_flags_project_t     *project;
+    ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_ingest_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    project = ctx->project;
+
+    /* a chunked body has no declared length: measure what arrived */
+    size = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    if (size > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_too_large(r, flcf->max_report_size);
+    }
+
+    alloc.alloc = ngx_http_flags_pool_alloc;
+    alloc.ctx = r->pool;
+
+    rp = fl_report_parser_new(&alloc);
+    if (rp == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_flags_feed_body(r, rp);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    st = fl_report_parser_finish(rp, &report, err, sizeof(err));
+
+    switch (st) {
+
+    case FL_OK:
+        break;
+
+    case FL_ERR_JSON:
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         "invalid_json", err);
+
+    case FL_ERR_FIELD:
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         "invalid_field", err);
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* only the token's own project is searched */
+    idx = fl_project_find_flag(project->core, report.flag_name,
+                               report.flag_name_len);
+    if (idx < 0) {
+        ngx_snprintf(msg, sizeof(msg) - 1,
+                     "project \"%V\" has no flag \"%*s\"%Z", &project->name,
+                     ngx_min(report.flag_name_len, 128), report.flag_name);
+        msg[sizeof(msg) - 1] = '\0';
+
+        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
+                                         "unknown_flag", (char *) msg);
+    }
+
+    rc = ngx_http_flags_write_report(r, project, &report);
+    if (rc != NGX_OK) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                         "internal_error",
+                                         "the report could not be stored");
+    }
+
+    flag = &project->flags[idx];
+
+    if (flag->state
+        && fl_state_record_error(flag->state, ngx_http_flags_now_sec(),
+                                 ngx_http_flags_now_ms(), &flag->policy))
+    {
+        ngx_http_flags_rolled_back(r, project, flag);
+    }
+
+    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+
+/* The body is in memory buffers, in a temporary file, or both. */
+
+static ngx_int_t
+ngx_http_flags_feed_body(ngx_http_request_t *r, fl_report_parser_t *rp)
+{
+    u_char       *buf;
+    off_t         pos;
+    size_t        len;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    if (r->request_body == NULL) {
+        return NGX_OK;
+    }
+
+    buf = NULL;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (b->last > b->pos) {
+                (void) fl_report_parser_feed(rp, b->pos, b->last - b->pos);
+            }
+            continue;
+        }
+
+        if (!b->in_file || b->file == NULL) {
+            continue;
+        }
+
+        if (buf == NULL) {
+            buf = ngx_palloc(r->pool, 8192);
+            if (buf == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+        }
+
+        for (pos = b->file_pos; pos < b->file_last; pos += n) {
+            len = (size_t) ngx_min(b->file_last - pos, 8192);
+
+            n = ngx_read_file(b->file, buf, len, pos);
+            if (n <= 0) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            /* after a syntax error the parser ignores the rest */
+            if (fl_report_parser_feed(rp, buf, n) != FL_OK) {
+                return NGX_OK;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * One line, one write(2) on a file opened with O_APPEND: lines from
+ * different workers never interleave, and the 204 is sent only after the
+ * kernel has the whole line.
+ */
+
+static ngx_int_t
+ngx_http_flags_write_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, fl_report_t *report)
+{
+    u_char                      *line;
+    size_t                       len;
+    ssize_t                      n;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    if (fmcf->error_log == NULL) {
+        return NGX_OK;
+    }
+
+    line = ngx_pnalloc(r->pool, fl_report_log_bound(report,
+                                                    project->name.len));
+    if (line == NULL) {
+        return NGX_ERROR;
+    }
+
+    len = fl_report_log_line(report, (const char *) project->name.data,
+                             project->name.len, ngx_http_flags_now_ms(),
+                             (char *) line);
+
+    n = ngx_write_fd(fmcf->error_log->fd, line, len);
+
+    if (n != (ssize_t) len) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, ngx_errno,
+                      "flags: writing a report to \"%V\" failed "
+                      "(%z of %uz bytes)", &fmcf->error_log->name, n, len);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_flags_rolled_back(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag)
+{
+    fl_state_snapshot_t          s;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fl_state_snapshot(flag->state, ngx_http_flags_now_sec(), &s);
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "flags: rolled back flag \"%V\" of project \"%V\": "
+                  "%uL errors and %uL enabled evaluations in %uD s "
+                  "(min_errors=%uD rate=%uD.%03uD%%)",
+                  &flag->name, &project->name, s.rollback_errors,
+                  s.rollback_enabled, flag->policy.window,
+                  flag->policy.min_errors, flag->policy.rate_milli / 1000,
+                  flag->policy.rate_milli % 1000);
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    ngx_http_flags_save_state(fmcf, r->connection->log);
+}

@@ -1,0 +1,838 @@
+/*
+ * ngx_http_flags_module.c - directives and configuration.
+ *
+ * Flags files are parsed here, once per configuration cycle, so that a bad
+ * file fails "nginx -t" (and a reload keeps the old configuration) with the
+ * file and the flag at fault.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+static void *ngx_http_flags_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_flags_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+
+static char *ngx_http_flags_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void ngx_http_flags_cleanup_project(void *data);
+static ngx_int_t ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli);
+
+
+static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
+    ngx_conf_check_num_bounds, 0, 100000
+};
+
+
+static ngx_command_t  ngx_http_flags_commands[] = {
+
+    { ngx_string("flags_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_flags_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_project"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_2MORE,
+      ngx_http_flags_project,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_rollback"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
+      ngx_http_flags_rollback,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_error_log"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_flags_error_log,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_state_file"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_flags_state_file,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_max_traits"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, max_traits),
+      &ngx_http_flags_max_traits_bounds },
+
+    { ngx_string("flags_max_report_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, max_report_size),
+      NULL },
+
+    { ngx_string("flags_evaluate"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_evaluate_handler },
+
+    { ngx_string("flags_ingest_errors"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_ingest_handler },
+
+    { ngx_string("flags_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_status_handler },
+
+    { ngx_string("flags_admin"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_admin_handler },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_flags_module_ctx = {
+    NULL,                                  /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    ngx_http_flags_create_main_conf,       /* create main configuration */
+    ngx_http_flags_init_main_conf,         /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_flags_create_loc_conf,        /* create location configuration */
+    ngx_http_flags_merge_loc_conf          /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_flags_module = {
+    NGX_MODULE_V1,
+    &ngx_http_flags_module_ctx,            /* module context */
+    ngx_http_flags_commands,               /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_flags_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_flags_main_conf_t));
+    if (fmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     fmcf->shm_zone = NULL;
+     *     fmcf->zone_name = { 0, NULL };
+     *     fmcf->state_file = { 0, NULL };
+     *     fmcf->rollback_set = 0;
+     */
+
+    fmcf->zone_size = NGX_CONF_UNSET;
+    fmcf->error_log = NGX_CONF_UNSET_PTR;
+
+    if (ngx_array_init(&fmcf->projects, cf->pool, 4,
+                       sizeof(ngx_http_flags_project_t))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    /* the documented default policy: min_errors=20 rate=10% window=60s */
+    fmcf->rollback.mode = FL_ROLLBACK_ON;
+    fmcf->rollback.min_errors = 20;
+    fmcf->rollback.rate_milli = 10000;
+    fmcf->rollback.window = 60;
+
+    return fmcf;
+}
+
+
+/*
+ * Runs when the whole http block is read: directives may come in any order,
+ * so flag policies are resolved and the zone is added only now.
+ */
+
+static char *
+ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    size_t                     i, n;
+    ngx_str_t                  name;
+    fl_flag_info_t             info;
+    fl_rollback_policy_t      *p, defaults;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_project_t  *project;
+
+    if (fmcf->projects.nelts == 0) {
+        /* the module is loaded but unused: open no files, add no zone */
+        if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
+            fmcf->error_log = NULL;
+        }
+        return NGX_CONF_OK;
+    }
+
+    /* a flag's own "rollback" object fills its gaps from the http policy,
+     * or from the built-in defaults when that policy is "off" */
+    defaults = fmcf->rollback;
+    if (defaults.mode == FL_ROLLBACK_OFF) {
+        defaults.min_errors = 20;
+        defaults.rate_milli = 10000;
+        defaults.window = 60;
+    }
+
+    project = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+
+            if (fl_project_flag_info(project[i].core, n, &info) != 0) {
+                return NGX_CONF_ERROR;
+            }
+
+            p = &flag->policy;
+            *p = info.rollback;
+
+            if (p->mode == FL_ROLLBACK_INHERIT) {
+                *p = fmcf->rollback;
+                continue;
+            }
+
+            if (p->mode == FL_ROLLBACK_OFF) {
+                continue;
+            }
+
+            if (p->min_errors == 0) {
+                p->min_errors = defaults.min_errors;
+            }
+
+            if (p->rate_milli == 0) {
+                p->rate_milli = defaults.rate_milli;
+            }
+
+            if (p->window == 0) {
+                p->window = defaults.window;
+            }
+        }
+    }
+
+    if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
+        ngx_str_set(&name, NGX_HTTP_FLAGS_ERROR_LOG);
+
+        fmcf->error_log = ngx_conf_open_file(cf->cycle, &name);
+        if (fmcf->error_log == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (fmcf->zone_name.len == 0) {
+        ngx_str_set(&fmcf->zone_name, NGX_HTTP_FLAGS_ZONE_NAME);
+        fmcf->zone_size = NGX_HTTP_FLAGS_ZONE_SIZE;
+    }
+
+    fmcf->shm_zone = ngx_shared_memory_add(cf, &fmcf->zone_name,
+                                           fmcf->zone_size,
+                                           &ngx_http_flags_module);
+    if (fmcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (fmcf->shm_zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_zone \"%V\" is already used by another "
+                           "module or http block", &fmcf->zone_name);
+        return NGX_CONF_ERROR;
+    }
+
+    fmcf->shm_zone->init = ngx_http_flags_init_zone;
+    fmcf->shm_zone->data = fmcf;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    flcf = ngx_palloc(cf->pool, sizeof(ngx_http_flags_loc_conf_t));
+    if (flcf == NULL) {
+        return NULL;
+    }
+
+    flcf->max_traits = NGX_CONF_UNSET_UINT;
+    flcf->max_report_size = NGX_CONF_UNSET_SIZE;
+
+    return flcf;
+}
+
+
+static char *
+ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_flags_loc_conf_t *prev = parent;
+    ngx_http_flags_loc_conf_t *conf = child;
+
+    ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
+    ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
+                              64 * 1024);
+
+    if (conf->max_report_size == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"flags_max_report_size\" must be at least 1");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* flags_zone name:size; */
+
+static char *
+ngx_http_flags_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    u_char     *p;
+    ssize_t     size;
+    ngx_str_t  *value, s;
+
+    if (fmcf->zone_name.len) {
+        return "is duplicate";
+    }
+
+    if (fmcf->projects.nelts) {
+        return "must come before the first \"flags_project\"";
+    }
+
+    value = cf->args->elts;
+
+    p = (u_char *) ngx_strchr(value[1].data, ':');
+    if (p == NULL || p == value[1].data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone \"%V\", expected name:size",
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    s.data = p + 1;
+    s.len = value[1].data + value[1].len - s.data;
+
+    size = ngx_parse_size(&s);
+    if (size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone size \"%V\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    fmcf->zone_name.data = value[1].data;
+    fmcf->zone_name.len = p - value[1].data;
+    fmcf->zone_size = size;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_valid_name(ngx_str_t *name)
+{
+    size_t  i;
+    u_char  c;
+
+    if (name->len == 0 || name->len > 64) {
+        return 0;
+    }
+
+    for (i = 0; i < name->len; i++) {
+        c = name->data[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* flags_project NAME token=T [token=T ...] file=PATH; */
+
+static char *
+ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    char                       err[1024];
+    size_t                     n, k;
+    ngx_str_t                 *value, *token, *other;
+    ngx_uint_t                 i, j, t;
+    fl_status_t                rc;
+    fl_flag_info_t             info;
+    ngx_pool_cleanup_t        *cln;
+    ngx_http_flags_project_t  *project, *projects;
+
+    value = cf->args->elts;
+
+    if (!ngx_http_flags_valid_name(&value[1])) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid project name \"%V\": expected 1 to 64 "
+                           "of A-Z a-z 0-9 _ . -", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    projects = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (projects[i].name.len == value[1].len
+            && ngx_strncmp(projects[i].name.data, value[1].data,
+                           value[1].len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate project \"%V\"", &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    project = ngx_array_push(&fmcf->projects);
+    if (project == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(project, sizeof(ngx_http_flags_project_t));
+    project->name = value[1];
+
+    if (ngx_array_init(&project->tokens, cf->pool, 2, sizeof(ngx_str_t))
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "token=", 6) == 0) {
+            token = ngx_array_push(&project->tokens);
+            if (token == NULL) {
+                return NGX_CONF_ERROR;
+            }
+
+            token->data = value[i].data + 6;
+            token->len = value[i].len - 6;
+
+            if (token->len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "project \"%V\": empty token", &value[1]);
+                return NGX_CONF_ERROR;
+            }
+
+            /* tokens travel in an HTTP header: visible ASCII only */
+            for (k = 0; k < token->len; k++) {
+                if (token->data[k] <= 0x20 || token->data[k] >= 0x7f) {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                       "project \"%V\": a token may only "
+                                       "contain visible ASCII characters",
+                                       &value[1]);
+                    return NGX_CONF_ERROR;
+                }
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "file=", 5) == 0) {
+            if (project->file.len) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "project \"%V\": duplicate \"file\"",
+                                   &value[1]);
+                return NGX_CONF_ERROR;
+            }
+
+            project->file.data = value[i].data + 5;
+            project->file.len = value[i].len - 5;
+
+            if (project->file.len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "project \"%V\": empty \"file\"",
+                                   &value[1]);
+                return NGX_CONF_ERROR;
+            }
+
+            /* relative to the configuration prefix, like "include" */
+            if (ngx_conf_full_name(cf->cycle, &project->file, 1) != NGX_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (project->tokens.nelts == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "project \"%V\" has no \"token=\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (project->file.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "project \"%V\" has no \"file=\"", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    /* a token picks exactly one project; never print the token itself */
+
+    token = project->tokens.elts;
+    projects = fmcf->projects.elts;
+
+    for (t = 0; t < project->tokens.nelts; t++) {
+
+        for (j = t + 1; j < project->tokens.nelts; j++) {
+            if (token[t].len == token[j].len
+                && ngx_strncmp(token[t].data, token[j].data, token[t].len)
+                   == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "project \"%V\" lists token %ui twice",
+                                   &value[1], t + 1);
+                return NGX_CONF_ERROR;
+            }
+        }
+
+        for (i = 0; i + 1 < fmcf->projects.nelts; i++) {
+            other = projects[i].tokens.elts;
+
+            for (j = 0; j < projects[i].tokens.nelts; j++) {
+                if (token[t].len == other[j].len
+                    && ngx_strncmp(token[t].data, other[j].data,
+                                   token[t].len) == 0)
+                {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                       "token %ui of project \"%V\" is "
+                                       "already used by project \"%V\"",
+                                       t + 1, &value[1], &projects[i].name);
+                    return NGX_CONF_ERROR;
+                }
+            }
+        }
+    }
+
+    /* ngx_conf_full_name() NUL-terminates the path */
+
+    rc = fl_project_load((const char *) project->file.data, &project->core,
+                         err, sizeof(err));
+    if (rc != FL_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        fl_project_free(project->core);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_flags_cleanup_project;
+    cln->data = project->core;
+
+    project->nflags = fl_project_flag_count(project->core);
+
+    project->flags = ngx_pcalloc(cf->pool, (project->nflags ? project->nflags
+                                                            : 1)
+                                           * sizeof(ngx_http_flags_flag_t));
+    if (project->flags == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (n = 0; n < project->nflags; n++) {
+        if (fl_project_flag_info(project->core, n, &info) != 0) {
+            return NGX_CONF_ERROR;
+        }
+
+        project->flags[n].name.data = (u_char *) info.name;
+        project->flags[n].name.len = info.name_len;
+        project->flags[n].rollout_milli = info.rollout_milli;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_flags_cleanup_project(void *data)
+{
+    fl_project_free(data);
+}
+
+
+/*
+ * A decimal with at most three decimals, optionally followed by '%',
+ * as milli-units: "10%" -> 10000, "0.5" -> 500.
+ */
+
+static ngx_int_t
+ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli)
+{
+    u_char    *p, *last;
+    uint64_t   v;
+    ngx_int_t  decimals, digits;
+
+    p = s->data;
+    last = s->data + s->len;
+
+    if (last > p && last[-1] == '%') {
+        last--;
+    }
+
+    v = 0;
+    digits = 0;
+    decimals = -1;
+
+    for ( /* void */ ; p < last; p++) {
+        if (*p == '.' && decimals < 0) {
+            decimals = 0;
+            continue;
+        }
+
+        if (*p < '0' || *p > '9') {
+            return NGX_ERROR;
+        }
+
+        if (decimals >= 0 && ++decimals > 3) {
+            return NGX_ERROR;
+        }
+
+        v = v * 10 + (*p - '0');
+        digits++;
+
+        if (v > 100000000) {
+            return NGX_ERROR;
+        }
+    }
+
+    if (digits == 0) {
+        return NGX_ERROR;
+    }
+
+    for (decimals = decimals < 0 ? 0 : decimals; decimals < 3; decimals++) {
+        v *= 10;
+    }
+
+    *milli = (uint32_t) v;
+
+    return NGX_OK;
+}
+
+
+/* flags_rollback min_errors=N rate=P% window=T | off; */
+
+static char *
+ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    ngx_int_t    n;
+    ngx_str_t   *value, s;
+    ngx_uint_t   i;
+
+    if (fmcf->rollback_set) {
+        return "is duplicate";
+    }
+
+    fmcf->rollback_set = 1;
+    value = cf->args->elts;
+
+    if (cf->args->nelts == 2 && ngx_strcmp(value[1].data, "off") == 0) {
+        fmcf->rollback.mode = FL_ROLLBACK_OFF;
+        return NGX_CONF_OK;
+    }
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "min_errors=", 11) == 0) {
+            n = ngx_atoi(value[i].data + 11, value[i].len - 11);
+            if (n < 1 || n > 1000000000) {
+                goto invalid;
+            }
+
+            fmcf->rollback.min_errors = (uint32_t) n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "rate=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            if (ngx_http_flags_parse_milli(&s, &fmcf->rollback.rate_milli)
+                != NGX_OK
+                || fmcf->rollback.rate_milli == 0
+                || fmcf->rollback.rate_milli > FL_MILLI_MAX)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid rate \"%V\": expected a "
+                                   "percentage above 0 and at most 100 with "
+                                   "at most 3 decimals", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "window=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            n = ngx_parse_time(&s, 1);
+            if (n == NGX_ERROR || n < 1 || n > FL_WINDOW_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid window \"%V\": expected 1s to "
+                                   "1h", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            fmcf->rollback.window = (uint32_t) n;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+/* flags_error_log path | off; */
+
+static char *
+ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (fmcf->error_log != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        fmcf->error_log = NULL;
+        return NGX_CONF_OK;
+    }
+
+    /* resolved against the prefix and reopened on USR1, like access_log */
+    fmcf->error_log = ngx_conf_open_file(cf->cycle, &value[1]);
+    if (fmcf->error_log == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* flags_state_file path | off; */
+
+static char *
+ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    ngx_str_t  *value;
+
+    if (fmcf->state_file.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        ngx_str_set(&fmcf->state_file, "");
+        return NGX_CONF_OK;
+    }
+
+    fmcf->state_file = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &fmcf->state_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (clcf->handler) {
+        return "is duplicate: the location already has a content handler";
+    }
+
+    clcf->handler = (ngx_http_handler_pt) cmd->post;
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,287 @@
+/*
+ * ngx_http_flags_response.c - authentication and JSON answers shared by
+ * every handler of the module.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
+    const char *code, const char *challenge, const char *message);
+static ngx_int_t ngx_http_flags_add_header(ngx_http_request_t *r,
+    const char *name, const char *value);
+
+
+void *
+ngx_http_flags_pool_alloc(void *ctx, size_t size)
+{
+    return ngx_palloc(ctx, size);
+}
+
+
+/*
+ * Compares a candidate with a configured token in time that depends only on
+ * the configured token's length, never on where the two differ.
+ */
+
+static ngx_uint_t
+ngx_http_flags_token_equal(const u_char *conf, size_t conf_len,
+    const u_char *cand, size_t cand_len)
+{
+    size_t              i;
+    volatile ngx_uint_t diff;
+
+    diff = conf_len ^ cand_len;
+
+    for (i = 0; i < conf_len; i++) {
+        diff |= conf[i] ^ cand[i < cand_len ? i : 0];
+    }
+
+    return diff == 0;
+}
+
+
+/*
+ * "Authorization: Bearer <token>" -> the project that owns the token.
+ * Returns NGX_OK, or the result of having answered 401 already.
+ */
+
+ngx_int_t
+ngx_http_flags_authenticate(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project)
+{
+    u_char                      *p, *last, *token;
+    size_t                       len;
+    ngx_str_t                   *tokens;
+    ngx_uint_t                   i, j, found;
+    ngx_table_elt_t             *h;
+    ngx_http_flags_project_t    *projects;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    h = r->headers_in.authorization;
+
+    if (h == NULL) {
+        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
+                   "an \"Authorization: Bearer <token>\" header is required");
+    }
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    if (h->value.len < 7 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
+        || (p[6] != ' ' && p[6] != '\t'))
+    {
+        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
+                   "the Authorization scheme must be Bearer");
+    }
+
+    for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
+
+    token = p;
+
+    for ( /* void */ ; p < last && *p != ' ' && *p != '\t'; p++) { /* void */ }
+
+    len = p - token;
+
+    for ( /* void */ ; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
+
+    if (len == 0 || p != last) {
+        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
+                   "the Authorization header must carry exactly one token");
+    }
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    /* every token is compared, so the time taken says nothing either */
+
+    found = NGX_CONF_UNSET_UINT;
+    projects = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        tokens = projects[i].tokens.elts;
+
+        for (j = 0; j < projects[i].tokens.nelts; j++) {
+            if (ngx_http_flags_token_equal(tokens[j].data, tokens[j].len,
+                                           token, len))
+            {
+                found = i;
+            }
+        }
+    }
+
+    if (found == NGX_CONF_UNSET_UINT) {
+        return ngx_http_flags_unauthorized(r, "invalid_token",
+                   "Bearer error=\"invalid_token\"",
+                   "the token does not belong to any project");
+    }
+
+    *project = &projects[found];
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
+    const char *challenge, const char *message)
+{
+    if (ngx_http_flags_add_header(r, "WWW-Authenticate", challenge)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_flags_send_error(r, NGX_HTTP_UNAUTHORIZED, code, message);
+}
+
+
+ngx_int_t
+ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
+{
+    if (ngx_http_flags_add_header(r, "Allow", allow) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_flags_send_error(r, NGX_HTTP_NOT_ALLOWED,
+                                     "method_not_allowed",
+                                     "this method is not allowed here");
+}
+
+
+static ngx_int_t
+ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
+    const char *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = (u_char *) value;
+    h->value.len = ngx_strlen(value);
+    h->lowcase_key = NULL;
+
+    return NGX_OK;
+}
+
+
+/*
+ * {"error": code, "message": message}.  Handlers answer errors themselves:
+ * returning a status would make nginx send its HTML error page.
+ */
+
+ngx_int_t
+ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const char *message)
+{
+    u_char     *body, *p;
+    size_t      code_len, msg_len;
+    ngx_int_t   rc;
+
+    /* unread bodies would be taken for the next request on keep-alive */
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    code_len = ngx_strlen(code);
+    msg_len = ngx_strlen(message);
+
+    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
+                                + code_len
+                                + fl_json_escape_bound(msg_len));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
+    p = ngx_cpymem(p, code, code_len);
+    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
+    p += fl_json_escape(message, msg_len, (char *) p);
+    p = ngx_cpymem(p, "\"}", 2);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "flags: %ui %s", status, code);
+
+    return ngx_http_flags_send_json(r, status, body, p - body);
+}
+
+
+ngx_int_t
+ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *body, size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    /* answers are per user and per moment: no cache may keep them */
+    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+ngx_int_t
+ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status)
+{
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = 0;
+    r->header_only = 1;
+
+    /* like HEAD in the static module: the header is the whole answer */
+    return ngx_http_send_header(r);
+}
+
+
+ngx_http_flags_project_t *
+ngx_http_flags_find_project(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name)
+{
+    ngx_uint_t                 i;
+    ngx_http_flags_project_t  *project;
+
+    project = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (project[i].name.len == name->len
+            && ngx_strncmp(project[i].name.data, name->data, name->len) == 0)
+        {
+            return &project[i];
+        }
+    }
+
+    return NULL;
+}
