@@ -28,7 +28,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 
     /* B8: the token is checked before the method */
     rc = ngx_http_flags_authenticate(r, &project);
-    if (rc != NGX_OK) {
+    if (project == NULL) {
         return rc;
     }
 

@@ -74,7 +74,7 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     ngx_http_flags_ingest_ctx_t  *ctx;
 
     rc = ngx_http_flags_authenticate(r, &project);
-    if (rc != NGX_OK) {
+    if (project == NULL) {
         return rc;
     }
 

@@ -43,7 +43,8 @@ ngx_http_flags_token_equal(const u_char *conf, size_t conf_len,
 
 /*
  * "Authorization: Bearer <token>" -> the project that owns the token.
- * Returns NGX_OK, or the result of having answered 401 already.
+ * Without one, *project is NULL and the result is that of having answered
+ * 401 already (which may well be NGX_OK).
  */
 
 ngx_int_t
@@ -58,6 +59,7 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t    *projects;
     ngx_http_flags_main_conf_t  *fmcf;
 
+    *project = NULL;
     h = r->headers_in.authorization;
 
     if (h == NULL) {
@@ -68,8 +70,8 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
     p = h->value.data;
     last = p + h->value.len;
 
-    if (h->value.len < 7 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
-        || (p[6] != ' ' && p[6] != '\t'))
+    if (h->value.len < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
+        || (h->value.len > 6 && p[6] != ' ' && p[6] != '\t'))
     {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
                    "the Authorization scheme must be Bearer");
