@@ -1,0 +1,101 @@
+# nginx -t names the file and the flag at fault; a reload with a bad file
+# keeps the running configuration.  These drive nginx directly, since the
+# point is what "nginx -t" prints.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/helper";
+use FlagsTest;
+
+my $dir = prefix_dir('config');
+
+my $good = '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100}]}';
+
+# [name, flags file content or undef for none, extra http directives,
+#  expected pattern in nginx -t output]
+my @cases = (
+    ['invalid JSON with line and column',
+     qq({"flags":[\n  {"name":"a",\n   "enabled":tru}]}), '',
+     qr{\[emerg\].*conf/bad\.json:3:\d+: invalid JSON}],
+    ['duplicate flag',
+     '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":1},'
+     . '{"name":"a","enabled":true,"rolloutPercentage":1}]}', '',
+     qr{\[emerg\].*conf/bad\.json: flag "a": duplicate flag name in .*nginx\.conf:\d+}],
+    ['unknown segment',
+     '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":1,"segments":["nope"]}]}', '',
+     qr{conf/bad\.json: flag "a": unknown segment "nope"}],
+    ['unknown operator',
+     '{"flags":[],"segments":{"s":{"rules":[{"trait":"x","op":"like","value":"y"}]}}}', '',
+     qr{conf/bad\.json: segment "s": rule 1: unknown operator "like"}],
+    ['percentage over 100',
+     '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100.5}]}', '',
+     qr{conf/bad\.json: flag "a": "rolloutPercentage" must be between 0 and 100}],
+    ['percentage with 4 decimals',
+     '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":1.2345}]}', '',
+     qr{conf/bad\.json: flag "a": "rolloutPercentage" has more than 3 decimals}],
+    ['bad regex',
+     '{"flags":[],"segments":{"s":{"rules":[{"trait":"x","op":"regex","value":"a(b"}]}}}', '',
+     qr{conf/bad\.json: segment "s": rule 1: invalid regex at offset 3: missing closing parenthesis}],
+    ['missing enabled',
+     '{"flags":[{"name":"x","rolloutPercentage":5}]}', '',
+     qr{conf/bad\.json: flag "x": .*enabled}],
+    ['missing file', undef, '',
+     qr{\[emerg\].*conf/bad\.json}],
+    ['token shared by two projects', $good,
+     "flags_project other token=t1 file=good.json;",
+     qr{token 1 of project "other" is already used by project "p"}],
+    ['bad project name', $good,
+     "flags_project 'a b' token=z file=good.json;",
+     qr{invalid project name "a b"}],
+    ['project without a file', $good, "flags_project q token=z;",
+     qr{project "q" has no "file="}],
+    ['bad rollback rate', $good, "flags_rollback min_errors=5 rate=101%;",
+     qr{invalid rate "rate=101%"}],
+    ['bad rollback window', $good, "flags_rollback window=2h;",
+     qr{invalid window "window=2h"}],
+    ['unknown rollback parameter', $good, "flags_rollback speed=3;",
+     qr{invalid parameter "speed=3"}],
+    ['bad zone', $good, "", qr{invalid zone "flags"}, "flags_zone flags;"],
+);
+
+for my $c (@cases) {
+    my ($name, $content, $extra, $re, $before) = @$c;
+    unlink "$dir/conf/bad.json";
+    write_file("$dir/conf/bad.json", $content) if defined $content;
+    write_file("$dir/conf/good.json", $good);
+    my $main = defined $content && $extra ne '' ? 'good.json' : 'bad.json';
+    write_file("$dir/conf/nginx.conf", nginx_conf(
+        http => ($before // '') . "\n    flags_project p token=t1 file=$main;\n    $extra\n",
+        server => ''));
+    my ($rc, $out) = nginx_test($dir);
+    isnt($rc, 0, "$name: nginx -t fails");
+    like($out, $re, "$name: the message names what is wrong");
+    unlike($out, qr{t1}, "$name: no token in the output") if $name =~ /token/;
+}
+
+# Every setting that has a default works without being written.
+write_file("$dir/conf/good.json", $good);
+write_file("$dir/conf/nginx.conf", nginx_conf(
+    http => "    flags_project p token=t1 file=good.json;\n",
+    server => "location = /flags { flags_evaluate; }"));
+my ($rc, $out) = nginx_test($dir);
+is($rc, 0, 'defaults only: nginx -t succeeds') or diag $out;
+
+# A reload with a broken file keeps serving the old flags.
+my $pid = nginx_start($dir);
+my ($st, $h, $body) = http_request(GET => '/flags', headers => ['Authorization: Bearer t1']);
+is($st, 200, 'serving');
+is($body, '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100,"segments":[]}]}',
+   'first configuration');
+write_file("$dir/conf/good.json", '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100},');
+nginx_signal($pid, 'HUP');
+ok(wait_for(sub { (read_file("$dir/logs/error.log") // '') =~ /good\.json:1:\d+: invalid JSON/ }, 5),
+   'the reload error names the file and position');
+($st, $h, $body) = http_request(GET => '/flags', headers => ['Authorization: Bearer t1']);
+is($st, 200, 'still serving after the failed reload');
+is($body, '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100,"segments":[]}]}',
+   'still the old configuration');
+nginx_stop($pid);
+
+done_testing();
