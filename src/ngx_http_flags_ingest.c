@@ -340,19 +340,22 @@ static void
 ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag)
 {
+    char                         rate[16];
+    size_t                       rate_len;
     fl_state_snapshot_t          s;
     ngx_http_flags_main_conf_t  *fmcf;
 
     fl_state_snapshot(flag->state, ngx_http_flags_now_sec(), &s);
 
+    rate_len = fl_json_milli(flag->policy.rate_milli, rate);
+
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                   "flags: rolled back flag \"%V\" of project \"%V\": "
                   "%uL errors and %uL enabled evaluations in %uD s "
-                  "(min_errors=%uD rate=%uD.%03uD%%)",
+                  "(min_errors=%uD rate=%*s%%)",
                   &flag->name, &project->name, s.rollback_errors,
                   s.rollback_enabled, flag->policy.window,
-                  flag->policy.min_errors, flag->policy.rate_milli / 1000,
-                  flag->policy.rate_milli % 1000);
+                  flag->policy.min_errors, rate_len, rate);
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
