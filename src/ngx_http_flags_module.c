@@ -798,7 +798,8 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
-    ngx_str_t  *value;
+    ngx_str_t        *value, dir;
+    ngx_file_info_t   fi;
 
     if (fmcf->state_file.data) {
         return "is duplicate";
@@ -814,6 +815,31 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     fmcf->state_file = value[1];
 
     if (ngx_conf_full_name(cf->cycle, &fmcf->state_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* a missing directory would only show at the first rollback */
+    dir.data = fmcf->state_file.data;
+    dir.len = fmcf->state_file.len;
+
+    while (dir.len && dir.data[dir.len - 1] != '/') {
+        dir.len--;
+    }
+
+    dir.data = ngx_pstrdup(cf->pool, &dir);
+    if (dir.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    dir.data[dir.len ? dir.len - 1 : 0] = '\0';
+
+    if (dir.len > 1
+        && (ngx_file_info(dir.data, &fi) == NGX_FILE_ERROR
+            || !ngx_is_dir(&fi)))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "flags_state_file \"%V\": directory \"%s\" "
+                           "does not exist", &fmcf->state_file, dir.data);
         return NGX_CONF_ERROR;
     }
 

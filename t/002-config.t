@@ -57,6 +57,8 @@ my @cases = (
     ['unknown rollback parameter', $good, "flags_rollback speed=3;",
      qr{invalid parameter "speed=3"}],
     ['bad zone', $good, "", qr{invalid zone "flags"}, "flags_zone flags;"],
+    ['state file in a missing directory', $good, "flags_state_file no/such/dir/state.json;",
+     qr{flags_state_file ".*conf/no/such/dir/state\.json": directory ".*conf/no/such/dir" does not exist}],
 );
 
 for my $c (@cases) {
