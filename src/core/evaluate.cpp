@@ -1,0 +1,319 @@
+/*
+ * evaluate.cpp - rules, segments, flags (SPEC B3) and the /flags answer.
+ *
+ * This is the request path: nothing here allocates (PCRE2 reuses the match
+ * data made at load time) and nothing throws.
+ *
+ * Numbers of gt/gte/lt/lte are compared as exact decimals (number.cpp), not
+ * as doubles or long doubles.
+ */
+
+#include "project.hpp"
+
+#include <cstring>
+
+namespace fl {
+
+namespace {
+
+/* a == b, b already folded when ignore_case */
+bool equal(const char *a, size_t an, const std::string &b, bool ic)
+{
+    if (an != b.size()) {
+        return false;
+    }
+    if (!ic) {
+        return an == 0 || std::memcmp(a, b.data(), an) == 0;
+    }
+    for (size_t i = 0; i < an; i++) {
+        if (fold(static_cast<unsigned char>(a[i]))
+            != static_cast<unsigned char>(b[i]))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Like memcmp of the trait value (folded when ic) against a stored value,
+ * then by length: the order std::sort gave the "in" list. */
+int compare(const char *a, size_t an, const std::string &b, bool ic)
+{
+    size_t n = an < b.size() ? an : b.size();
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = static_cast<unsigned char>(a[i]);
+        unsigned char y = static_cast<unsigned char>(b[i]);
+        if (ic) {
+            x = fold(x);
+        }
+        if (x != y) {
+            return x < y ? -1 : 1;
+        }
+    }
+    return an < b.size() ? -1 : an > b.size() ? 1 : 0;
+}
+
+bool in_list(const char *a, size_t an, const std::vector<std::string> &v,
+    bool ic)
+{
+    size_t lo = 0, hi = v.size();
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = compare(a, an, v[mid], ic);
+        if (c == 0) {
+            return true;
+        }
+        if (c < 0) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return false;
+}
+
+bool equal_at(const char *a, const std::string &b, bool ic)
+{
+    return equal(a, b.size(), b, ic);
+}
+
+bool contains(const char *a, size_t an, const std::string &b, bool ic)
+{
+    size_t bn = b.size();
+
+    if (bn == 0) {
+        return true;
+    }
+    if (bn > an) {
+        return false;
+    }
+    if (!ic) {
+        return memmem(a, an, b.data(), bn) != nullptr;
+    }
+    /* Plain search with folding: values are at most 1 KB. */
+    unsigned char first = static_cast<unsigned char>(b[0]);
+    for (size_t i = 0; i + bn <= an; i++) {
+        if (fold(static_cast<unsigned char>(a[i])) == first
+            && equal_at(a + i, b, true))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool regex_search(const fl_project_s &p, const Rule &r, const char *a,
+    size_t an)
+{
+    if (!r.re || !p.match_data) {
+        return false;
+    }
+    /* "" for an empty value: PCRE2 10.42 wants a non-NULL subject. */
+    int rc = pcre2_match(r.re.get(),
+        reinterpret_cast<PCRE2_SPTR>(a ? a : ""), an, 0, 0,
+        p.match_data.get(), p.match_ctx.get());
+    /* rc == 0 means a match with too small an ovector: still a match.
+     * Errors (e.g. the match limit) count as no match. */
+    return rc >= 0;
+}
+
+} // namespace
+
+bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
+{
+    const fl_trait_t *t = fl_user_trait(u, r.trait.data(), r.trait.size());
+
+    if (t == nullptr) {
+        return r.op == Op::not_exists || r.op == Op::neq
+               || r.op == Op::not_in;
+    }
+
+    const char *v = t->value ? t->value : "";
+    size_t vn = t->value ? t->value_len : 0;
+    bool ic = r.ignore_case;
+
+    switch (r.op) {
+    case Op::exists:      return true;
+    case Op::not_exists:  return false;
+    case Op::eq:          return equal(v, vn, r.value, ic);
+    case Op::neq:         return !equal(v, vn, r.value, ic);
+    case Op::in:          return in_list(v, vn, r.values, ic);
+    case Op::not_in:      return !in_list(v, vn, r.values, ic);
+    case Op::contains:    return contains(v, vn, r.value, ic);
+    case Op::starts_with:
+        return vn >= r.value.size() && equal_at(v, r.value, ic);
+    case Op::ends_with:
+        return vn >= r.value.size()
+               && equal_at(v + vn - r.value.size(), r.value, ic);
+    case Op::regex:       return regex_search(p, r, v, vn);
+
+    case Op::gt: case Op::gte: case Op::lt: case Op::lte: {
+        DecimalView d;
+        if (!parse_decimal(v, vn, &d)) {
+            return false;
+        }
+        int c = decimal_cmp(d, r.number.view());
+        return r.op == Op::gt ? c > 0 : r.op == Op::gte ? c >= 0
+             : r.op == Op::lt ? c < 0 : c <= 0;
+    }
+
+    case Op::semver_eq: case Op::semver_gt: case Op::semver_lt: {
+        int ok = 0;
+        int c = fl_semver_cmp(v, vn, r.value.data(), r.value.size(), &ok);
+        if (!ok) {
+            return false;
+        }
+        return r.op == Op::semver_eq ? c == 0
+             : r.op == Op::semver_gt ? c > 0 : c < 0;
+    }
+    }
+
+    return false;
+}
+
+} // namespace fl
+
+
+namespace {
+
+bool segment_matches(const fl_project_s &p, const fl::Segment &s,
+    const fl_user_t *u)
+{
+    for (const fl::Rule &r : s.rules) {
+        if (!fl::rule_matches(p, r, u)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
+{
+    if (p >= FL_MILLI_MAX) {
+        return true;
+    }
+    if (p == 0 || u == nullptr) {
+        return false;
+    }
+
+    const char *key;
+    size_t key_len;
+
+    if (f.stickiness.empty()) {
+        key = u->user_id;
+        key_len = u->user_id_len;
+    } else {
+        const fl_trait_t *t = fl_user_trait(u, f.stickiness.data(),
+                                            f.stickiness.size());
+        key = t ? t->value : nullptr;
+        key_len = t ? t->value_len : 0;
+    }
+    /* An empty key is no key, as "userId=" is no userId (B8): otherwise
+     * every caller with an empty value would share one bucket. */
+    if (key == nullptr || key_len == 0) {
+        return false;
+    }
+
+    return fl_bucket(f.name.data(), f.name.size(), key, key_len) < p;
+}
+
+/* Segment results are shared by the flags of one evaluation: a segment
+ * is evaluated at most once per call for the first cache_size segments
+ * (a stack array: no allocation), and every time beyond that. */
+constexpr size_t cache_size = 1024;
+enum : uint8_t { unknown = 0, no = 1, yes = 2 };
+
+} // namespace
+
+
+extern "C" {
+
+void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, fl_result_t *out) noexcept
+{
+    if (p == nullptr || out == nullptr) {
+        return;
+    }
+
+    uint8_t cache[cache_size];
+    std::memset(cache, unknown,
+                p->segments.size() < cache_size ? p->segments.size()
+                                                : cache_size);
+
+    for (size_t i = 0; i < p->flags.size(); i++) {
+        const fl::Flag &f = p->flags[i];
+        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
+        bool on = f.enabled;
+
+        if (on && !f.segments.empty()) {
+            bool any = false;
+            for (uint32_t si : f.segments) {
+                bool m;
+                if (si < cache_size && cache[si] != unknown) {
+                    m = cache[si] == yes;
+                } else {
+                    m = segment_matches(*p, p->segments[si], u);
+                    if (si < cache_size) {
+                        cache[si] = m ? yes : no;
+                    }
+                }
+                if (m) {
+                    any = true;
+                    break;
+                }
+            }
+            on = any;
+        }
+
+        out[i].enabled = on && in_rollout(f, eff, u);
+        out[i].rollout_milli = eff;
+    }
+}
+
+size_t fl_flags_json_bound(const fl_project_t *p) noexcept
+{
+    return p ? p->json_bound : sizeof("{\"flags\":[]}");
+}
+
+size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
+    char *buf) noexcept
+{
+    static const char open[] = "{\"flags\":[";
+    static const char close[] = "]}";
+    static const char pct[] = ",\"rolloutPercentage\":";
+    char *o = buf;
+
+    std::memcpy(o, open, sizeof(open) - 1);
+    o += sizeof(open) - 1;
+
+    size_t n = p ? p->flags.size() : 0;
+    for (size_t i = 0; i < n; i++) {
+        const fl::Flag &f = p->flags[i];
+
+        if (i > 0) {
+            *o++ = ',';
+        }
+        std::memcpy(o, f.json_head.data(), f.json_head.size());
+        o += f.json_head.size();
+        if (r[i].enabled) {
+            std::memcpy(o, "true", 4);
+            o += 4;
+        } else {
+            std::memcpy(o, "false", 5);
+            o += 5;
+        }
+        std::memcpy(o, pct, sizeof(pct) - 1);
+        o += sizeof(pct) - 1;
+        o += fl_json_milli(r[i].rollout_milli, o);
+        std::memcpy(o, f.json_tail.data(), f.json_tail.size());
+        o += f.json_tail.size();
+    }
+
+    std::memcpy(o, close, sizeof(close) - 1);
+    o += sizeof(close) - 1;
+    return static_cast<size_t>(o - buf);
+}
+
+} // extern "C"

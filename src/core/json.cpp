@@ -1,0 +1,167 @@
+/*
+ * json.cpp - small JSON writing helpers shared by every serializer of the
+ * core: string escaping, milli-percent numbers and UTC timestamps.
+ *
+ * None of these allocate or consult the C library's locale or time zone, so
+ * they are safe on the request path and give the same bytes on every host.
+ */
+
+#include "flags_core.h"
+
+#include <cstring>
+
+namespace {
+
+const char hex_digits[] = "0123456789abcdef";
+
+/* Writes v (< 10^10) in decimal without leading zeros; returns bytes. */
+size_t put_uint(uint32_t v, char *out)
+{
+    char tmp[10];
+    size_t n = 0;
+
+    do {
+        tmp[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+
+    for (size_t i = 0; i < n; i++) {
+        out[i] = tmp[n - 1 - i];
+    }
+    return n;
+}
+
+/* Writes v zero-padded to exactly width digits. */
+void put_padded(uint64_t v, size_t width, char *out)
+{
+    for (size_t i = width; i > 0; i--) {
+        out[i - 1] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+size_t fl_json_escape_bound(size_t len) noexcept
+{
+    /* A control byte becomes "\u00XX" (6 bytes); U+2028 is 3 bytes that
+     * become 6, so 6 per input byte covers every case. */
+    return len * 6;
+}
+
+size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
+{
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(s);
+    char *o = out;
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = p[i];
+
+        if (c >= 0x20 && c != '"' && c != '\\' && c != 0xe2) {
+            *o++ = static_cast<char>(c);
+            continue;
+        }
+
+        switch (c) {
+        case '"':  *o++ = '\\'; *o++ = '"';  break;
+        case '\\': *o++ = '\\'; *o++ = '\\'; break;
+        case '\n': *o++ = '\\'; *o++ = 'n';  break;
+        case '\r': *o++ = '\\'; *o++ = 'r';  break;
+        case '\t': *o++ = '\\'; *o++ = 't';  break;
+        case '\b': *o++ = '\\'; *o++ = 'b';  break;
+        case '\f': *o++ = '\\'; *o++ = 'f';  break;
+        case 0xe2:
+            /* U+2028 / U+2029 (E2 80 A8 / E2 80 A9) are valid in JSON but
+             * end a line in JavaScript: escape them for JSONP-ish readers. */
+            if (i + 2 < len && p[i + 1] == 0x80
+                && (p[i + 2] == 0xa8 || p[i + 2] == 0xa9))
+            {
+                std::memcpy(o, p[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+                o += 6;
+                i += 2;
+            } else {
+                *o++ = static_cast<char>(c);
+            }
+            break;
+        default:
+            *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+            *o++ = hex_digits[c >> 4];
+            *o++ = hex_digits[c & 0xf];
+            break;
+        }
+    }
+
+    return static_cast<size_t>(o - out);
+}
+
+size_t fl_json_milli(uint32_t milli, char *out) noexcept
+{
+    /* Percentages never exceed 100 %; clamping keeps the documented
+     * 8-byte bound even if a caller passes garbage. */
+    if (milli > FL_MILLI_MAX) {
+        milli = FL_MILLI_MAX;
+    }
+
+    size_t n = put_uint(milli / 1000, out);
+    uint32_t frac = milli % 1000;
+
+    if (frac != 0) {
+        char digits[3];
+        size_t nd = 3;
+
+        put_padded(frac, 3, digits);
+        while (digits[nd - 1] == '0') {     /* 12.500 -> 12.5 */
+            nd--;
+        }
+        out[n++] = '.';
+        std::memcpy(out + n, digits, nd);
+        n += nd;
+    }
+
+    return n;
+}
+
+size_t fl_format_time_ms(uint64_t ms, char *out) noexcept
+{
+    uint64_t secs = ms / 1000;
+    uint64_t days = secs / 86400;
+    uint64_t sod = secs % 86400;
+
+    /* civil_from_days (H. Hinnant), for days since 1970-01-01 >= 0. */
+    uint64_t z = days + 719468;
+    uint64_t era = z / 146097;
+    uint64_t doe = z - era * 146097;                                /* [0, 146096] */
+    uint64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    uint64_t y = yoe + era * 400;
+    uint64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);        /* [0, 365] */
+    uint64_t mp = (5 * doy + 2) / 153;                              /* [0, 11] */
+    uint64_t d = doy - (153 * mp + 2) / 5 + 1;                      /* [1, 31] */
+    uint64_t m = mp < 10 ? mp + 3 : mp - 9;                         /* [1, 12] */
+
+    if (m <= 2) {
+        y++;
+    }
+
+    /* Years past 9999 cannot be written in 4 digits; they are not
+     * reachable from a real clock, so they are simply truncated. */
+    put_padded(y, 4, out);
+    out[4] = '-';
+    put_padded(m, 2, out + 5);
+    out[7] = '-';
+    put_padded(d, 2, out + 8);
+    out[10] = 'T';
+    put_padded(sod / 3600, 2, out + 11);
+    out[13] = ':';
+    put_padded(sod / 60 % 60, 2, out + 14);
+    out[16] = ':';
+    put_padded(sod % 60, 2, out + 17);
+    out[19] = '.';
+    put_padded(ms % 1000, 3, out + 20);
+    out[23] = 'Z';
+
+    return 24;
+}
+
+} // extern "C"

@@ -1,0 +1,1074 @@
+/*
+ * project.cpp - loading and validating a flags file (SPEC B2, B8).
+ *
+ * The file is parsed with yajl's streaming parser into a small document
+ * tree (yajl_tree would hide the byte offset of a syntax error, which the
+ * "PATH:LINE:COL" message needs), then checked field by field into the
+ * model of project.hpp.  Every message is one line without a trailing
+ * newline; names from the file are JSON-escaped in messages so a name with
+ * a line break cannot split a log line.
+ *
+ * Conventions of the messages: "flags[3]" is the JSON array index
+ * (0-based) and is used only when the flag has no usable name; rules are
+ * counted for a person, "rule 1" being the first.
+ *
+ * Duplicate keys in an object: the last one wins (as in JavaScript),
+ * except in "segments", where a name defined twice is an error.
+ */
+
+#include "project.hpp"
+
+#include <yajl/yajl_parse.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <unordered_set>
+
+namespace fl {
+
+namespace {
+
+/* ------------------------------------------------ a small JSON tree */
+
+/* yajl has no depth limit and the tree is freed recursively. */
+constexpr size_t max_depth = 512;
+
+/* Regex matching stops (and the rule is false) past this many steps, so a
+ * catastrophic pattern cannot stall a worker on a 1 KB trait value. */
+constexpr uint32_t regex_match_limit = 1000000;
+
+constexpr size_t max_name_len = FL_MAX_TRAIT_NAME_LEN;   /* 128 */
+
+struct JVal {
+    enum Type : uint8_t { null_t, bool_t, num_t, str_t, arr_t, obj_t };
+
+    Type                      type = null_t;
+    bool                      b = false;
+    std::string               s;        /* string, or a number's text */
+    std::vector<std::string>  keys;     /* object keys, parallel to items */
+    std::vector<JVal>         items;    /* array elements / object values */
+
+    const JVal *get(std::string_view key) const
+    {
+        for (size_t i = keys.size(); i > 0; i--) {
+            if (keys[i - 1] == key) {
+                return &items[i - 1];
+            }
+        }
+        return nullptr;
+    }
+};
+
+struct Builder {
+    JVal                 root;
+    bool                 have_root = false;
+    std::vector<JVal *>  stack;         /* open containers, innermost last */
+    std::string          key;           /* pending object key */
+    bool                 nomem = false;
+    bool                 too_deep = false;
+
+    /* Appends a value to the innermost open container.  Pointers on the
+     * stack stay valid: only the innermost container ever grows. */
+    JVal *add(JVal::Type t)
+    {
+        JVal *v;
+
+        if (stack.empty()) {
+            have_root = true;
+            v = &root;
+        } else {
+            JVal *c = stack.back();
+            if (c->type == JVal::obj_t) {
+                c->keys.push_back(std::move(key));
+                key.clear();
+            }
+            c->items.emplace_back();
+            v = &c->items.back();
+        }
+        v->type = t;
+        return v;
+    }
+
+    bool open(JVal::Type t)
+    {
+        if (stack.size() >= max_depth) {
+            too_deep = true;
+            return false;
+        }
+        JVal *v = add(t);
+        stack.push_back(v);
+        return true;
+    }
+};
+
+/* yajl is C: nothing may be thrown through it.  Each callback catches
+ * and cancels the parse instead. */
+template <class F>
+int guarded(void *ctx, F f)
+{
+    Builder *b = static_cast<Builder *>(ctx);
+    try {
+        return f(b) ? 1 : 0;
+    } catch (...) {
+        b->nomem = true;
+        return 0;
+    }
+}
+
+int cb_null(void *ctx)
+{
+    return guarded(ctx, [](Builder *b) { b->add(JVal::null_t); return true; });
+}
+
+int cb_boolean(void *ctx, int v)
+{
+    return guarded(ctx, [v](Builder *b) {
+        b->add(JVal::bool_t)->b = v != 0;
+        return true;
+    });
+}
+
+int cb_number(void *ctx, const char *s, size_t len)
+{
+    return guarded(ctx, [s, len](Builder *b) {
+        b->add(JVal::num_t)->s.assign(s, len);
+        return true;
+    });
+}
+
+int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+    return guarded(ctx, [s, len](Builder *b) {
+        b->add(JVal::str_t)->s.assign(reinterpret_cast<const char *>(s), len);
+        return true;
+    });
+}
+
+int cb_start_map(void *ctx)
+{
+    return guarded(ctx, [](Builder *b) { return b->open(JVal::obj_t); });
+}
+
+int cb_map_key(void *ctx, const unsigned char *s, size_t len)
+{
+    return guarded(ctx, [s, len](Builder *b) {
+        b->key.assign(reinterpret_cast<const char *>(s), len);
+        return true;
+    });
+}
+
+int cb_end(void *ctx)
+{
+    return guarded(ctx, [](Builder *b) { b->stack.pop_back(); return true; });
+}
+
+int cb_start_array(void *ctx)
+{
+    return guarded(ctx, [](Builder *b) { return b->open(JVal::arr_t); });
+}
+
+const yajl_callbacks tree_callbacks = {
+    cb_null, cb_boolean, nullptr, nullptr, cb_number, cb_string,
+    cb_start_map, cb_map_key, cb_end, cb_start_array, cb_end
+};
+
+
+/* Index of the first byte a validating yajl parser refuses, or len. */
+size_t syntax_error_offset(const char *data, size_t len)
+{
+    yajl_handle h = yajl_alloc(nullptr, nullptr, nullptr);
+    size_t i = 0;
+
+    if (h == nullptr) {
+        return len;
+    }
+    for (; i < len; i++) {
+        if (yajl_parse(h, reinterpret_cast<const unsigned char *>(data + i), 1)
+            != yajl_status_ok)
+        {
+            break;
+        }
+    }
+    yajl_free(h);
+    return i;
+}
+
+
+/* ------------------------------------------------------- messages */
+
+/* Appends s as a JSON string, quotes included. */
+void append_json_string(std::string &out, std::string_view s)
+{
+    size_t at = out.size();
+
+    out.resize(at + fl_json_escape_bound(s.size()) + 2);
+    out[at] = '"';
+    size_t n = fl_json_escape(s.data(), s.size(), &out[at + 1]);
+    out[at + 1 + n] = '"';
+    out.resize(at + n + 2);
+}
+
+/* A name from the file, quoted and escaped for a one-line message; long
+ * names are cut, on a UTF-8 character boundary. */
+std::string quoted(std::string_view s)
+{
+    constexpr size_t max = 64;
+    size_t cut = s.size();
+
+    if (cut > max) {
+        cut = max;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) {
+            cut--;
+        }
+    }
+
+    std::string out;
+    append_json_string(out, s.substr(0, cut));
+    if (cut < s.size()) {
+        out.insert(out.size() - 1, "...");
+    }
+    return out;
+}
+
+void set_error(char *err, size_t err_len, const std::string &msg) noexcept
+{
+    if (err == nullptr || err_len == 0) {
+        return;
+    }
+    size_t n = std::min(msg.size(), err_len - 1);
+    std::memcpy(err, msg.data(), n);
+    err[n] = '\0';
+}
+
+
+/* ------------------------------------------------------ the loader */
+
+struct OpName {
+    const char *name;
+    Op          op;
+};
+
+const OpName op_names[] = {
+    {"eq", Op::eq}, {"neq", Op::neq}, {"in", Op::in}, {"not_in", Op::not_in},
+    {"contains", Op::contains}, {"starts_with", Op::starts_with},
+    {"ends_with", Op::ends_with}, {"regex", Op::regex}, {"gt", Op::gt},
+    {"gte", Op::gte}, {"lt", Op::lt}, {"lte", Op::lte},
+    {"semver_eq", Op::semver_eq}, {"semver_gt", Op::semver_gt},
+    {"semver_lt", Op::semver_lt}, {"exists", Op::exists},
+    {"not_exists", Op::not_exists},
+};
+
+bool is_string_op(Op op)
+{
+    switch (op) {
+    case Op::eq: case Op::neq: case Op::contains: case Op::starts_with:
+    case Op::ends_with:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool is_number_op(Op op)
+{
+    return op == Op::gt || op == Op::gte || op == Op::lt || op == Op::lte;
+}
+
+bool is_semver_op(Op op)
+{
+    return op == Op::semver_eq || op == Op::semver_gt || op == Op::semver_lt;
+}
+
+bool valid_flag_name(const std::string &s)
+{
+    if (s.empty() || s.size() > 128) {
+        return false;
+    }
+    for (unsigned char c : s) {
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                  || (c >= '0' && c <= '9') || c == '_' || c == '.'
+                  || c == ':' || c == '-';
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void fold_string(std::string &s)
+{
+    for (char &c : s) {
+        c = static_cast<char>(fold(static_cast<unsigned char>(c)));
+    }
+}
+
+/* FNV-1a 64 over a canonical, length-prefixed serialization. */
+struct Hasher {
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+    void bytes(const void *p, size_t n)
+    {
+        const unsigned char *c = static_cast<const unsigned char *>(p);
+        for (size_t i = 0; i < n; i++) {
+            h ^= c[i];
+            h *= UINT64_C(0x100000001b3);
+        }
+    }
+
+    void u64(uint64_t v)
+    {
+        unsigned char b[8];
+        for (int i = 0; i < 8; i++) {
+            b[i] = static_cast<unsigned char>(v >> (8 * i));
+        }
+        bytes(b, 8);
+    }
+
+    void str(std::string_view s)
+    {
+        u64(s.size());
+        bytes(s.data(), s.size());
+    }
+};
+
+class Loader {
+public:
+    Loader(const std::string &source, fl_project_s &p)
+        : source_(source), p_(p) {}
+
+    bool load(const char *data, size_t len);
+
+    fl_status_t          status = FL_ERR_INVALID;
+    std::string          error;
+
+private:
+    bool fail(const std::string &msg)
+    {
+        error = source_ + ": " + msg;
+        return false;
+    }
+
+    bool parse_json(const char *data, size_t len, JVal &root);
+    bool load_segments(const JVal *segs);
+    bool load_rule(const JVal &v, Rule &r, std::string &why);
+    bool load_flag(const JVal &v, size_t index, Flag &f);
+    bool load_rollback(const JVal &v, fl_rollback_policy_t &rb,
+        std::string &why);
+    void finish_flag(Flag &f);
+
+    const std::string   &source_;
+    fl_project_s        &p_;
+    std::unordered_map<std::string_view, uint32_t>  segment_index_;
+    bool                 any_regex_ = false;
+};
+
+struct YajlFree {
+    void operator()(yajl_handle_t *h) const noexcept { yajl_free(h); }
+};
+
+bool Loader::parse_json(const char *data, size_t len, JVal &root)
+{
+    Builder b;
+    std::unique_ptr<yajl_handle_t, YajlFree> h(
+        yajl_alloc(&tree_callbacks, nullptr, &b));
+
+    if (!h) {
+        status = FL_ERR_NOMEM;
+        return fail("out of memory");
+    }
+
+    yajl_status st = yajl_parse(h.get(),
+        reinterpret_cast<const unsigned char *>(data), len);
+    size_t offset = yajl_get_bytes_consumed(h.get());
+    if (st == yajl_status_ok) {
+        st = yajl_complete_parse(h.get());
+    }
+
+    if (st == yajl_status_ok) {
+        if (!b.have_root) {
+            return fail("invalid JSON: the file is empty");
+        }
+        root = std::move(b.root);
+        return true;
+    }
+
+    if (b.nomem) {
+        status = FL_ERR_NOMEM;
+        return fail("out of memory");
+    }
+
+    std::string reason;
+    if (b.too_deep) {
+        reason = "nesting deeper than " + std::to_string(max_depth)
+                 + " levels";
+    } else {
+        unsigned char *e = yajl_get_error(h.get(), 0, nullptr, 0);
+        if (e != nullptr) {
+            try {
+                reason = reinterpret_cast<char *>(e);
+            } catch (...) {
+                yajl_free_error(h.get(), e);
+                throw;
+            }
+            yajl_free_error(h.get(), e);
+        }
+        /* yajl ends with a newline; keep the message on one line */
+        for (char &c : reason) {
+            if (c == '\n' || c == '\r') c = ' ';
+        }
+        while (!reason.empty() && reason.back() == ' ') {
+            reason.pop_back();
+        }
+        if (reason.empty()) {
+            reason = "syntax error";
+        }
+    }
+
+    /* The byte at fault: yajl's own offset is sometimes after the token
+     * and sometimes before it, so for a syntax error the input is fed again
+     * one byte at a time and the first byte yajl refuses is the position
+     * (the end of the input for a premature end).  A cancelled parse
+     * (nesting too deep) stopped right after its opening bracket. */
+    size_t at = b.too_deep ? (offset > 0 ? offset - 1 : 0)
+                           : syntax_error_offset(data, len);
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at && i < len; i++) {
+        if (data[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    error = source_ + ":" + std::to_string(line) + ":" + std::to_string(col)
+            + ": invalid JSON: " + reason;
+    return false;
+}
+
+bool Loader::load_rule(const JVal &v, Rule &r, std::string &why)
+{
+    if (v.type != JVal::obj_t) {
+        why = "not an object";
+        return false;
+    }
+
+    const JVal *t = v.get("trait");
+    if (t == nullptr) {
+        why = "\"trait\" is missing";
+        return false;
+    }
+    if (t->type != JVal::str_t || t->s.empty() || t->s.size() > max_name_len) {
+        why = "\"trait\" must be a non-empty string of at most 128 bytes";
+        return false;
+    }
+    r.trait = t->s;
+
+    const JVal *o = v.get("op");
+    if (o == nullptr) {
+        why = "\"op\" is missing";
+        return false;
+    }
+    if (o->type != JVal::str_t) {
+        why = "\"op\" must be a string";
+        return false;
+    }
+    bool known = false;
+    for (const OpName &n : op_names) {
+        if (o->s == n.name) {
+            r.op = n.op;
+            known = true;
+            break;
+        }
+    }
+    if (!known) {
+        why = "unknown operator " + quoted(o->s);
+        return false;
+    }
+
+    const JVal *ic = v.get("ignoreCase");
+    if (ic != nullptr) {
+        if (ic->type != JVal::bool_t) {
+            why = "\"ignoreCase\" must be a boolean";
+            return false;
+        }
+        /* only meaningful for the string operators and regex (B8) */
+        r.ignore_case = ic->b && (is_string_op(r.op) || r.op == Op::regex
+                                  || r.op == Op::in || r.op == Op::not_in);
+    }
+
+    if (r.op == Op::exists || r.op == Op::not_exists) {
+        return true;
+    }
+
+    if (r.op == Op::in || r.op == Op::not_in) {
+        const JVal *vs = v.get("values");
+        if (vs == nullptr) {
+            why = "\"values\" is missing";
+            return false;
+        }
+        if (vs->type != JVal::arr_t) {
+            why = "\"values\" must be an array of strings";
+            return false;
+        }
+        for (const JVal &e : vs->items) {
+            if (e.type != JVal::str_t) {
+                why = "\"values\" must be an array of strings";
+                return false;
+            }
+            r.values.push_back(e.s);
+            if (r.ignore_case) {
+                fold_string(r.values.back());
+            }
+        }
+        /* sorted and unique: evaluation does a binary search */
+        std::sort(r.values.begin(), r.values.end());
+        r.values.erase(std::unique(r.values.begin(), r.values.end()),
+                       r.values.end());
+        return true;
+    }
+
+    const JVal *val = v.get("value");
+    if (val == nullptr) {
+        why = "\"value\" is missing";
+        return false;
+    }
+
+    if (is_number_op(r.op)) {
+        DecimalView d;
+        if ((val->type != JVal::num_t && val->type != JVal::str_t)
+            || !parse_decimal(val->s.data(), val->s.size(), &d))
+        {
+            why = "\"value\" must be a number or a numeric string";
+            return false;
+        }
+        r.number = Decimal::from(d);
+        return true;
+    }
+
+    if (val->type != JVal::str_t) {
+        why = "\"value\" must be a string";
+        return false;
+    }
+    r.value = val->s;
+
+    if (is_semver_op(r.op)) {
+        int ok = 0;
+        fl_semver_cmp(r.value.data(), r.value.size(), r.value.data(),
+                      r.value.size(), &ok);
+        if (!ok) {
+            why = "\"value\" " + quoted(r.value)
+                  + " is not a semantic version";
+            return false;
+        }
+        return true;
+    }
+
+    if (r.op == Op::regex) {
+        int code = 0;
+        PCRE2_SIZE offset = 0;
+        uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF
+                        | (r.ignore_case ? PCRE2_CASELESS : 0);
+
+        r.re.reset(pcre2_compile(
+            reinterpret_cast<PCRE2_SPTR>(r.value.data()), r.value.size(),
+            opts, &code, &offset, nullptr));
+        if (!r.re) {
+            PCRE2_UCHAR msg[256];
+            if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0) {
+                std::strcpy(reinterpret_cast<char *>(msg), "unknown error");
+            }
+            why = "invalid regex at offset " + std::to_string(offset) + ": "
+                  + reinterpret_cast<char *>(msg);
+            return false;
+        }
+#ifndef FL_NO_PCRE2_JIT
+        /* JIT is only a speed-up: without it pcre2_match interprets.
+         * (Its SIMD search reads whole 16-byte words past the end of a
+         * subject, which valgrind reports; build with -DFL_NO_PCRE2_JIT
+         * for a clean memcheck run.) */
+        (void) pcre2_jit_compile(r.re.get(), PCRE2_JIT_COMPLETE);
+#endif
+        any_regex_ = true;
+        return true;
+    }
+
+    if (r.ignore_case) {
+        fold_string(r.value);
+    }
+    return true;
+}
+
+bool Loader::load_segments(const JVal *segs)
+{
+    if (segs == nullptr) {
+        return true;
+    }
+    if (segs->type != JVal::obj_t) {
+        return fail("\"segments\" must be an object");
+    }
+
+    p_.segments.resize(segs->keys.size());
+
+    for (size_t i = 0; i < segs->keys.size(); i++) {
+        const std::string &name = segs->keys[i];
+        const JVal &v = segs->items[i];
+        Segment &s = p_.segments[i];
+
+        if (name.empty()) {
+            return fail("a segment name is empty");
+        }
+        std::string where = "segment " + quoted(name) + ": ";
+        if (name.size() > max_name_len) {
+            return fail(where + "name is longer than 128 bytes");
+        }
+        if (name.find('\0') != std::string::npos) {
+            return fail(where + "name contains a NUL byte");
+        }
+        if (!segment_index_.emplace(name, static_cast<uint32_t>(i)).second) {
+            return fail(where + "defined twice");
+        }
+        s.name = name;
+
+        if (v.type != JVal::obj_t) {
+            return fail(where + "not an object");
+        }
+        const JVal *rules = v.get("rules");
+        if (rules == nullptr) {
+            return fail(where + "\"rules\" is missing");
+        }
+        if (rules->type != JVal::arr_t) {
+            return fail(where + "\"rules\" must be an array");
+        }
+
+        s.rules.resize(rules->items.size());
+        for (size_t j = 0; j < rules->items.size(); j++) {
+            std::string why;
+            if (!load_rule(rules->items[j], s.rules[j], why)) {
+                return fail(where + "rule " + std::to_string(j + 1) + ": "
+                            + why);
+            }
+        }
+    }
+
+    return true;
+}
+
+bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
+    std::string &why)
+{
+    rb = fl_rollback_policy_t();
+
+    if (v.type == JVal::bool_t) {
+        rb.mode = v.b ? FL_ROLLBACK_INHERIT : FL_ROLLBACK_OFF;
+        return true;
+    }
+    if (v.type != JVal::obj_t) {
+        why = "\"rollback\" must be an object or false";
+        return false;
+    }
+    rb.mode = FL_ROLLBACK_ON;
+
+    DecimalView d;
+    uint64_t n;
+    bool exact;
+
+    if (const JVal *f = v.get("minErrors")) {
+        if (f->type != JVal::num_t
+            || !parse_decimal(f->s.data(), f->s.size(), &d)
+            || !decimal_scaled(d, 0, UINT32_MAX, &n, &exact) || !exact
+            || n < 1)
+        {
+            why = "rollback: \"minErrors\" must be an integer >= 1";
+            return false;
+        }
+        rb.min_errors = static_cast<uint32_t>(n);
+    }
+
+    if (const JVal *f = v.get("rate")) {
+        bool ok = f->type == JVal::num_t
+                  && parse_decimal(f->s.data(), f->s.size(), &d)
+                  && decimal_scaled(d, 3, FL_MILLI_MAX, &n, &exact);
+        if (ok && !exact) {
+            why = "rollback: \"rate\" has more than 3 decimals";
+            return false;
+        }
+        if (!ok || n == 0) {
+            why = "rollback: \"rate\" must be a number above 0 and at most 100";
+            return false;
+        }
+        rb.rate_milli = static_cast<uint32_t>(n);
+    }
+
+    if (const JVal *f = v.get("window")) {
+        if (f->type != JVal::num_t
+            || !parse_decimal(f->s.data(), f->s.size(), &d)
+            || !decimal_scaled(d, 0, FL_WINDOW_MAX, &n, &exact) || !exact
+            || n < 1)
+        {
+            why = "rollback: \"window\" must be an integer between 1 and "
+                  + std::to_string(FL_WINDOW_MAX);
+            return false;
+        }
+        rb.window = static_cast<uint32_t>(n);
+    }
+
+    return true;
+}
+
+bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
+{
+    std::string where = "flags[" + std::to_string(index) + "]: ";
+
+    if (v.type != JVal::obj_t) {
+        return fail(where + "not an object");
+    }
+
+    const JVal *name = v.get("name");
+    if (name == nullptr) {
+        return fail(where + "\"name\" is missing");
+    }
+    if (name->type != JVal::str_t) {
+        return fail(where + "\"name\" must be a string");
+    }
+    if (!valid_flag_name(name->s)) {
+        return fail(where + "\"name\" must match [A-Za-z0-9_.:-]{1,128}");
+    }
+    f.name = name->s;
+    where = "flag " + quoted(f.name) + ": ";
+
+    const JVal *en = v.get("enabled");
+    if (en == nullptr) {
+        return fail(where + "\"enabled\" is missing");
+    }
+    if (en->type != JVal::bool_t) {
+        return fail(where + "\"enabled\" must be a boolean");
+    }
+    f.enabled = en->b;
+
+    const JVal *rp = v.get("rolloutPercentage");
+    if (rp == nullptr) {
+        return fail(where + "\"rolloutPercentage\" is missing");
+    }
+    DecimalView d;
+    if (rp->type != JVal::num_t
+        || !parse_decimal(rp->s.data(), rp->s.size(), &d))
+    {
+        return fail(where + "\"rolloutPercentage\" must be a number");
+    }
+    uint64_t milli;
+    bool exact;
+    if (!decimal_scaled(d, 3, FL_MILLI_MAX, &milli, &exact)) {
+        return fail(where + "\"rolloutPercentage\" must be between 0 and 100");
+    }
+    if (!exact) {
+        return fail(where + "\"rolloutPercentage\" has more than 3 decimals");
+    }
+    f.rollout_milli = static_cast<uint32_t>(milli);
+
+    if (const JVal *segs = v.get("segments")) {
+        if (segs->type != JVal::arr_t) {
+            return fail(where + "\"segments\" must be an array of strings");
+        }
+        for (const JVal &s : segs->items) {
+            if (s.type != JVal::str_t) {
+                return fail(where + "\"segments\" must be an array of strings");
+            }
+            auto it = segment_index_.find(s.s);
+            if (it == segment_index_.end()) {
+                return fail(where + "unknown segment " + quoted(s.s));
+            }
+            f.segments.push_back(it->second);
+        }
+    }
+
+    if (const JVal *st = v.get("stickiness")) {
+        if (st->type != JVal::str_t || st->s.empty()
+            || st->s.size() > max_name_len)
+        {
+            return fail(where + "\"stickiness\" must be a non-empty string"
+                        " of at most 128 bytes");
+        }
+        if (st->s != "userId") {
+            f.stickiness = st->s;
+        }
+    }
+
+    f.rollback = fl_rollback_policy_t();
+    if (const JVal *rb = v.get("rollback")) {
+        std::string why;
+        if (!load_rollback(*rb, f.rollback, why)) {
+            return fail(where + why);
+        }
+    }
+
+    finish_flag(f);
+    return true;
+}
+
+/* The definition hash and the fixed JSON fragments of a loaded flag. */
+void Loader::finish_flag(Flag &f)
+{
+    /* Canonical: only known fields, in a fixed order, with values as the
+     * evaluation sees them (defaults filled in, numbers normalized, "in"
+     * lists sorted, ignoreCase values folded), so key order, unknown
+     * fields and equivalent spellings do not count as a change. */
+    Hasher h;
+    h.str("flag/1");
+    h.str(f.name);
+    h.u64(f.enabled);
+    h.u64(f.rollout_milli);
+    h.str(f.stickiness.empty() ? std::string_view("userId") : f.stickiness);
+    h.u64(f.rollback.mode);
+    h.u64(f.rollback.min_errors);
+    h.u64(f.rollback.rate_milli);
+    h.u64(f.rollback.window);
+    h.u64(f.segments.size());
+    for (uint32_t si : f.segments) {
+        const Segment &s = p_.segments[si];
+        h.str(s.name);
+        h.u64(s.rules.size());
+        for (const Rule &r : s.rules) {
+            h.str(r.trait);
+            h.u64(static_cast<uint64_t>(r.op));
+            h.u64(r.ignore_case);
+            h.str(r.value);
+            h.u64(r.values.size());
+            for (const std::string &x : r.values) {
+                h.str(x);
+            }
+            h.u64(r.number.neg);
+            h.u64(static_cast<uint64_t>(r.number.exp));
+            h.str(r.number.digits);
+        }
+    }
+    f.def_hash = h.h;
+
+    f.json_head = "{\"name\":";
+    append_json_string(f.json_head, f.name);
+    f.json_head += ",\"enabled\":";
+    f.json_tail = ",\"segments\":[";
+    for (size_t k = 0; k < f.segments.size(); k++) {
+        if (k > 0) {
+            f.json_tail += ',';
+        }
+        append_json_string(f.json_tail, p_.segments[f.segments[k]].name);
+    }
+    f.json_tail += "]}";
+}
+
+bool Loader::load(const char *data, size_t len)
+{
+    JVal root;
+
+    if (!parse_json(data, len, root)) {
+        return false;
+    }
+    if (root.type != JVal::obj_t) {
+        return fail("the top level must be an object");
+    }
+
+    const JVal *flags = root.get("flags");
+    if (flags == nullptr) {
+        return fail("\"flags\" is missing");
+    }
+    if (flags->type != JVal::arr_t) {
+        return fail("\"flags\" must be an array");
+    }
+
+    if (!load_segments(root.get("segments"))) {
+        return false;
+    }
+
+    p_.flags.resize(flags->items.size());
+    std::unordered_set<std::string_view> seen;
+    for (size_t i = 0; i < flags->items.size(); i++) {
+        Flag &f = p_.flags[i];
+        if (!load_flag(flags->items[i], i, f)) {
+            return false;
+        }
+        if (!seen.insert(flags->items[i].get("name")->s).second) {
+            return fail("flag " + quoted(f.name) + ": duplicate flag name");
+        }
+    }
+
+    /* p_.flags no longer changes: the views into its names stay valid. */
+    p_.by_name.reserve(p_.flags.size());
+    size_t bound = sizeof("{\"flags\":[]}");
+    for (size_t i = 0; i < p_.flags.size(); i++) {
+        const Flag &f = p_.flags[i];
+        p_.by_name.emplace(f.name, i);
+        bound += f.json_head.size() + sizeof("false")
+                 + sizeof(",\"rolloutPercentage\":") + 8
+                 + f.json_tail.size() + 1;
+    }
+    p_.json_bound = bound;
+
+    if (any_regex_) {
+        p_.match_data.reset(pcre2_match_data_create(1, nullptr));
+        p_.match_ctx.reset(pcre2_match_context_create(nullptr));
+        if (!p_.match_data || !p_.match_ctx) {
+            status = FL_ERR_NOMEM;
+            return fail("out of memory");
+        }
+        pcre2_set_match_limit(p_.match_ctx.get(), regex_match_limit);
+    }
+
+    status = FL_OK;
+    return true;
+}
+
+fl_status_t load_buffer(const char *data, size_t len,
+    const std::string &source, fl_project_t **out, char *err, size_t err_len)
+{
+    std::unique_ptr<fl_project_s> p(new fl_project_s);
+    Loader loader(source, *p);
+
+    if (!loader.load(data, len)) {
+        set_error(err, err_len, loader.error);
+        return loader.status == FL_OK ? FL_ERR_INVALID : loader.status;
+    }
+
+    *out = p.release();
+    return FL_OK;
+}
+
+} // namespace
+
+} // namespace fl
+
+
+extern "C" {
+
+fl_status_t fl_project_load_buffer(const char *data, size_t len,
+    const char *source_name, fl_project_t **out, char *err, size_t err_len)
+    noexcept
+{
+    if (out == nullptr) {
+        return FL_ERR_INTERNAL;
+    }
+    *out = nullptr;
+
+    try {
+        std::string source = source_name ? source_name : "(buffer)";
+        return fl::load_buffer(data ? data : "", data ? len : 0, source, out,
+                               err, err_len);
+    } catch (const std::bad_alloc &) {
+        fl::set_error(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    } catch (...) {
+        fl::set_error(err, err_len, "internal error while loading flags");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
+    size_t err_len) noexcept
+{
+    if (out == nullptr || path == nullptr) {
+        return FL_ERR_INTERNAL;
+    }
+    *out = nullptr;
+
+    try {
+        std::string source(path);
+        std::FILE *f = std::fopen(path, "rb");
+        if (f == nullptr) {
+            fl::set_error(err, err_len,
+                source + ": cannot open: " + std::strerror(errno));
+            return FL_ERR_IO;
+        }
+
+        std::string data;
+        char buf[16384];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
+            try {
+                data.append(buf, n);
+            } catch (...) {
+                std::fclose(f);
+                throw;
+            }
+        }
+        int failed = std::ferror(f);
+        int saved = errno;
+        std::fclose(f);
+        if (failed) {
+            fl::set_error(err, err_len,
+                source + ": cannot read: " + std::strerror(saved));
+            return FL_ERR_IO;
+        }
+
+        return fl::load_buffer(data.data(), data.size(), source, out, err,
+                               err_len);
+    } catch (const std::bad_alloc &) {
+        fl::set_error(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    } catch (...) {
+        fl::set_error(err, err_len, "internal error while loading flags");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+void fl_project_free(fl_project_t *p) noexcept
+{
+    delete p;
+}
+
+size_t fl_project_flag_count(const fl_project_t *p) noexcept
+{
+    return p ? p->flags.size() : 0;
+}
+
+int fl_project_flag_info(const fl_project_t *p, size_t i,
+    fl_flag_info_t *out) noexcept
+{
+    if (p == nullptr || out == nullptr || i >= p->flags.size()) {
+        return -1;
+    }
+    const fl::Flag &f = p->flags[i];
+
+    out->name = f.name.c_str();
+    out->name_len = f.name.size();
+    out->enabled = f.enabled;
+    out->rollout_milli = f.rollout_milli;
+    out->nsegments = f.segments.size();
+    out->def_hash = f.def_hash;
+    out->rollback = f.rollback;
+    return 0;
+}
+
+const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
+    size_t j, size_t *len) noexcept
+{
+    if (p == nullptr || i >= p->flags.size()
+        || j >= p->flags[i].segments.size())
+    {
+        return nullptr;
+    }
+    const std::string &s = p->segments[p->flags[i].segments[j]].name;
+    if (len) {
+        *len = s.size();
+    }
+    return s.c_str();
+}
+
+long fl_project_find_flag(const fl_project_t *p, const char *name,
+    size_t len) noexcept
+{
+    if (p == nullptr || (name == nullptr && len != 0)) {
+        return -1;
+    }
+    /* std::hash<string_view> and find() do not allocate or throw in
+     * practice, but the C boundary is guarded anyway. */
+    try {
+        auto it = p->by_name.find(std::string_view(name ? name : "", len));
+        return it == p->by_name.end() ? -1 : static_cast<long>(it->second);
+    } catch (...) {
+        return -1;
+    }
+}
+
+} // extern "C"

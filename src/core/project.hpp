@@ -1,0 +1,174 @@
+/*
+ * project.hpp - the in-memory model of a flags file (internal to the core).
+ *
+ * A fl_project_t is built once by the loader (project.cpp) at configuration
+ * time and is immutable afterwards, with one documented exception: the PCRE2
+ * match data used by "regex" rules is scratch memory shared by every
+ * evaluation of the project.  nginx workers are single-threaded, so one
+ * evaluation of a given project runs at a time; a multi-threaded user would
+ * need one project per thread.
+ *
+ * Everything the request path needs is prepared here so that evaluation
+ * never allocates: rule values folded for ignoreCase, "in" lists sorted,
+ * numbers parsed, regexes compiled, JSON fragments of the answer built.
+ */
+
+#ifndef FLAGS_PROJECT_HPP
+#define FLAGS_PROJECT_HPP
+
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+
+#include "flags_core.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace fl {
+
+/* ---------------------------------------------------------- decimals */
+
+/*
+ * An exact decimal read from JSON number syntax, normalized as
+ *     (neg ? -1 : 1) * 0.D1 D2 ... Dn * 10^exp
+ * with D1 != 0 and Dn != 0; zero has no digits (and is never negative).
+ * The digits are the concatenation of two spans of the source text (the
+ * integer and the fraction part, the '.' left out), so a trait value can
+ * be compared without copying it.  The exponent is clamped far beyond any
+ * digit count a real input can have, so the comparison stays exact.
+ */
+struct DecimalView {
+    bool         neg = false;
+    int64_t      exp = 0;
+    const char  *a = nullptr;
+    size_t       an = 0;
+    const char  *b = nullptr;
+    size_t       bn = 0;
+
+    size_t ndigits() const { return an + bn; }
+    char digit(size_t i) const { return i < an ? a[i] : b[i - an]; }
+};
+
+/* Strict JSON number syntax: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+ * with nothing before or after (no '+', no spaces, no inf/nan). */
+bool parse_decimal(const char *s, size_t len, DecimalView *out);
+
+/* <0, 0, >0 by value. */
+int decimal_cmp(const DecimalView &x, const DecimalView &y);
+
+/* The value times 10^scale as an integer: false when negative or above
+ * limit; *exact is false when digits would be lost (too many decimals). */
+bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
+    uint64_t *out, bool *exact);
+
+/* A DecimalView that owns its digits (for rule values). */
+struct Decimal {
+    bool         neg = false;
+    int64_t      exp = 0;
+    std::string  digits;
+
+    static Decimal from(const DecimalView &v);
+    DecimalView view() const;
+};
+
+
+/* ------------------------------------------------------------- rules */
+
+enum class Op : uint8_t {
+    eq, neq, in, not_in, contains, starts_with, ends_with, regex,
+    gt, gte, lt, lte, semver_eq, semver_gt, semver_lt, exists, not_exists
+};
+
+struct Pcre2CodeFree {
+    void operator()(pcre2_code *c) const noexcept { pcre2_code_free(c); }
+};
+struct Pcre2MatchDataFree {
+    void operator()(pcre2_match_data *m) const noexcept
+    { pcre2_match_data_free(m); }
+};
+struct Pcre2MatchContextFree {
+    void operator()(pcre2_match_context *m) const noexcept
+    { pcre2_match_context_free(m); }
+};
+
+using RegexPtr = std::unique_ptr<pcre2_code, Pcre2CodeFree>;
+
+struct Rule {
+    std::string               trait;
+    Op                        op = Op::eq;
+    /* ignoreCase of string operators (eq neq in not_in contains
+     * starts_with ends_with) folds ASCII letters only, so the comparison is
+     * locale-independent and allocation-free; value / values below are
+     * stored already folded.  For regex it is PCRE2_CASELESS. */
+    bool                      ignore_case = false;
+    std::string               value;     /* string ops, semver, regex source */
+    std::vector<std::string>  values;    /* in / not_in: sorted, unique */
+    Decimal                   number;    /* gt gte lt lte */
+    RegexPtr                  re;        /* regex */
+};
+
+struct Segment {
+    std::string        name;
+    std::vector<Rule>  rules;            /* all must match; none: everyone */
+};
+
+struct Flag {
+    std::string            name;
+    bool                   enabled = false;
+    uint32_t               rollout_milli = 0;
+    std::vector<uint32_t>  segments;     /* indices into Project::segments */
+    std::string            stickiness;   /* empty: userId */
+    /*
+     * fl_rollback_policy_t as written in the file:
+     *  - mode INHERIT: no "rollback" (or "rollback": true): the http-level
+     *    flags_rollback policy applies entirely;
+     *  - mode OFF: "rollback": false;
+     *  - mode ON: a "rollback" object.  A field it does not give
+     *    (min_errors, rate_milli, window) stays 0, meaning "take this field
+     *    from the http-level policy"; the glue resolves it before calling
+     *    fl_state_record_error().
+     */
+    fl_rollback_policy_t   rollback{};
+    uint64_t               def_hash = 0;
+
+    /* Fixed parts of this flag's object in the /flags answer:
+     * {"name":"x","enabled":  ...  ,"segments":[...]} */
+    std::string            json_head;
+    std::string            json_tail;
+};
+
+/* Case folding used by ignoreCase (ASCII only). */
+inline unsigned char fold(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
+}
+
+/* Whether rule r holds for user u (evaluate.cpp). */
+bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u);
+
+} // namespace fl
+
+
+struct fl_project_s {
+    std::vector<fl::Flag>     flags;
+    std::vector<fl::Segment>  segments;
+
+    /* flag name -> index; the views point into flags[i].name, so this is
+     * built after flags stops changing. */
+    std::unordered_map<std::string_view, size_t>  by_name;
+
+    size_t                    json_bound = 0;
+
+    /* Scratch memory of regex rules (see the top of this file), allocated
+     * at load time so that matching does not allocate. */
+    std::unique_ptr<pcre2_match_data, fl::Pcre2MatchDataFree>     match_data;
+    std::unique_ptr<pcre2_match_context, fl::Pcre2MatchContextFree> match_ctx;
+};
+
+#endif /* FLAGS_PROJECT_HPP */

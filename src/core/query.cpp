@@ -1,0 +1,316 @@
+/*
+ * query.cpp - the caller of GET /flags from its query string (SPEC B3, B8).
+ *
+ * One pass decodes every parameter into a single buffer taken from the
+ * caller's allocator (decoding never lengthens, so len bytes suffice); trait
+ * parameters are collected, sorted by (name, position) and reduced to the
+ * last occurrence of each name.  That is O(n log n) in the number of
+ * parameters whatever their repetition, and no memory is freed: everything
+ * comes from the request pool.
+ *
+ * The allocator must return memory aligned for pointers (as ngx_palloc
+ * does).
+ */
+
+#include "flags_core.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+constexpr char trait_prefix[] = "trait_";
+constexpr size_t trait_prefix_len = sizeof(trait_prefix) - 1;
+
+struct Entry {
+    const char  *name;
+    size_t       name_len;
+    const char  *value;
+    size_t       value_len;
+    size_t       pos;           /* order in the query: the last one wins */
+};
+
+/* Bytewise order of names, shorter first on a common prefix. */
+inline int name_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? std::memcmp(a, b, n) : 0;
+    if (c != 0) {
+        return c;
+    }
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+inline int hex_value(unsigned char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+enum class Decode { ok, malformed, nul };
+
+/* Decodes %XX and '+' from src into dst (which may hold n bytes). */
+Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = static_cast<unsigned char>(src[i]);
+
+        if (c == '%') {
+            if (i + 2 >= n) {             /* "%" or "%4" at the end */
+                return Decode::malformed;
+            }
+            int hi = hex_value(static_cast<unsigned char>(src[i + 1]));
+            int lo = hex_value(static_cast<unsigned char>(src[i + 2]));
+            if (hi < 0 || lo < 0) {
+                return Decode::malformed;
+            }
+            c = static_cast<unsigned char>(hi << 4 | lo);
+            i += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+
+        if (c == '\0') {
+            return Decode::nul;
+        }
+        dst[o++] = static_cast<char>(c);
+    }
+
+    *out_len = o;
+    return Decode::ok;
+}
+
+void set_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void set_error(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (err == nullptr || err_len == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+/* A name is echoed in a message only when it is short printable ASCII
+ * without quotes or backslashes, so the message stays one clean line. */
+bool echoable(const char *s, size_t n)
+{
+    if (n == 0 || n > 64) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+            return false;
+        }
+    }
+    return true;
+}
+
+fl_status_t parse(const char *args, size_t len, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
+{
+    size_t npieces = 1;
+    for (size_t i = 0; i < len; i++) {
+        npieces += args[i] == '&';
+    }
+
+    char *buf = static_cast<char *>(a->alloc(a->ctx, len));
+    Entry *entries = static_cast<Entry *>(
+        a->alloc(a->ctx, npieces * sizeof(Entry)));
+    if (buf == nullptr || entries == nullptr) {
+        set_error(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    }
+
+    size_t nentries = 0, used = 0;
+    const char *user_id = nullptr;
+    size_t user_id_len = 0;
+
+    for (size_t start = 0, pos = 0; start <= len; pos++) {
+        const char *piece = args + start;
+        const char *amp = static_cast<const char *>(
+            std::memchr(piece, '&', len - start));
+        size_t plen = amp ? static_cast<size_t>(amp - piece) : len - start;
+        start += plen + 1;
+
+        if (plen == 0) {
+            continue;
+        }
+
+        const char *eq = static_cast<const char *>(
+            std::memchr(piece, '=', plen));
+        size_t raw_nlen = eq ? static_cast<size_t>(eq - piece) : plen;
+        const char *raw_val = eq ? eq + 1 : piece + plen;
+        size_t raw_vlen = eq ? plen - raw_nlen - 1 : 0;
+
+        char *name = buf + used;
+        size_t nlen = 0, vlen = 0;
+        Decode d = decode(piece, raw_nlen, name, &nlen);
+        char *value = name + nlen;
+        if (d == Decode::ok) {
+            d = decode(raw_val, raw_vlen, value, &vlen);
+        }
+        if (d == Decode::malformed) {
+            set_error(err, err_len, "malformed percent-encoding in the query");
+            return FL_ERR_QUERY;
+        }
+        if (d == Decode::nul) {
+            set_error(err, err_len, "a NUL byte (%%00) in the query");
+            return FL_ERR_QUERY;
+        }
+
+        if (nlen == 6 && std::memcmp(name, "userId", 6) == 0) {
+            if (vlen > FL_MAX_VALUE_LEN) {
+                set_error(err, err_len, "userId is longer than %u bytes",
+                          FL_MAX_VALUE_LEN);
+                return FL_ERR_QUERY;
+            }
+            /* "userId=" is the same as no userId (B8) */
+            user_id = vlen ? value : nullptr;
+            user_id_len = vlen;
+            used += nlen + vlen;
+
+        } else if (nlen >= trait_prefix_len
+                   && std::memcmp(name, trait_prefix, trait_prefix_len) == 0)
+        {
+            const char *tn = name + trait_prefix_len;
+            size_t tlen = nlen - trait_prefix_len;
+
+            if (tlen == 0) {
+                set_error(err, err_len,
+                          "a trait name is empty (\"trait_\" alone)");
+                return FL_ERR_QUERY;
+            }
+            if (tlen > FL_MAX_TRAIT_NAME_LEN) {
+                set_error(err, err_len, "a trait name is longer than %u bytes",
+                          FL_MAX_TRAIT_NAME_LEN);
+                return FL_ERR_QUERY;
+            }
+            if (vlen > FL_MAX_VALUE_LEN) {
+                if (echoable(tn, tlen)) {
+                    set_error(err, err_len,
+                              "trait \"%.*s\" is longer than %u bytes",
+                              static_cast<int>(tlen), tn, FL_MAX_VALUE_LEN);
+                } else {
+                    set_error(err, err_len,
+                              "a trait value is longer than %u bytes",
+                              FL_MAX_VALUE_LEN);
+                }
+                return FL_ERR_QUERY;
+            }
+            entries[nentries++] = Entry{tn, tlen, value, vlen, pos};
+            used += nlen + vlen;
+        }
+        /* other parameters are ignored; their bytes are reused */
+    }
+
+    std::sort(entries, entries + nentries, [](const Entry &x, const Entry &y) {
+        int c = name_cmp(x.name, x.name_len, y.name, y.name_len);
+        return c != 0 ? c < 0 : x.pos < y.pos;
+    });
+
+    /* keep the last entry of each run of equal names */
+    size_t distinct = 0;
+    for (size_t i = 0; i < nentries; i++) {
+        if (i + 1 < nentries
+            && name_cmp(entries[i].name, entries[i].name_len,
+                        entries[i + 1].name, entries[i + 1].name_len) == 0)
+        {
+            continue;
+        }
+        entries[distinct++] = entries[i];
+    }
+
+    if (distinct > max_traits) {
+        set_error(err, err_len, "more than %zu traits", max_traits);
+        return FL_ERR_QUERY;
+    }
+
+    fl_trait_t *traits = nullptr;
+    if (distinct > 0) {
+        traits = static_cast<fl_trait_t *>(
+            a->alloc(a->ctx, distinct * sizeof(fl_trait_t)));
+        if (traits == nullptr) {
+            set_error(err, err_len, "out of memory");
+            return FL_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < distinct; i++) {
+            traits[i] = fl_trait_t{entries[i].name, entries[i].name_len,
+                                   entries[i].value, entries[i].value_len};
+        }
+    }
+
+    out->user_id = user_id;
+    out->user_id_len = user_id_len;
+    out->traits = traits;
+    out->ntraits = distinct;
+    return FL_OK;
+}
+
+} // namespace
+
+
+extern "C" {
+
+fl_status_t fl_parse_query(const char *args, size_t len, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len) noexcept
+{
+    if (out == nullptr) {
+        return FL_ERR_INTERNAL;
+    }
+    *out = fl_user_t{nullptr, 0, nullptr, 0};
+
+    if (args == nullptr || len == 0) {
+        return FL_OK;
+    }
+    if (a == nullptr || a->alloc == nullptr) {
+        return FL_ERR_INTERNAL;
+    }
+
+    try {
+        fl_status_t rc = parse(args, len, max_traits, a, out, err, err_len);
+        if (rc != FL_OK) {
+            *out = fl_user_t{nullptr, 0, nullptr, 0};
+        }
+        return rc;
+    } catch (...) {
+        set_error(err, err_len, "internal error while parsing the query");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
+    size_t len) noexcept
+{
+    if (u == nullptr || u->traits == nullptr) {
+        return nullptr;
+    }
+
+    size_t lo = 0, hi = u->ntraits;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const fl_trait_t &t = u->traits[mid];
+        int c = name_cmp(name, len, t.name, t.name_len);
+        if (c == 0) {
+            return &t;
+        }
+        if (c < 0) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return nullptr;
+}
+
+} // extern "C"

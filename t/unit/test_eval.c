@@ -1,0 +1,790 @@
+/*
+ * test_eval.c - evaluation (SPEC B2, B3, B8): every rule operator, segments,
+ * rollout and stickiness, semver ordering, and the /flags JSON answer.
+ *
+ * Rules are tested through the public API: a one-flag project whose only
+ * segment holds the rule under test, evaluated for a caller given as a
+ * query string.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+
+/* ------------------------------------------------ a malloc-backed arena */
+
+typedef union block_u {
+    union block_u  *next;
+    max_align_t     align;
+} block_t;
+
+static block_t *arena;
+
+static void *arena_alloc(void *ctx, size_t size)
+{
+    (void) ctx;
+    block_t *b = malloc(sizeof(block_t) + size);
+    if (b == NULL) {
+        return NULL;
+    }
+    b->next = arena;
+    arena = b;
+    return b + 1;
+}
+
+static int arena_free(void **state)
+{
+    (void) state;
+    while (arena) {
+        block_t *n = arena->next;
+        free(arena);
+        arena = n;
+    }
+    return 0;
+}
+
+static const fl_alloc_t alloc = { arena_alloc, NULL };
+
+static fl_user_t user(const char *query)
+{
+    fl_user_t u;
+    char err[256];
+    fl_status_t rc = fl_parse_query(query, strlen(query), 1000, &alloc, &u,
+                                    err, sizeof(err));
+    if (rc != FL_OK) {
+        fail_msg("query \"%s\": %s", query, err);
+    }
+    return u;
+}
+
+static fl_project_t *load(const char *json)
+{
+    fl_project_t *p = NULL;
+    char err[512];
+
+    if (fl_project_load_buffer(json, strlen(json), "t.json", &p, err,
+                               sizeof(err)) != FL_OK)
+    {
+        fail_msg("load: %s", err);
+    }
+    return p;
+}
+
+/* Whether rule (a JSON object) holds for the caller described by query. */
+static int rule(const char *rule_json, const char *query)
+{
+    char json[2048];
+    fl_result_t r;
+
+    snprintf(json, sizeof(json),
+        "{\"flags\":[{\"name\":\"f\",\"enabled\":true,"
+        "\"rolloutPercentage\":100,\"segments\":[\"s\"]}],"
+        "\"segments\":{\"s\":{\"rules\":[%s]}}}", rule_json);
+    fl_project_t *p = load(json);
+    fl_user_t u = user(query);
+    fl_evaluate(p, &u, NULL, &r);
+    fl_project_free(p);
+    return r.enabled;
+}
+
+/* ----------------------------------------------------- string operators */
+
+static void test_eq_neq(void **state)
+{
+    (void) state;
+    const char *eq = "{\"trait\":\"plan\",\"op\":\"eq\",\"value\":\"pro\"}";
+    assert_true(rule(eq, "trait_plan=pro"));
+    assert_false(rule(eq, "trait_plan=Pro"));
+    assert_false(rule(eq, "trait_plan=pro2"));
+    assert_false(rule(eq, "trait_plan="));
+    assert_false(rule(eq, "trait_other=pro"));
+
+    const char *eqi = "{\"trait\":\"plan\",\"op\":\"eq\",\"value\":\"PrO\","
+                      "\"ignoreCase\":true}";
+    assert_true(rule(eqi, "trait_plan=pro"));
+    assert_true(rule(eqi, "trait_plan=PRO"));
+    assert_false(rule(eqi, "trait_plan=pr"));
+    /* ignoreCase folds ASCII letters only */
+    const char *eqe = "{\"trait\":\"c\",\"op\":\"eq\",\"value\":\"\xc3\x89\","
+                      "\"ignoreCase\":true}";
+    assert_true(rule(eqe, "trait_c=%C3%89"));
+    assert_false(rule(eqe, "trait_c=%C3%A9"));
+
+    const char *ne = "{\"trait\":\"plan\",\"op\":\"neq\",\"value\":\"pro\"}";
+    assert_false(rule(ne, "trait_plan=pro"));
+    assert_true(rule(ne, "trait_plan=PRO"));
+    assert_true(rule(ne, "trait_plan="));
+    assert_true(rule(ne, ""));
+
+    const char *nei = "{\"trait\":\"plan\",\"op\":\"neq\",\"value\":\"PRO\","
+                      "\"ignoreCase\":true}";
+    assert_false(rule(nei, "trait_plan=pro"));
+    assert_true(rule(nei, "trait_plan=free"));
+}
+
+static void test_in_not_in(void **state)
+{
+    (void) state;
+    const char *in = "{\"trait\":\"plan\",\"op\":\"in\","
+                     "\"values\":[\"pro\",\"enterprise\",\"a\",\"pro\"]}";
+    assert_true(rule(in, "trait_plan=pro"));
+    assert_true(rule(in, "trait_plan=enterprise"));
+    assert_true(rule(in, "trait_plan=a"));
+    assert_false(rule(in, "trait_plan=ENTERPRISE"));
+    assert_false(rule(in, "trait_plan=free"));
+    assert_false(rule(in, "trait_plan=pr"));
+    assert_false(rule(in, "trait_plan="));
+    assert_false(rule(in, ""));
+
+    const char *ini = "{\"trait\":\"plan\",\"op\":\"in\",\"ignoreCase\":true,"
+                      "\"values\":[\"Pro\",\"ENTERPRISE\"]}";
+    assert_true(rule(ini, "trait_plan=enterprise"));
+    assert_true(rule(ini, "trait_plan=PRO"));
+    assert_false(rule(ini, "trait_plan=free"));
+
+    /* bytewise order of the sorted list, beyond ASCII */
+    const char *utf = "{\"trait\":\"c\",\"op\":\"in\",\"ignoreCase\":true,"
+                      "\"values\":[\"\xc3\xa9t\xc3\xa9\",\"Zz\",\"\x7f\",\"a\"]}";
+    assert_true(rule(utf, "trait_c=%C3%A9T%C3%A9"));
+    assert_true(rule(utf, "trait_c=zZ"));
+    assert_true(rule(utf, "trait_c=%7F"));
+    assert_true(rule(utf, "trait_c=A"));
+    assert_false(rule(utf, "trait_c=%C3%89t%C3%A9"));
+    assert_false(rule(utf, "trait_c=b"));
+
+    const char *empty = "{\"trait\":\"plan\",\"op\":\"in\",\"values\":[]}";
+    assert_false(rule(empty, "trait_plan=pro"));
+
+    const char *nin = "{\"trait\":\"plan\",\"op\":\"not_in\","
+                      "\"values\":[\"pro\",\"enterprise\"]}";
+    assert_false(rule(nin, "trait_plan=pro"));
+    assert_true(rule(nin, "trait_plan=PRO"));
+    assert_true(rule(nin, "trait_plan=free"));
+    assert_true(rule(nin, ""));
+
+    const char *nini = "{\"trait\":\"plan\",\"op\":\"not_in\","
+                       "\"ignoreCase\":true,\"values\":[\"pro\"]}";
+    assert_false(rule(nini, "trait_plan=PRO"));
+    assert_true(rule(nini, "trait_plan=free"));
+}
+
+static void test_contains_starts_ends(void **state)
+{
+    (void) state;
+    const char *c = "{\"trait\":\"e\",\"op\":\"contains\",\"value\":\"@ex\"}";
+    assert_true(rule(c, "trait_e=bob%40example.com"));
+    assert_true(rule(c, "trait_e=%40ex"));
+    assert_false(rule(c, "trait_e=bob%40EXAMPLE.com"));
+    assert_false(rule(c, "trait_e=%40e"));
+    assert_false(rule(c, ""));
+
+    const char *ci = "{\"trait\":\"e\",\"op\":\"contains\",\"value\":\"@EX\","
+                     "\"ignoreCase\":true}";
+    assert_true(rule(ci, "trait_e=bob%40example.com"));
+    assert_true(rule(ci, "trait_e=a%40eX"));
+    assert_false(rule(ci, "trait_e=bob%40e.com"));
+
+    const char *ce = "{\"trait\":\"e\",\"op\":\"contains\",\"value\":\"\"}";
+    assert_true(rule(ce, "trait_e="));
+    assert_false(rule(ce, ""));
+
+    const char *s = "{\"trait\":\"v\",\"op\":\"starts_with\",\"value\":\"be\"}";
+    assert_true(rule(s, "trait_v=beta"));
+    assert_true(rule(s, "trait_v=be"));
+    assert_false(rule(s, "trait_v=b"));
+    assert_false(rule(s, "trait_v=Beta"));
+    assert_false(rule(s, "trait_v=abeta"));
+    const char *si = "{\"trait\":\"v\",\"op\":\"starts_with\",\"value\":\"BE\","
+                     "\"ignoreCase\":true}";
+    assert_true(rule(si, "trait_v=beta"));
+    assert_false(rule(si, "trait_v=alpha"));
+
+    const char *e = "{\"trait\":\"v\",\"op\":\"ends_with\",\"value\":\"ta\"}";
+    assert_true(rule(e, "trait_v=beta"));
+    assert_true(rule(e, "trait_v=ta"));
+    assert_false(rule(e, "trait_v=a"));
+    assert_false(rule(e, "trait_v=betA"));
+    assert_false(rule(e, "trait_v=tab"));
+    const char *ei = "{\"trait\":\"v\",\"op\":\"ends_with\",\"value\":\"TA\","
+                     "\"ignoreCase\":true}";
+    assert_true(rule(ei, "trait_v=beta"));
+    assert_false(rule(ei, "trait_v=betb"));
+}
+
+static void test_regex(void **state)
+{
+    (void) state;
+    const char *r = "{\"trait\":\"v\",\"op\":\"regex\",\"value\":\"et\"}";
+    assert_true(rule(r, "trait_v=beta"));        /* unanchored search */
+    assert_false(rule(r, "trait_v=bETa"));
+    assert_false(rule(r, ""));
+
+    const char *a = "{\"trait\":\"v\",\"op\":\"regex\","
+                    "\"value\":\"^[0-9]+\\\\.[0-9]+$\"}";
+    assert_true(rule(a, "trait_v=10.5"));
+    assert_false(rule(a, "trait_v=x10.5"));
+    assert_false(rule(a, "trait_v=10.5x"));
+
+    const char *ri = "{\"trait\":\"v\",\"op\":\"regex\",\"value\":\"^BETA$\","
+                     "\"ignoreCase\":true}";
+    assert_true(rule(ri, "trait_v=beta"));
+    assert_true(rule(ri, "trait_v=BeTa"));
+    assert_false(rule(ri, "trait_v=betas"));
+
+    /* UTF-8 aware; invalid UTF-8 in a value matches nothing but does not
+     * stop the search elsewhere */
+    const char *u = "{\"trait\":\"v\",\"op\":\"regex\",\"value\":\"^.$\"}";
+    assert_true(rule(u, "trait_v=%C3%A9"));
+    assert_false(rule(u, "trait_v=%FF"));
+    const char *ua = "{\"trait\":\"v\",\"op\":\"regex\",\"value\":\"b\"}";
+    assert_true(rule(ua, "trait_v=a%FFb"));
+
+    /* empty value */
+    const char *e = "{\"trait\":\"v\",\"op\":\"regex\",\"value\":\"^$\"}";
+    assert_true(rule(e, "trait_v="));
+}
+
+/* ---------------------------------------------------- numeric operators */
+
+static void test_numbers(void **state)
+{
+    (void) state;
+    const char *gt = "{\"trait\":\"age\",\"op\":\"gt\",\"value\":10}";
+    const char *gte = "{\"trait\":\"age\",\"op\":\"gte\",\"value\":10}";
+    const char *lt = "{\"trait\":\"age\",\"op\":\"lt\",\"value\":\"10\"}";
+    const char *lte = "{\"trait\":\"age\",\"op\":\"lte\",\"value\":1e1}";
+
+    assert_true(rule(gt, "trait_age=11"));
+    assert_false(rule(gt, "trait_age=10"));
+    assert_true(rule(gt, "trait_age=10.001"));
+    assert_false(rule(gt, "trait_age=9"));
+    assert_true(rule(gt, "trait_age=1e2"));
+    assert_true(rule(gt, "trait_age=100000000000000000000000000000"));
+
+    assert_true(rule(gte, "trait_age=10"));
+    assert_true(rule(gte, "trait_age=10.000"));
+    assert_true(rule(gte, "trait_age=1.0E1"));
+    assert_false(rule(gte, "trait_age=9.999"));
+
+    assert_true(rule(lt, "trait_age=9.999"));
+    assert_true(rule(lt, "trait_age=-11"));
+    assert_true(rule(lt, "trait_age=-0"));
+    assert_false(rule(lt, "trait_age=10"));
+
+    assert_true(rule(lte, "trait_age=10"));
+    assert_true(rule(lte, "trait_age=100e-1"));
+    assert_false(rule(lte, "trait_age=10.0000000000000000001"));
+
+    /* exact decimals: a double would call these equal */
+    const char *p3 = "{\"trait\":\"x\",\"op\":\"gt\",\"value\":0.3}";
+    assert_true(rule(p3, "trait_x=0.30000000000000001"));
+    const char *big = "{\"trait\":\"x\",\"op\":\"lt\","
+                      "\"value\":9007199254740993}";
+    assert_true(rule(big, "trait_x=9007199254740992"));
+
+    /* negative thresholds */
+    const char *neg = "{\"trait\":\"x\",\"op\":\"gt\",\"value\":-2.5}";
+    assert_true(rule(neg, "trait_x=-2.4"));
+    assert_true(rule(neg, "trait_x=0"));
+    assert_false(rule(neg, "trait_x=-2.5"));
+    assert_false(rule(neg, "trait_x=-3"));
+
+    /* values that are not JSON numbers: every numeric rule is false */
+    static const char *bad[] = {
+        "trait_age=abc", "trait_age=01", "trait_age=%2B11", "trait_age=+11",
+        "trait_age=%2011", "trait_age=11%20", "trait_age=1e", "trait_age=inf",
+        "trait_age=NaN", "trait_age=", "trait_age=0x20", "trait_age=.5",
+        "trait_age=11.", "trait_age=-", "trait_age=1e%2B", "trait_age=--1",
+        "", NULL
+    };
+    for (int i = 0; bad[i]; i++) {
+        assert_false(rule(gt, bad[i]));
+        assert_false(rule(gte, bad[i]));
+        assert_false(rule(lt, bad[i]));
+        assert_false(rule(lte, bad[i]));
+    }
+}
+
+/* --------------------------------------------------------------- semver */
+
+static int semver(const char *a, const char *b, int *ok)
+{
+    return fl_semver_cmp(a, strlen(a), b, strlen(b), ok);
+}
+
+static void test_semver_cmp(void **state)
+{
+    (void) state;
+    int ok;
+    static const char *chain[] = {
+        "0.0.1", "0.9.0", "1.0.0-0", "1.0.0-2", "1.0.0-10", "1.0.0-alpha",
+        "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2",
+        "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.2.0", "1.10.0",
+        "2.0.0", "10.0.0", "123456789012345678901234567890.0.0", NULL
+    };
+    for (int i = 0; chain[i]; i++) {
+        for (int j = 0; chain[j]; j++) {
+            int c = semver(chain[i], chain[j], &ok);
+            assert_int_equal(ok, 1);
+            if (i < j) assert_true(c < 0);
+            if (i == j) assert_int_equal(c, 0);
+            if (i > j) assert_true(c > 0);
+        }
+    }
+
+    /* short forms, v prefix, build metadata ignored */
+    assert_int_equal(semver("1", "1.0.0", &ok), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(semver("1.2", "1.2.0", &ok), 0);
+    assert_int_equal(semver("v1.2.3", "1.2.3", &ok), 0);
+    assert_int_equal(semver("1.2.3+build.5", "1.2.3+other", &ok), 0);
+    assert_int_equal(ok, 1);
+    assert_true(semver("1.2-rc.1", "1.2.0", &ok) < 0);
+    assert_int_equal(ok, 1);
+    assert_true(semver("1.0.0-alpha+001", "1.0.0-alpha.1", &ok) < 0);
+    assert_true(semver("0", "v0.0.1", &ok) < 0);
+    assert_int_equal(ok, 1);
+
+    static const char *bad[] = {
+        "", "v", "V1.0.0", "1.", "1.2.", "1.2.3.4", "01.2.3", "1.02.3",
+        "1.2.03", "1.2.3-", "1.2.3-01", "1.2.3-a..b", "1.2.3+", "1.2.3+a..b",
+        "1.2.3-al_pha", " 1.2.3", "1.2.3 ", "a.b.c", "-1.2.3", "vv1", NULL
+    };
+    for (int i = 0; bad[i]; i++) {
+        ok = 1;
+        assert_int_equal(semver(bad[i], "1.0.0", &ok), 0);
+        assert_int_equal(ok, 0);
+        ok = 1;
+        assert_int_equal(semver("1.0.0", bad[i], &ok), 0);
+        assert_int_equal(ok, 0);
+    }
+    /* leading zeros are fine in build metadata, "0" alone is a number */
+    assert_int_equal(semver("1.0.0+001", "1.0.0", &ok), 0);
+    assert_int_equal(ok, 1);
+    assert_int_equal(semver("0.0.0-0", "0.0.0-0", &ok), 0);
+    assert_int_equal(ok, 1);
+}
+
+static void test_semver_rules(void **state)
+{
+    (void) state;
+    const char *eq = "{\"trait\":\"v\",\"op\":\"semver_eq\",\"value\":\"1.2\"}";
+    const char *gt = "{\"trait\":\"v\",\"op\":\"semver_gt\","
+                     "\"value\":\"1.0.0-alpha\"}";
+    const char *lt = "{\"trait\":\"v\",\"op\":\"semver_lt\","
+                     "\"value\":\"v2.0.0\"}";
+
+    assert_true(rule(eq, "trait_v=1.2.0"));
+    assert_true(rule(eq, "trait_v=v1.2.0%2Bbuild"));
+    assert_false(rule(eq, "trait_v=1.2.1"));
+    assert_false(rule(eq, "trait_v=1.2.0-rc.1"));
+
+    assert_true(rule(gt, "trait_v=1.0.0-alpha.1"));
+    assert_true(rule(gt, "trait_v=1.0.0-beta"));
+    assert_true(rule(gt, "trait_v=1.0.0"));
+    assert_false(rule(gt, "trait_v=1.0.0-alpha"));
+    assert_false(rule(gt, "trait_v=0.9"));
+
+    assert_true(rule(lt, "trait_v=1.99.99"));
+    assert_true(rule(lt, "trait_v=2.0.0-rc.1"));
+    assert_false(rule(lt, "trait_v=2"));
+    assert_false(rule(lt, "trait_v=10.0.0"));
+
+    static const char *bad[] = {
+        "trait_v=", "trait_v=latest", "trait_v=1.2.3.4", "trait_v=01.0.0",
+        "trait_v=1.0.0-", "", NULL
+    };
+    for (int i = 0; bad[i]; i++) {
+        assert_false(rule(eq, bad[i]));
+        assert_false(rule(gt, bad[i]));
+        assert_false(rule(lt, bad[i]));
+    }
+}
+
+/* ------------------------------------------------- exists, missing traits */
+
+static void test_exists(void **state)
+{
+    (void) state;
+    const char *ex = "{\"trait\":\"beta\",\"op\":\"exists\"}";
+    const char *nex = "{\"trait\":\"beta\",\"op\":\"not_exists\"}";
+
+    assert_true(rule(ex, "trait_beta=1"));
+    assert_true(rule(ex, "trait_beta="));      /* empty is present */
+    assert_true(rule(ex, "trait_beta"));
+    assert_false(rule(ex, "trait_betas=1"));
+    assert_false(rule(ex, "userId=u&beta=1"));
+
+    assert_false(rule(nex, "trait_beta="));
+    assert_true(rule(nex, "trait_bet=1"));
+    assert_true(rule(nex, ""));
+}
+
+static void test_missing_trait(void **state)
+{
+    (void) state;
+    static const struct { const char *rule; int want; } cases[] = {
+        {"{\"trait\":\"t\",\"op\":\"eq\",\"value\":\"\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"neq\",\"value\":\"x\"}", 1},
+        {"{\"trait\":\"t\",\"op\":\"in\",\"values\":[\"\"]}", 0},
+        {"{\"trait\":\"t\",\"op\":\"not_in\",\"values\":[\"x\"]}", 1},
+        {"{\"trait\":\"t\",\"op\":\"contains\",\"value\":\"\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"starts_with\",\"value\":\"\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"ends_with\",\"value\":\"\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"regex\",\"value\":\"\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"gt\",\"value\":-1}", 0},
+        {"{\"trait\":\"t\",\"op\":\"gte\",\"value\":0}", 0},
+        {"{\"trait\":\"t\",\"op\":\"lt\",\"value\":1}", 0},
+        {"{\"trait\":\"t\",\"op\":\"lte\",\"value\":0}", 0},
+        {"{\"trait\":\"t\",\"op\":\"semver_eq\",\"value\":\"1.0.0\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"semver_gt\",\"value\":\"0.0.0\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"semver_lt\",\"value\":\"9.0.0\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"exists\"}", 0},
+        {"{\"trait\":\"t\",\"op\":\"not_exists\"}", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(rule(cases[i].rule, "userId=u1&trait_T=x&trait_tt=x"),
+                         cases[i].want);
+        assert_int_equal(rule(cases[i].rule, ""), cases[i].want);
+    }
+}
+
+/* ------------------------------------------------------------- segments */
+
+static const char seg_project[] =
+    "{\"flags\":["
+    " {\"name\":\"any\",\"enabled\":true,\"rolloutPercentage\":100,"
+    "  \"segments\":[\"pro\",\"de-beta\"]},"
+    " {\"name\":\"all\",\"enabled\":true,\"rolloutPercentage\":100,"
+    "  \"segments\":[\"de-beta\"]},"
+    " {\"name\":\"everyone\",\"enabled\":true,\"rolloutPercentage\":100,"
+    "  \"segments\":[\"empty\"]},"
+    " {\"name\":\"none\",\"enabled\":true,\"rolloutPercentage\":100,"
+    "  \"segments\":[]},"
+    " {\"name\":\"off\",\"enabled\":false,\"rolloutPercentage\":100}"
+    "],\"segments\":{"
+    " \"pro\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"eq\",\"value\":\"pro\"}]},"
+    " \"de-beta\":{\"rules\":["
+    "   {\"trait\":\"country\",\"op\":\"eq\",\"value\":\"de\",\"ignoreCase\":true},"
+    "   {\"trait\":\"beta\",\"op\":\"exists\"}]},"
+    " \"empty\":{\"rules\":[]}"
+    "}}";
+
+static void eval_seg(fl_project_t *p, const char *query, int any, int all)
+{
+    fl_result_t r[5];
+    fl_user_t u = user(query);
+
+    fl_evaluate(p, &u, NULL, r);
+    assert_int_equal(r[0].enabled, any);
+    assert_int_equal(r[1].enabled, all);
+    assert_int_equal(r[2].enabled, 1);
+    assert_int_equal(r[3].enabled, 1);
+    assert_int_equal(r[4].enabled, 0);
+    assert_int_equal(r[4].rollout_milli, 100000);
+}
+
+static void test_segments(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(seg_project);
+
+    eval_seg(p, "", 0, 0);
+    eval_seg(p, "trait_plan=pro", 1, 0);
+    eval_seg(p, "trait_country=DE", 0, 0);                /* one rule of two */
+    eval_seg(p, "trait_country=DE&trait_beta=", 1, 1);    /* both rules */
+    eval_seg(p, "trait_plan=pro&trait_country=de&trait_beta=y", 1, 1);
+    eval_seg(p, "trait_plan=free&trait_country=fr&trait_beta=y", 0, 0);
+    fl_project_free(p);
+}
+
+/* -------------------------------------------------------------- rollout */
+
+static const char rollout_project[] =
+    "{\"flags\":["
+    " {\"name\":\"half\",\"enabled\":true,\"rolloutPercentage\":50},"
+    " {\"name\":\"full\",\"enabled\":true,\"rolloutPercentage\":100},"
+    " {\"name\":\"zero\",\"enabled\":true,\"rolloutPercentage\":0},"
+    " {\"name\":\"sticky\",\"enabled\":true,\"rolloutPercentage\":50,"
+    "  \"stickiness\":\"company\"},"
+    " {\"name\":\"explicit\",\"enabled\":true,\"rolloutPercentage\":99.999,"
+    "  \"stickiness\":\"userId\"}"
+    "]}";
+
+static void test_anonymous(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(rollout_project);
+    fl_result_t r[5];
+    fl_user_t u = user("trait_plan=pro");
+
+    fl_evaluate(p, &u, NULL, r);
+    assert_int_equal(r[0].enabled, 0);
+    assert_int_equal(r[0].rollout_milli, 50000);
+    assert_int_equal(r[1].enabled, 1);
+    assert_int_equal(r[2].enabled, 0);
+    assert_int_equal(r[3].enabled, 0);
+    assert_int_equal(r[4].enabled, 0);
+
+    /* a NULL user is anonymous too; "userId=" is no userId */
+    fl_evaluate(p, NULL, NULL, r);
+    assert_int_equal(r[0].enabled, 0);
+    assert_int_equal(r[1].enabled, 1);
+    u = user("userId=");
+    fl_evaluate(p, &u, NULL, r);
+    assert_int_equal(r[0].enabled, 0);
+    assert_int_equal(r[1].enabled, 1);
+
+    /* p = 0 is off even for a known user */
+    u = user("userId=user-1");
+    fl_evaluate(p, &u, NULL, r);
+    assert_int_equal(r[2].enabled, 0);
+    assert_int_equal(r[1].enabled, 1);
+    fl_project_free(p);
+}
+
+static void test_rollout_buckets(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(rollout_project);
+    fl_result_t r[5];
+    char q[64];
+    int on = 0;
+
+    for (int i = 0; i < 2000; i++) {
+        int n = snprintf(q, sizeof(q), "user-%d", i);
+        fl_user_t u = { q, (size_t) n, NULL, 0 };
+        fl_evaluate(p, &u, NULL, r);
+        assert_int_equal(r[0].enabled, fl_bucket("half", 4, q, (size_t) n) < 50000);
+        assert_int_equal(r[4].enabled,
+                         fl_bucket("explicit", 8, q, (size_t) n) < 99999);
+        assert_int_equal(r[3].enabled, 0);      /* no company trait */
+        on += r[0].enabled;
+    }
+    assert_in_range(on, 900, 1100);
+
+    /* the SPEC vector: bucket 40631 is in at 40.632 %, out at 40.631 % */
+    fl_project_t *q2 = load("{\"flags\":[{\"name\":\"new-checkout\","
+                            "\"enabled\":true,\"rolloutPercentage\":40.632}]}");
+    fl_user_t u1 = user("userId=user-1");
+    fl_evaluate(q2, &u1, NULL, r);
+    assert_int_equal(r[0].enabled, 1);
+    uint32_t eff = 40631;
+    fl_evaluate(q2, &u1, &eff, r);
+    assert_int_equal(r[0].enabled, 0);
+    assert_int_equal(r[0].rollout_milli, 40631);
+    fl_project_free(q2);
+    fl_project_free(p);
+}
+
+static void test_stickiness(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(rollout_project);
+    fl_result_t r[5];
+    char q[128];
+    int on = 0;
+
+    for (int i = 0; i < 500; i++) {
+        char company[32];
+        int n = snprintf(company, sizeof(company), "acme-%d", i);
+        uint32_t b = fl_bucket("sticky", 6, company, (size_t) n);
+
+        /* the userId does not matter, only the company */
+        snprintf(q, sizeof(q), "userId=a&trait_company=%s", company);
+        fl_user_t u = user(q);
+        fl_evaluate(p, &u, NULL, r);
+        assert_int_equal(r[3].enabled, b < 50000);
+        snprintf(q, sizeof(q), "userId=zzz-%d&trait_company=%s", i, company);
+        u = user(q);
+        fl_evaluate(p, &u, NULL, r);
+        assert_int_equal(r[3].enabled, b < 50000);
+        on += r[3].enabled;
+    }
+    assert_in_range(on, 200, 300);
+
+    /* an empty stickiness value is no key */
+    fl_user_t u = user("trait_company=");
+    fl_evaluate(p, &u, NULL, r);
+    assert_int_equal(r[3].enabled, 0);
+    fl_project_free(p);
+}
+
+/* Raising the percentage only adds users. */
+static void test_monotonic(void **state)
+{
+    (void) state;
+    static const uint32_t pcts[] = {
+        0, 1, 999, 1000, 10000, 12345, 25000, 33333, 50000, 75500, 99999,
+        100000
+    };
+    enum { NP = sizeof(pcts) / sizeof(pcts[0]) };
+    fl_project_t *p = load("{\"flags\":[{\"name\":\"mono\",\"enabled\":true,"
+                           "\"rolloutPercentage\":100}]}");
+    unsigned counts[NP] = {0};
+    char id[16];
+
+    for (int i = 0; i < 100000; i++) {
+        int n = snprintf(id, sizeof(id), "u%d", i);
+        fl_user_t u = { id, (size_t) n, NULL, 0 };
+        int prev = 0;
+        for (int k = 0; k < NP; k++) {
+            fl_result_t r;
+            fl_evaluate(p, &u, &pcts[k], &r);
+            assert_int_equal(r.rollout_milli, pcts[k]);
+            if (prev) {
+                assert_int_equal(r.enabled, 1);
+            }
+            prev = r.enabled;
+            counts[k] += r.enabled;
+        }
+    }
+    assert_int_equal(counts[0], 0);
+    assert_int_equal(counts[NP - 1], 100000);
+    assert_in_range(counts[8], 49000, 51000);
+    assert_in_range(counts[5], 11845, 12845);
+    fl_project_free(p);
+}
+
+/* ------------------------------------------------------- effective, JSON */
+
+static const char json_project[] =
+    "{\"flags\":["
+    " {\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+    "  \"segments\":[\"beta\",\"q\\\"uote\"]},"
+    " {\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5},"
+    " {\"name\":\"all\",\"enabled\":true,\"rolloutPercentage\":100,"
+    "  \"extra\":{\"ignored\":[1,2]}}"
+    "],\"segments\":{\"beta\":{\"rules\":[]},\"q\\\"uote\":{\"rules\":[]}}}";
+
+static void test_flags_json(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(json_project);
+    fl_result_t r[3];
+    fl_user_t u = user("userId=user-1");
+    char *buf = malloc(fl_flags_json_bound(p));
+
+    fl_evaluate(p, &u, NULL, r);
+    size_t n = fl_flags_json(p, r, buf);
+    assert_true(n <= fl_flags_json_bound(p));
+    buf[n] = '\0';
+    /* bucket(new-checkout, user-1) = 40631: outside 25 % */
+    assert_string_equal(buf,
+        "{\"flags\":["
+        "{\"name\":\"new-checkout\",\"enabled\":false,\"rolloutPercentage\":25,"
+        "\"segments\":[\"beta\",\"q\\\"uote\"]},"
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[]},"
+        "{\"name\":\"all\",\"enabled\":true,\"rolloutPercentage\":100,"
+        "\"segments\":[]}]}");
+
+    /* effective percentages: rolled back (0), override, kept */
+    uint32_t eff[3] = { 50000, 33333, 0 };
+    fl_evaluate(p, &u, eff, r);
+    assert_int_equal(r[0].enabled, 1);
+    assert_int_equal(r[1].enabled, 0);      /* killed in the file */
+    assert_int_equal(r[2].enabled, 0);
+    n = fl_flags_json(p, r, buf);
+    buf[n] = '\0';
+    assert_string_equal(buf,
+        "{\"flags\":["
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":50,"
+        "\"segments\":[\"beta\",\"q\\\"uote\"]},"
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":33.333,"
+        "\"segments\":[]},"
+        "{\"name\":\"all\",\"enabled\":false,\"rolloutPercentage\":0,"
+        "\"segments\":[]}]}");
+    free(buf);
+    fl_project_free(p);
+
+    /* no flags */
+    p = load("{\"flags\":[]}");
+    char small[64];
+    assert_true(fl_flags_json_bound(p) <= sizeof(small));
+    n = fl_flags_json(p, r, small);
+    small[n] = '\0';
+    assert_string_equal(small, "{\"flags\":[]}");
+    fl_project_free(p);
+}
+
+/* Long names are written whole. */
+static void test_flags_json_long_names(void **state)
+{
+    (void) state;
+    char name[129], seg[129], json[1024], want[1024];
+    memset(name, 'n', 128);
+    name[128] = '\0';
+    memset(seg, 's', 128);
+    seg[128] = '\0';
+    snprintf(json, sizeof(json), "{\"flags\":[{\"name\":\"%s\",\"enabled\":"
+             "true,\"rolloutPercentage\":100,\"segments\":[\"%s\"]}],"
+             "\"segments\":{\"%s\":{\"rules\":[]}}}", name, seg, seg);
+    fl_project_t *p = load(json);
+    fl_result_t r;
+    char buf[1024];
+
+    fl_evaluate(p, NULL, NULL, &r);
+    assert_true(fl_flags_json_bound(p) <= sizeof(buf));
+    size_t n = fl_flags_json(p, &r, buf);
+    buf[n] = '\0';
+    snprintf(want, sizeof(want), "{\"flags\":[{\"name\":\"%s\",\"enabled\":"
+             "true,\"rolloutPercentage\":100,\"segments\":[\"%s\"]}]}",
+             name, seg);
+    assert_string_equal(buf, want);
+    fl_project_free(p);
+}
+
+/* The bound holds for the longest possible answer. */
+static void test_flags_json_bound(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(
+        "{\"flags\":[{\"name\":\"a\",\"enabled\":true,\"rolloutPercentage\":1,"
+        "\"segments\":[\"\\u0001\\u0002\"]},"
+        "{\"name\":\"b\",\"enabled\":true,\"rolloutPercentage\":1}],"
+        "\"segments\":{\"\\u0001\\u0002\":{\"rules\":[]}}}");
+    fl_result_t r[2] = { {0, 99999}, {0, 12345} };
+    char buf[512];
+    size_t n = fl_flags_json(p, r, buf);
+
+    assert_true(n <= fl_flags_json_bound(p));
+    buf[n] = '\0';
+    assert_string_equal(buf,
+        "{\"flags\":[{\"name\":\"a\",\"enabled\":false,"
+        "\"rolloutPercentage\":99.999,\"segments\":[\"\\u0001\\u0002\"]},"
+        "{\"name\":\"b\",\"enabled\":false,\"rolloutPercentage\":12.345,"
+        "\"segments\":[]}]}");
+    fl_project_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_eq_neq, arena_free),
+        cmocka_unit_test_teardown(test_in_not_in, arena_free),
+        cmocka_unit_test_teardown(test_contains_starts_ends, arena_free),
+        cmocka_unit_test_teardown(test_regex, arena_free),
+        cmocka_unit_test_teardown(test_numbers, arena_free),
+        cmocka_unit_test_teardown(test_semver_cmp, arena_free),
+        cmocka_unit_test_teardown(test_semver_rules, arena_free),
+        cmocka_unit_test_teardown(test_exists, arena_free),
+        cmocka_unit_test_teardown(test_missing_trait, arena_free),
+        cmocka_unit_test_teardown(test_segments, arena_free),
+        cmocka_unit_test_teardown(test_anonymous, arena_free),
+        cmocka_unit_test_teardown(test_rollout_buckets, arena_free),
+        cmocka_unit_test_teardown(test_stickiness, arena_free),
+        cmocka_unit_test_teardown(test_monotonic, arena_free),
+        cmocka_unit_test_teardown(test_flags_json, arena_free),
+        cmocka_unit_test_teardown(test_flags_json_long_names, arena_free),
+        cmocka_unit_test_teardown(test_flags_json_bound, arena_free),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,155 @@
+/*
+ * test_hash.c - murmur3 and the rollout bucket (SPEC B3), and the JSON
+ * writing helpers (escape, milli-percent numbers, UTC timestamps).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+
+static void test_murmur3_vectors(void **state)
+{
+    (void) state;
+    assert_int_equal(fl_murmur3_32("hello", 5, 0), 0x248bfa47u);
+    /* reference values of murmur3_x86_32 */
+    assert_int_equal(fl_murmur3_32("", 0, 0), 0u);
+    assert_int_equal(fl_murmur3_32("", 0, 1), 0x514e28b7u);
+    assert_int_equal(fl_murmur3_32("hello, world", 12, 0), 0x149bbb7fu);
+    assert_int_equal(fl_murmur3_32("The quick brown fox jumps over the lazy dog",
+                                   43, 0), 0x2e4ff723u);
+    assert_int_equal(fl_murmur3_32("abc", 3, 0), 0xb3dd93fau);
+}
+
+static void test_bucket_vectors(void **state)
+{
+    (void) state;
+    assert_int_equal(fl_bucket("new-checkout", 12, "user-1", 6), 40631);
+    assert_int_equal(fl_bucket("new-checkout", 12, "user-2", 6), 10789);
+    assert_int_equal(fl_bucket("dark-mode", 9, "alice", 5), 89895);
+}
+
+/* The streaming hash of name ":" key equals the hash of the concatenation
+ * for every split of the tail bytes. */
+static void test_bucket_matches_concatenation(void **state)
+{
+    char name[16], key[2048], all[2100];
+    (void) state;
+
+    for (size_t nl = 0; nl < 9; nl++) {
+        for (size_t kl = 0; kl < 2000; kl += (kl < 16 ? 1 : 97)) {
+            for (size_t i = 0; i < nl; i++) name[i] = (char) ('a' + i);
+            for (size_t i = 0; i < kl; i++) key[i] = (char) ('0' + i % 43);
+            memcpy(all, name, nl);
+            all[nl] = ':';
+            memcpy(all + nl + 1, key, kl);
+            assert_int_equal(fl_bucket(name, nl, key, kl),
+                             fl_murmur3_32(all, nl + 1 + kl, 0) % 100000);
+        }
+    }
+}
+
+/* 1,000,000 ids: every tenth of the bucket range holds 10 % +- 1 %. */
+static void test_bucket_distribution(void **state)
+{
+    unsigned counts[10] = {0};
+    char key[32];
+    (void) state;
+
+    for (unsigned i = 0; i < 1000000; i++) {
+        int n = snprintf(key, sizeof(key), "user-%u", i);
+        uint32_t b = fl_bucket("new-checkout", 12, key, (size_t) n);
+        assert_true(b < FL_BUCKETS);
+        counts[b / 10000]++;
+    }
+    for (int d = 0; d < 10; d++) {
+        assert_in_range(counts[d], 99000, 101000);
+    }
+}
+
+static void test_json_escape(void **state)
+{
+    char out[256];
+    size_t n;
+    const char in[] = "a\"b\\c\n\r\t\b\f\x01\x1f z\xe2\x80\xa8\xe2\x80\xa9"
+                      "\xe2\x82\xac\xe2\x80";
+    (void) state;
+
+    assert_true(fl_json_escape_bound(sizeof(in) - 1) <= sizeof(out));
+    n = fl_json_escape(in, sizeof(in) - 1, out);
+    out[n] = '\0';
+    assert_string_equal(out,
+        "a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f z\\u2028\\u2029"
+        "\xe2\x82\xac\xe2\x80");
+
+    /* worst case fits the bound */
+    char ctl[10], big[60];
+    memset(ctl, 1, sizeof(ctl));
+    assert_int_equal(fl_json_escape(ctl, sizeof(ctl), big), 60);
+    assert_int_equal(fl_json_escape_bound(10), 60);
+    assert_int_equal(fl_json_escape("", 0, big), 0);
+}
+
+static void check_milli(uint32_t milli, const char *want)
+{
+    char out[16];
+    size_t n = fl_json_milli(milli, out);
+    assert_true(n <= 8);
+    out[n] = '\0';
+    assert_string_equal(out, want);
+}
+
+static void test_json_milli(void **state)
+{
+    (void) state;
+    check_milli(0, "0");
+    check_milli(1, "0.001");
+    check_milli(10, "0.01");
+    check_milli(120, "0.12");
+    check_milli(12500, "12.5");
+    check_milli(25000, "25");
+    check_milli(33333, "33.333");
+    check_milli(99999, "99.999");
+    check_milli(100000, "100");
+    check_milli(4000000000u, "100");    /* clamped */
+}
+
+static void check_time(uint64_t ms, const char *want)
+{
+    char out[32];
+    assert_int_equal(fl_format_time_ms(ms, out), 24);
+    out[24] = '\0';
+    assert_string_equal(out, want);
+}
+
+static void test_format_time(void **state)
+{
+    (void) state;
+    check_time(0, "1970-01-01T00:00:00.000Z");
+    check_time(1795871109123ull, "2026-11-28T13:05:09.123Z");
+    check_time(1795352709123ull, "2026-11-22T13:05:09.123Z");
+    check_time(951782400000ull, "2000-02-29T00:00:00.000Z");
+    check_time(951868799999ull, "2000-02-29T23:59:59.999Z");
+    check_time(4107542400000ull, "2100-03-01T00:00:00.000Z");
+    check_time(1709164800001ull, "2024-02-29T00:00:00.001Z");
+    check_time(253402300799999ull, "9999-12-31T23:59:59.999Z");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_murmur3_vectors),
+        cmocka_unit_test(test_bucket_vectors),
+        cmocka_unit_test(test_bucket_matches_concatenation),
+        cmocka_unit_test(test_bucket_distribution),
+        cmocka_unit_test(test_json_escape),
+        cmocka_unit_test(test_json_milli),
+        cmocka_unit_test(test_format_time),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
