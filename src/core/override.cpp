@@ -1,0 +1,100 @@
+/*
+ * override.cpp - the body of PUT {loc}overrides/<project>/<flag> (SPEC B7,
+ * B8): {"enabled": false} or {"rolloutPercentage": N}.
+ *
+ * Decisions:
+ *  - null for either key reads as absent, as in error reports;
+ *  - {"enabled": true} is refused: an override can only switch a flag off
+ *    or set its percentage; DELETE removes it;
+ *  - the percentage is read exactly from the number's text (1.25e1 is
+ *    12.5); at most 3 decimals, like the flags file;
+ *  - unknown fields are ignored; duplicate keys: the last one wins.
+ */
+
+#include "flags_core.h"
+#include "alloc.hpp"
+
+namespace fl {
+
+fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
+    uint32_t *milli, char *err, size_t err_len) noexcept
+{
+    const jval *en = jget(obj, "enabled");
+    const jval *rp = jget(obj, "rolloutPercentage");
+
+    if (en != nullptr && rp != nullptr) {
+        set_err(err, err_len,
+                "give either enabled or rolloutPercentage, not both");
+        return FL_ERR_FIELD;
+    }
+    if (en != nullptr) {
+        if (en->kind == jval::J_TRUE) {
+            set_err(err, err_len,
+                    "enabled can only be false; DELETE the override to remove it");
+            return FL_ERR_FIELD;
+        }
+        if (en->kind != jval::J_FALSE) {
+            set_err(err, err_len, "enabled must be false");
+            return FL_ERR_FIELD;
+        }
+        *kind = FL_OVERRIDE_OFF;
+        *milli = 0;
+        return FL_OK;
+    }
+    if (rp != nullptr) {
+        if (rp->kind != jval::J_NUMBER) {
+            set_err(err, err_len, "rolloutPercentage must be a number");
+            return FL_ERR_FIELD;
+        }
+        uint32_t m = 0;
+        switch (parse_milli(rp->str, rp->len, &m)) {
+        case MILLI_OK:
+            *kind = FL_OVERRIDE_PERCENT;
+            *milli = m;
+            return FL_OK;
+        case MILLI_DECIMALS:
+            set_err(err, err_len, "rolloutPercentage must have at most 3 decimals");
+            return FL_ERR_FIELD;
+        default:
+            set_err(err, err_len, "rolloutPercentage must be between 0 and 100");
+            return FL_ERR_FIELD;
+        }
+    }
+    set_err(err, err_len,
+            "expected {\"enabled\": false} or {\"rolloutPercentage\": N}");
+    return FL_ERR_FIELD;
+}
+
+} // namespace fl
+
+extern "C" {
+
+fl_status_t fl_parse_override(const char *body, size_t len,
+    fl_override_kind_t *kind, uint32_t *milli, char *err, size_t err_len) noexcept
+{
+    try {
+        /* No allocator is given: a local arena, released on return. */
+        fl::malloc_arena arena;
+        fl::jval *root = nullptr;
+
+        if (body == nullptr) {
+            len = 0;
+            body = "";
+        }
+        fl_status_t rc = fl::jparse(body, len, arena.handle(), FL_REPORT_MAX_DEPTH,
+                                    "request body", &root, err, err_len);
+        if (rc != FL_OK) {
+            return rc;
+        }
+        if (root->kind != fl::jval::J_OBJECT) {
+            fl::set_err(err, err_len, "request body must be a JSON object");
+            return FL_ERR_JSON;
+        }
+        return fl::override_from_json(root, kind, milli, err, err_len);
+    } catch (...) {
+        fl::set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+} // extern "C"

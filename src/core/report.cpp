@@ -1,0 +1,683 @@
+/*
+ * report.cpp - the error report body (SPEC A2, B5, B6, B8): a streaming
+ * yajl parser fed piece by piece as nginx reads the body, and the line
+ * appended to flags_error_log.
+ *
+ * Decisions:
+ *  - JSON problems win over field problems (B5 order): a field at fault is
+ *    only remembered while parsing and reported by finish() once the whole
+ *    body has proved to be one valid JSON object.
+ *  - Nesting deeper than FL_REPORT_MAX_DEPTH stops the parse at once, so
+ *    "[[[[..." costs neither stack nor memory.
+ *  - Duplicate keys: the last occurrence wins, for its value and for its
+ *    validation ({"flagName":1,"flagName":"x"} is valid).  Duplicate trait
+ *    names keep the position of the first and the value of the last, as
+ *    JavaScript's JSON.parse does.
+ *  - The field error reported is the first in document order among the
+ *    fields' final occurrences; then a missing flagName, then a missing
+ *    message.  null for a field reads as absent, so a null flagName is
+ *    "flagName is required".
+ *  - An empty flagName is valid here: no flag has that name, the caller
+ *    answers 404 unknown_flag.
+ *  - A body of only whitespace counts as empty.
+ *
+ * Memory: everything, yajl included, comes from the caller's allocator and
+ * is bounded by a small multiple of the body size; unknown fields are
+ * parsed but not stored.
+ */
+
+#include "flags_core.h"
+#include "alloc.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace {
+
+enum field_id {
+    F_FLAG_NAME,
+    F_MESSAGE,
+    F_STACK,
+    F_USER_ID,
+    F_TRAITS,
+    F_COUNT,
+    F_UNKNOWN = F_COUNT
+};
+
+struct field_name {
+    const char *name;
+    size_t      len;
+};
+
+constexpr field_name field_names[F_COUNT] = {
+    { "flagName", 8 }, { "message", 7 }, { "stack", 5 }, { "userId", 6 },
+    { "traits", 6 }
+};
+
+enum value_kind {
+    V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING, V_OBJECT, V_ARRAY
+};
+
+enum field_state {
+    S_ABSENT = 0,           /* not sent, or null */
+    S_OK,
+    S_BAD                   /* wrong type */
+};
+
+struct field {
+    field_state  state;
+    size_t       seq;       /* position among top-level keys */
+    const char  *str;       /* string fields: the decoded value */
+    size_t       len;
+};
+
+struct trait {
+    const char  *key;
+    size_t       key_len;
+    value_kind   kind;      /* V_OBJECT / V_ARRAY: at fault */
+    const char  *val;       /* string: decoded; number: its text */
+    size_t       val_len;
+    size_t       seq;
+    bool         dropped;   /* an earlier occurrence took its value */
+    trait       *next;
+};
+
+enum top_kind {
+    TOP_NONE, TOP_OBJECT, TOP_OTHER
+};
+
+} // namespace
+
+struct fl_report_parser_s {
+    fl_alloc_t      alloc;          /* a copy: yajl keeps a pointer to it */
+    yajl_handle     yajl;
+    fl_status_t     status;         /* sticky once not FL_OK */
+    bool            finished;
+    bool            saw_content;    /* a byte other than JSON whitespace */
+    top_kind        top;
+    unsigned        depth;
+    field_id        cur_field;      /* the top-level key being read */
+    size_t          key_seq;
+    bool            in_traits;      /* directly inside the latest traits */
+    const char     *trait_key;
+    size_t          trait_key_len;
+    uint64_t        fed;            /* bytes before the current piece */
+    field           fields[F_COUNT];
+    trait          *traits;
+    trait          *traits_tail;
+    size_t          ntraits;
+    char            msg[256];
+};
+
+namespace {
+
+using parser = fl_report_parser_s;
+
+inline parser *P(void *ctx)
+{
+    return static_cast<parser *>(ctx);
+}
+
+int fail_nomem(parser *p)
+{
+    p->status = FL_ERR_NOMEM;
+    fl::set_err(p->msg, sizeof(p->msg), "out of memory");
+    return 0;
+}
+
+field_id lookup_field(const unsigned char *key, size_t len)
+{
+    for (int i = 0; i < F_COUNT; i++) {
+        if (field_names[i].len == len && std::memcmp(field_names[i].name, key, len) == 0) {
+            return static_cast<field_id>(i);
+        }
+    }
+    return F_UNKNOWN;
+}
+
+void reset_traits(parser *p)
+{
+    p->traits = nullptr;
+    p->traits_tail = nullptr;
+    p->ntraits = 0;
+    p->in_traits = false;
+}
+
+/* A scalar, or a container's opening, as the value of a top-level key
+ * (except traits: {...}, handled by on_open). */
+int set_field(parser *p, value_kind k, const char *s, size_t len)
+{
+    if (p->cur_field == F_UNKNOWN) {
+        return 1;
+    }
+    field &f = p->fields[p->cur_field];
+
+    f.seq = p->key_seq;
+    f.str = nullptr;
+    f.len = 0;
+
+    if (p->cur_field == F_TRAITS) {
+        reset_traits(p);
+        f.state = k == V_NULL ? S_ABSENT : S_BAD;
+        return 1;
+    }
+    if (k == V_NULL) {
+        f.state = S_ABSENT;
+    } else if (k == V_STRING) {
+        f.str = fl::dup_bytes(&p->alloc, s, len);
+        if (f.str == nullptr) {
+            return fail_nomem(p);
+        }
+        f.len = len;
+        f.state = S_OK;
+    } else {
+        f.state = S_BAD;
+    }
+    return 1;
+}
+
+int add_trait(parser *p, value_kind k, const char *s, size_t len)
+{
+    trait *t = fl::alloc_obj<trait>(&p->alloc);
+    if (t == nullptr) {
+        return fail_nomem(p);
+    }
+    t->key = p->trait_key;
+    t->key_len = p->trait_key_len;
+    t->kind = k;
+    if (k == V_STRING || k == V_NUMBER) {
+        t->val = fl::dup_bytes(&p->alloc, s, len);
+        if (t->val == nullptr) {
+            return fail_nomem(p);
+        }
+        t->val_len = len;
+    }
+    t->seq = p->ntraits++;
+    if (p->traits_tail != nullptr) {
+        p->traits_tail->next = t;
+    } else {
+        p->traits = t;
+    }
+    p->traits_tail = t;
+    return 1;
+}
+
+int on_scalar(parser *p, value_kind k, const char *s, size_t len)
+{
+    if (p->depth == 0) {
+        p->top = TOP_OTHER;
+    } else if (p->depth == 1 && p->top == TOP_OBJECT) {
+        return set_field(p, k, s, len);
+    } else if (p->depth == 2 && p->in_traits) {
+        return add_trait(p, k, s, len);
+    }
+    return 1;
+}
+
+int on_open(parser *p, value_kind k)
+{
+    if (p->depth >= FL_REPORT_MAX_DEPTH) {
+        p->status = FL_ERR_JSON;
+        fl::set_err(p->msg, sizeof(p->msg), "JSON nesting is deeper than %u levels",
+                    static_cast<unsigned>(FL_REPORT_MAX_DEPTH));
+        return 0;
+    }
+
+    if (p->depth == 0) {
+        p->top = k == V_OBJECT ? TOP_OBJECT : TOP_OTHER;
+    } else if (p->depth == 1 && p->top == TOP_OBJECT) {
+        if (p->cur_field == F_TRAITS && k == V_OBJECT) {
+            /* A new traits object replaces any earlier one. */
+            reset_traits(p);
+            field &f = p->fields[F_TRAITS];
+            f.state = S_OK;
+            f.seq = p->key_seq;
+            p->in_traits = true;
+        } else if (!set_field(p, k, nullptr, 0)) {
+            return 0;
+        }
+    } else if (p->depth == 2 && p->in_traits) {
+        if (!add_trait(p, k, nullptr, 0)) {
+            return 0;
+        }
+    }
+
+    p->depth++;
+    return 1;
+}
+
+int on_close(parser *p)
+{
+    p->depth--;
+    if (p->depth == 1) {
+        p->in_traits = false;       /* whatever closed was a field's value */
+    }
+    return 1;
+}
+
+int cb_null(void *ctx)
+{
+    return on_scalar(P(ctx), V_NULL, nullptr, 0);
+}
+
+int cb_boolean(void *ctx, int v)
+{
+    return on_scalar(P(ctx), v ? V_TRUE : V_FALSE, nullptr, 0);
+}
+
+int cb_number(void *ctx, const char *s, size_t len)
+{
+    return on_scalar(P(ctx), V_NUMBER, s, len);
+}
+
+int cb_string(void *ctx, const unsigned char *s, size_t len)
+{
+    return on_scalar(P(ctx), V_STRING, reinterpret_cast<const char *>(s), len);
+}
+
+int cb_start_map(void *ctx)
+{
+    return on_open(P(ctx), V_OBJECT);
+}
+
+int cb_start_array(void *ctx)
+{
+    return on_open(P(ctx), V_ARRAY);
+}
+
+int cb_end(void *ctx)
+{
+    return on_close(P(ctx));
+}
+
+int cb_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+    parser *p = P(ctx);
+
+    if (p->depth == 1 && p->top == TOP_OBJECT) {
+        p->cur_field = lookup_field(key, len);
+        p->key_seq++;
+    } else if (p->depth == 2 && p->in_traits) {
+        p->trait_key = fl::dup_bytes(&p->alloc, key, len);
+        if (p->trait_key == nullptr) {
+            return fail_nomem(p);
+        }
+        p->trait_key_len = len;
+    }
+    return 1;
+}
+
+const yajl_callbacks callbacks = {
+    cb_null, cb_boolean, nullptr, nullptr, cb_number, cb_string,
+    cb_start_map, cb_map_key, cb_end, cb_start_array, cb_end
+};
+
+void syntax_error(parser *p, uint64_t at)
+{
+    char why[128];
+
+    fl::yajl_error_text(p->yajl, why, sizeof(why));
+    p->status = FL_ERR_JSON;
+    fl::set_err(p->msg, sizeof(p->msg),
+                "request body is not valid JSON: %s (near byte %llu)",
+                why, static_cast<unsigned long long>(at));
+}
+
+int key_cmp(const trait *a, const trait *b)
+{
+    size_t n = std::min(a->key_len, b->key_len);
+    int c = n == 0 ? 0 : std::memcmp(a->key, b->key, n);
+    if (c != 0) {
+        return c;
+    }
+    return a->key_len < b->key_len ? -1 : a->key_len > b->key_len ? 1 : 0;
+}
+
+/* Duplicate trait names: the first occurrence takes the last one's value,
+ * the others are dropped.  Sorting keeps this O(n log n) for a body full
+ * of traits. */
+bool dedupe_traits(parser *p)
+{
+    if (p->ntraits < 2) {
+        return true;
+    }
+    trait **v = fl::alloc_array<trait *>(&p->alloc, p->ntraits);
+    if (v == nullptr) {
+        return false;
+    }
+    size_t n = 0;
+    for (trait *t = p->traits; t != nullptr; t = t->next) {
+        v[n++] = t;
+    }
+    std::sort(v, v + n, [](const trait *a, const trait *b) {
+        int c = key_cmp(a, b);
+        return c < 0 || (c == 0 && a->seq < b->seq);
+    });
+    for (size_t i = 0; i < n; ) {
+        size_t j = i + 1;
+        while (j < n && key_cmp(v[i], v[j]) == 0) {
+            v[j]->dropped = true;
+            j++;
+        }
+        if (j - i > 1) {
+            const trait *last = v[j - 1];
+            v[i]->kind = last->kind;
+            v[i]->val = last->val;
+            v[i]->val_len = last->val_len;
+        }
+        i = j;
+    }
+    return true;
+}
+
+/* {"name":value,...} in order of first appearance. */
+fl_status_t serialize_traits(parser *p, fl_report_t *out)
+{
+    size_t bound = 2;
+
+    for (const trait *t = p->traits; t != nullptr; t = t->next) {
+        if (t->dropped) {
+            continue;
+        }
+        bound += fl::str_bound(t->key_len) + 2;     /* ':' and ',' */
+        bound += t->kind == V_STRING ? fl::str_bound(t->val_len)
+                 : t->kind == V_NUMBER ? t->val_len : 5;
+    }
+
+    char *buf = static_cast<char *>(fl::alloc_bytes(&p->alloc, bound + 1));
+    if (buf == nullptr) {
+        return FL_ERR_NOMEM;
+    }
+    char *o = buf;
+    bool first = true;
+
+    *o++ = '{';
+    for (const trait *t = p->traits; t != nullptr; t = t->next) {
+        if (t->dropped) {
+            continue;
+        }
+        if (!first) {
+            *o++ = ',';
+        }
+        first = false;
+        o = fl::put_str(o, t->key, t->key_len);
+        *o++ = ':';
+        switch (t->kind) {
+        case V_STRING:
+            o = fl::put_str(o, t->val, t->val_len);
+            break;
+        case V_NUMBER:
+            std::memcpy(o, t->val, t->val_len);
+            o += t->val_len;
+            break;
+        case V_TRUE:
+            o = fl::put_lit(o, "true");
+            break;
+        case V_FALSE:
+            o = fl::put_lit(o, "false");
+            break;
+        default:
+            o = fl::put_lit(o, "null");
+            break;
+        }
+    }
+    *o++ = '}';
+    *o = '\0';
+
+    out->traits_json = buf;
+    out->traits_json_len = static_cast<size_t>(o - buf);
+    return FL_OK;
+}
+
+/* B5: the first field at fault, else a missing required one. */
+fl_status_t check_fields(parser *p, char *err, size_t err_len)
+{
+    const field *bad = nullptr;
+    int bad_id = -1;
+
+    for (int i = 0; i < F_COUNT; i++) {
+        const field &f = p->fields[i];
+        if (f.state == S_BAD && (bad == nullptr || f.seq < bad->seq)) {
+            bad = &f;
+            bad_id = i;
+        }
+    }
+
+    const trait *bad_trait = nullptr;
+    const field &tf = p->fields[F_TRAITS];
+    if (tf.state == S_OK && (bad == nullptr || tf.seq < bad->seq)) {
+        for (const trait *t = p->traits; t != nullptr; t = t->next) {
+            if (!t->dropped && (t->kind == V_OBJECT || t->kind == V_ARRAY)) {
+                bad_trait = t;
+                break;
+            }
+        }
+    }
+
+    if (bad_trait != nullptr) {
+        /* Quote at most 64 bytes of a client-chosen name. */
+        size_t shown = fl::utf8_prefix(bad_trait->key, bad_trait->key_len, 64);
+        fl::set_err(err, err_len,
+                    "traits.%.*s%s must be a string, number, boolean or null",
+                    static_cast<int>(shown), bad_trait->key,
+                    shown < bad_trait->key_len ? "..." : "");
+        return FL_ERR_FIELD;
+    }
+    if (bad != nullptr) {
+        fl::set_err(err, err_len, "%s must be %s", field_names[bad_id].name,
+                    bad_id == F_TRAITS ? "an object" : "a string");
+        return FL_ERR_FIELD;
+    }
+    if (p->fields[F_FLAG_NAME].state != S_OK) {
+        fl::set_err(err, err_len, "flagName is required");
+        return FL_ERR_FIELD;
+    }
+    if (p->fields[F_MESSAGE].state != S_OK) {
+        fl::set_err(err, err_len, "message is required");
+        return FL_ERR_FIELD;
+    }
+    return FL_OK;
+}
+
+fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
+{
+    if (p->finished && p->status == FL_OK) {
+        fl::set_err(err, err_len, "the report parser was already finished");
+        return FL_ERR_INTERNAL;
+    }
+    p->finished = true;
+
+    if (p->status == FL_OK) {
+        if (!p->saw_content) {
+            p->status = FL_ERR_JSON;
+            fl::set_err(p->msg, sizeof(p->msg), "request body is empty");
+        } else if (yajl_complete_parse(p->yajl) != yajl_status_ok
+                   && p->status == FL_OK)
+        {
+            syntax_error(p, p->fed);
+        }
+    }
+    if (p->status == FL_OK && p->top != TOP_OBJECT) {
+        p->status = FL_ERR_JSON;
+        fl::set_err(p->msg, sizeof(p->msg), "request body must be a JSON object");
+    }
+    if (p->status != FL_OK) {
+        fl::set_err(err, err_len, "%s", p->msg);
+        return p->status;
+    }
+
+    if (!dedupe_traits(p)) {
+        fl::set_err(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    }
+    fl_status_t rc = check_fields(p, err, err_len);
+    if (rc != FL_OK) {
+        return rc;
+    }
+
+    fl_report_t r;
+    std::memset(&r, 0, sizeof(r));
+    const field *f = p->fields;
+    r.flag_name = f[F_FLAG_NAME].str;
+    r.flag_name_len = f[F_FLAG_NAME].len;
+    r.message = f[F_MESSAGE].str;
+    r.message_len = f[F_MESSAGE].len;
+    if (f[F_STACK].state == S_OK) {
+        r.stack = f[F_STACK].str;
+        r.stack_len = f[F_STACK].len;
+    }
+    if (f[F_USER_ID].state == S_OK) {
+        r.user_id = f[F_USER_ID].str;
+        r.user_id_len = f[F_USER_ID].len;
+    }
+    if (f[F_TRAITS].state == S_OK) {
+        rc = serialize_traits(p, &r);
+        if (rc != FL_OK) {
+            fl::set_err(err, err_len, "out of memory");
+            return rc;
+        }
+    }
+    *out = r;
+    return FL_OK;
+}
+
+/* Appends "name":"escaped" with a leading comma. */
+char *put_member(char *o, const char *lit, size_t lit_len, const char *s, size_t len)
+{
+    std::memcpy(o, lit, lit_len);
+    o += lit_len;
+    return fl::put_str(o, s == nullptr ? "" : s, s == nullptr ? 0 : len);
+}
+
+} // namespace
+
+extern "C" {
+
+fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) noexcept
+{
+    try {
+        parser *p = fl::alloc_obj<parser>(a);
+        if (p == nullptr) {
+            return nullptr;
+        }
+        p->alloc = *a;
+        p->status = FL_OK;
+        p->top = TOP_NONE;
+        p->cur_field = F_UNKNOWN;
+
+        yajl_alloc_funcs funcs = fl::yajl_funcs(&p->alloc);
+        p->yajl = yajl_alloc(&callbacks, &funcs, p);    /* funcs are copied */
+        if (p->yajl == nullptr) {
+            return nullptr;
+        }
+        /* Defaults kept on purpose: strings are UTF-8 validated, no
+         * comments, one value, no trailing garbage. */
+        return p;
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
+    const unsigned char *data, size_t len) noexcept
+{
+    try {
+        if (rp == nullptr) {
+            return FL_ERR_INTERNAL;
+        }
+        parser *p = rp;
+        if (p->status != FL_OK) {
+            return p->status;
+        }
+        if (p->finished) {
+            return FL_ERR_INTERNAL;
+        }
+        if (len == 0) {
+            return FL_OK;
+        }
+        if (!p->saw_content) {
+            for (size_t i = 0; i < len; i++) {
+                if (!fl::json_space(data[i])) {
+                    p->saw_content = true;
+                    break;
+                }
+            }
+        }
+
+        yajl_status st = yajl_parse(p->yajl, data, len);
+        if (st != yajl_status_ok && p->status == FL_OK) {
+            syntax_error(p, p->fed + yajl_get_bytes_consumed(p->yajl));
+        }
+        p->fed += len;
+        return p->status;
+    } catch (...) {
+        return FL_ERR_INTERNAL;
+    }
+}
+
+fl_status_t fl_report_parser_finish(fl_report_parser_t *rp, fl_report_t *out,
+    char *err, size_t err_len) noexcept
+{
+    try {
+        if (rp == nullptr || out == nullptr) {
+            fl::set_err(err, err_len, "internal error");
+            return FL_ERR_INTERNAL;
+        }
+        return finish(rp, out, err, err_len);
+    } catch (...) {
+        fl::set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+size_t fl_report_log_bound(const fl_report_t *r, size_t project_len) noexcept
+{
+    /* The fixed text ({"time":"<24 bytes>","project":...}\n with every
+     * optional member) is 99 bytes without the quotes of the strings,
+     * which str_bound() counts. */
+    size_t n = 128 + fl::str_bound(project_len)
+               + fl::str_bound(r->flag_name_len) + fl::str_bound(r->message_len);
+
+    if (r->stack != nullptr) {
+        n += fl::str_bound(r->stack_len);
+    }
+    if (r->user_id != nullptr) {
+        n += fl::str_bound(r->user_id_len);
+    }
+    if (r->traits_json != nullptr) {
+        n += r->traits_json_len;
+    }
+    return n;
+}
+
+size_t fl_report_log_line(const fl_report_t *r, const char *project,
+    size_t project_len, uint64_t now_ms, char *buf) noexcept
+{
+    char *o = buf;
+
+    o = fl::put_lit(o, "{\"time\":\"");
+    o += fl_format_time_ms(now_ms, o);
+    *o++ = '"';
+
+#define MEMBER(lit, s, len) o = put_member(o, lit, sizeof(lit) - 1, s, len)
+    MEMBER(",\"project\":", project, project_len);
+    MEMBER(",\"flagName\":", r->flag_name, r->flag_name_len);
+    MEMBER(",\"message\":", r->message, r->message_len);
+    if (r->stack != nullptr) {
+        MEMBER(",\"stack\":", r->stack, r->stack_len);
+    }
+    if (r->user_id != nullptr) {
+        MEMBER(",\"userId\":", r->user_id, r->user_id_len);
+    }
+#undef MEMBER
+    if (r->traits_json != nullptr) {
+        o = fl::put_lit(o, ",\"traits\":");
+        std::memcpy(o, r->traits_json, r->traits_json_len);
+        o += r->traits_json_len;
+    }
+    *o++ = '}';
+    *o++ = '\n';
+    return static_cast<size_t>(o - buf);
+}
+
+} // extern "C"

@@ -1,0 +1,291 @@
+/*
+ * statefile.cpp - the flags_state_file (SPEC B4, B8): what must survive a
+ * restart, i.e. rollbacks and overrides, each tied to the definition hash
+ * of its flag so that an edited flag starts clean.
+ *
+ * Format (version 1), one entry per line to keep diffs readable:
+ *
+ *   {"version":1,"flags":[
+ *   {"project":"shop","flag":"x","definitionHash":"00c0ffee12345678",
+ *    "rollback":{"at":1795352709123,"errors":25,"enabledEvaluations":100},
+ *    "override":null},
+ *   ...
+ *   ]}
+ *
+ *  - definitionHash: 16 hex digits (a JSON number would lose 64-bit
+ *    precision in most readers);
+ *  - rollback: null, or at (ms since the epoch, UTC), errors and
+ *    enabledEvaluations as non-negative integers;
+ *  - override: null, {"enabled":false} or {"rolloutPercentage":N}.
+ *
+ * The reader is strict about what it needs (the caller logs the message
+ * and ignores the whole file: never fatal) and lenient about the rest:
+ * unknown fields are ignored, "rollback" and "override" may be absent, and
+ * entries are returned in file order, duplicates included (the caller
+ * applies them in order, so the last one wins).
+ */
+
+#include "flags_core.h"
+#include "alloc.hpp"
+
+#include <cstring>
+
+namespace {
+
+constexpr unsigned max_depth = 64;
+
+bool parse_hash(const fl::jval *v, uint64_t *out)
+{
+    if (v == nullptr || v->kind != fl::jval::J_STRING || v->len != 16) {
+        return false;
+    }
+    uint64_t h = 0;
+    for (size_t i = 0; i < 16; i++) {
+        char c = v->str[i];
+        unsigned d;
+        if (c >= '0' && c <= '9') {
+            d = static_cast<unsigned>(c - '0');
+        } else if (c >= 'a' && c <= 'f') {
+            d = static_cast<unsigned>(c - 'a' + 10);
+        } else if (c >= 'A' && c <= 'F') {
+            d = static_cast<unsigned>(c - 'A' + 10);
+        } else {
+            return false;
+        }
+        h = h << 4 | d;
+    }
+    *out = h;
+    return true;
+}
+
+bool get_u64(const fl::jval *obj, const char *key, uint64_t *out)
+{
+    const fl::jval *v = fl::jget(obj, key);
+    return v != nullptr && v->kind == fl::jval::J_NUMBER
+           && fl::parse_u64(v->str, v->len, out);
+}
+
+fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
+    char *err, size_t err_len)
+{
+    using fl::jval;
+
+    if (e->kind != jval::J_OBJECT) {
+        fl::set_err(err, err_len, "flags[%zu] must be an object", i);
+        return FL_ERR_INVALID;
+    }
+
+    const jval *project = fl::jget(e, "project");
+    const jval *flag = fl::jget(e, "flag");
+    if (project == nullptr || project->kind != jval::J_STRING) {
+        fl::set_err(err, err_len, "flags[%zu].project must be a string", i);
+        return FL_ERR_INVALID;
+    }
+    if (flag == nullptr || flag->kind != jval::J_STRING) {
+        fl::set_err(err, err_len, "flags[%zu].flag must be a string", i);
+        return FL_ERR_INVALID;
+    }
+    out->project = project->str;
+    out->project_len = project->len;
+    out->flag = flag->str;
+    out->flag_len = flag->len;
+
+    if (!parse_hash(fl::jget(e, "definitionHash"), &out->def_hash)) {
+        fl::set_err(err, err_len,
+                    "flags[%zu].definitionHash must be a string of 16 hex digits", i);
+        return FL_ERR_INVALID;
+    }
+
+    const jval *rb = fl::jget(e, "rollback");
+    if (rb != nullptr) {
+        if (rb->kind != jval::J_OBJECT) {
+            fl::set_err(err, err_len, "flags[%zu].rollback must be an object or null", i);
+            return FL_ERR_INVALID;
+        }
+        static const char *const keys[3] = { "at", "errors", "enabledEvaluations" };
+        uint64_t *dst[3] = { &out->rollback_at_ms, &out->rollback_errors,
+                             &out->rollback_enabled };
+        for (int k = 0; k < 3; k++) {
+            if (!get_u64(rb, keys[k], dst[k])) {
+                fl::set_err(err, err_len,
+                            "flags[%zu].rollback.%s must be a non-negative integer",
+                            i, keys[k]);
+                return FL_ERR_INVALID;
+            }
+        }
+        out->rolled_back = 1;
+    }
+
+    const jval *ov = fl::jget(e, "override");
+    if (ov != nullptr) {
+        if (ov->kind != jval::J_OBJECT) {
+            fl::set_err(err, err_len, "flags[%zu].override must be an object or null", i);
+            return FL_ERR_INVALID;
+        }
+        char why[128];
+        if (fl::override_from_json(ov, &out->override_kind, &out->override_milli,
+                                   why, sizeof(why)) != FL_OK)
+        {
+            fl::set_err(err, err_len, "flags[%zu].override: %s", i, why);
+            return FL_ERR_INVALID;
+        }
+    }
+    return FL_OK;
+}
+
+fl_status_t parse(const char *data, size_t len, const fl_alloc_t *a,
+    fl_saved_flag_t **out, size_t *n, char *err, size_t err_len)
+{
+    using fl::jval;
+
+    jval *root = nullptr;
+    char why[256];
+    fl_status_t rc = fl::jparse(data, len, a, max_depth, "state file", &root,
+                                why, sizeof(why));
+    if (rc != FL_OK) {
+        /* Every message names the file, as the caller logs it as is. */
+        bool named = std::strncmp(why, "state file", 10) == 0;
+        fl::set_err(err, err_len, "%s%s", named ? "" : "state file: ", why);
+        return rc == FL_ERR_NOMEM ? rc : FL_ERR_INVALID;
+    }
+    if (root->kind != jval::J_OBJECT) {
+        fl::set_err(err, err_len, "state file must be a JSON object");
+        return FL_ERR_INVALID;
+    }
+
+    uint64_t version = 0;
+    if (!get_u64(root, "version", &version) || version != 1) {
+        fl::set_err(err, err_len, "state file version must be 1");
+        return FL_ERR_INVALID;
+    }
+
+    const jval *flags = fl::jget(root, "flags");
+    if (flags == nullptr || flags->kind != jval::J_ARRAY) {
+        fl::set_err(err, err_len, "state file: flags must be an array");
+        return FL_ERR_INVALID;
+    }
+
+    fl_saved_flag_t *v = fl::alloc_array<fl_saved_flag_t>(a, flags->count);
+    if (v == nullptr) {
+        fl::set_err(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    }
+
+    size_t i = 0;
+    for (const jval *e = flags->first; e != nullptr; e = e->next, i++) {
+        std::memset(&v[i], 0, sizeof(v[i]));
+        v[i].override_kind = FL_OVERRIDE_NONE;
+        char msg[256];
+        rc = parse_entry(e, i, &v[i], msg, sizeof(msg));
+        if (rc != FL_OK) {
+            fl::set_err(err, err_len, "state file: %s", msg);
+            return rc;
+        }
+    }
+
+    *out = v;
+    *n = i;
+    return FL_OK;
+}
+
+/* Per entry, beyond its two escaped strings: the member names, braces,
+ * 16 hex digits, three 20-digit integers, a percentage of at most 8
+ * bytes and ",\n" come to about 210 bytes. */
+constexpr size_t entry_fixed = 256;
+constexpr size_t doc_fixed = 32;       /* {"version":1,"flags":[\n ... ]}\n */
+
+} // namespace
+
+extern "C" {
+
+fl_status_t fl_state_file_parse(const char *data, size_t len,
+    const fl_alloc_t *a, fl_saved_flag_t **out, size_t *n,
+    char *err, size_t err_len) noexcept
+{
+    try {
+        if (out == nullptr || n == nullptr || a == nullptr) {
+            fl::set_err(err, err_len, "internal error");
+            return FL_ERR_INTERNAL;
+        }
+        *out = nullptr;
+        *n = 0;
+        if (data == nullptr) {
+            data = "";
+            len = 0;
+        }
+        return parse(data, len, a, out, n, err, err_len);
+    } catch (...) {
+        fl::set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+size_t fl_state_file_bound(const fl_saved_flag_t *e, size_t n) noexcept
+{
+    size_t b = doc_fixed;
+
+    for (size_t i = 0; i < n; i++) {
+        b += entry_fixed + fl::str_bound(e[i].project_len) + fl::str_bound(e[i].flag_len);
+    }
+    return b;
+}
+
+size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexcept
+{
+    static const char hex[] = "0123456789abcdef";
+    char *o = buf;
+
+    o = fl::put_lit(o, "{\"version\":1,\"flags\":[");
+    for (size_t i = 0; i < n; i++) {
+        const fl_saved_flag_t &f = e[i];
+
+        if (i != 0) {
+            *o++ = ',';
+        }
+        *o++ = '\n';
+        o = fl::put_lit(o, "{\"project\":");
+        o = fl::put_str(o, f.project == nullptr ? "" : f.project,
+                        f.project == nullptr ? 0 : f.project_len);
+        o = fl::put_lit(o, ",\"flag\":");
+        o = fl::put_str(o, f.flag == nullptr ? "" : f.flag,
+                        f.flag == nullptr ? 0 : f.flag_len);
+        o = fl::put_lit(o, ",\"definitionHash\":\"");
+        for (int s = 60; s >= 0; s -= 4) {
+            *o++ = hex[(f.def_hash >> s) & 0xf];
+        }
+        o = fl::put_lit(o, "\",\"rollback\":");
+        if (f.rolled_back) {
+            o = fl::put_lit(o, "{\"at\":");
+            o += fl::put_u64(f.rollback_at_ms, o);
+            o = fl::put_lit(o, ",\"errors\":");
+            o += fl::put_u64(f.rollback_errors, o);
+            o = fl::put_lit(o, ",\"enabledEvaluations\":");
+            o += fl::put_u64(f.rollback_enabled, o);
+            *o++ = '}';
+        } else {
+            o = fl::put_lit(o, "null");
+        }
+        o = fl::put_lit(o, ",\"override\":");
+        switch (f.override_kind) {
+        case FL_OVERRIDE_OFF:
+            o = fl::put_lit(o, "{\"enabled\":false}");
+            break;
+        case FL_OVERRIDE_PERCENT:
+            o = fl::put_lit(o, "{\"rolloutPercentage\":");
+            o += fl_json_milli(f.override_milli, o);
+            *o++ = '}';
+            break;
+        default:
+            o = fl::put_lit(o, "null");
+            break;
+        }
+        *o++ = '}';
+    }
+    if (n != 0) {
+        *o++ = '\n';
+    }
+    o = fl::put_lit(o, "]}\n");
+    return static_cast<size_t>(o - buf);
+}
+
+} // extern "C"

@@ -1,0 +1,152 @@
+/*
+ * status_json.cpp - one flag's object in the flags_status answer (SPEC B7):
+ *
+ *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
+ *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
+ *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
+ *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N},
+ *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
+ *                "enabledEvaluations":N}}
+ *
+ * "enabled", "rolloutPercentage" and "segments" are the definition's;
+ * everything after comes from the state snapshot.  Only the public project
+ * API is used.
+ */
+
+#include "flags_core.h"
+#include "alloc.hpp"
+
+namespace {
+
+/* Every fixed byte of the object (member names, punctuation, literals),
+ * with room to spare: about 300 bytes, plus 6 integers of at most 20
+ * digits, 2 percentages of at most 8 bytes and a 24-byte time. */
+constexpr size_t fixed_bound = 512;
+
+/* fl_state_effective() semantics, from a snapshot. */
+uint32_t effective(const fl_state_snapshot_t *s, uint32_t configured)
+{
+    if (s->rolled_back) {
+        return 0;
+    }
+    switch (s->override_kind) {
+    case FL_OVERRIDE_OFF:
+        return 0;
+    case FL_OVERRIDE_PERCENT:
+        return s->override_milli;
+    default:
+        return configured;
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i) noexcept
+{
+    try {
+        fl_flag_info_t info;
+        if (fl_project_flag_info(p, i, &info) != 0) {
+            return 0;
+        }
+        size_t n = fixed_bound + fl::str_bound(info.name_len);
+        for (size_t j = 0; j < info.nsegments; j++) {
+            size_t len = 0;
+            if (fl_project_flag_segment(p, i, j, &len) != nullptr) {
+                n += fl::str_bound(len) + 1;        /* and a comma */
+            }
+        }
+        return n;
+    } catch (...) {
+        return 0;
+    }
+}
+
+size_t fl_status_flag_json(const fl_project_t *p, size_t i,
+    const fl_state_snapshot_t *s, char *buf) noexcept
+{
+    try {
+        fl_flag_info_t info;
+        if (fl_project_flag_info(p, i, &info) != 0) {
+            return 0;
+        }
+        char *o = buf;
+
+        o = fl::put_lit(o, "{\"name\":");
+        o = fl::put_str(o, info.name, info.name_len);
+        o = info.enabled ? fl::put_lit(o, ",\"enabled\":true")
+                         : fl::put_lit(o, ",\"enabled\":false");
+        o = fl::put_lit(o, ",\"rolloutPercentage\":");
+        o += fl_json_milli(info.rollout_milli, o);
+
+        o = fl::put_lit(o, ",\"segments\":[");
+        bool first = true;
+        for (size_t j = 0; j < info.nsegments; j++) {
+            size_t len = 0;
+            const char *seg = fl_project_flag_segment(p, i, j, &len);
+            if (seg == nullptr) {
+                continue;
+            }
+            if (!first) {
+                *o++ = ',';
+            }
+            first = false;
+            o = fl::put_str(o, seg, len);
+        }
+        *o++ = ']';
+
+        o = fl::put_lit(o, ",\"effectiveRolloutPercentage\":");
+        o += fl_json_milli(effective(s, info.rollout_milli), o);
+        o = s->rolled_back ? fl::put_lit(o, ",\"rolledBack\":true")
+                           : fl::put_lit(o, ",\"rolledBack\":false");
+
+        o = fl::put_lit(o, ",\"override\":");
+        switch (s->override_kind) {
+        case FL_OVERRIDE_OFF:
+            o = fl::put_lit(o, "{\"enabled\":false}");
+            break;
+        case FL_OVERRIDE_PERCENT:
+            o = fl::put_lit(o, "{\"rolloutPercentage\":");
+            o += fl_json_milli(s->override_milli, o);
+            *o++ = '}';
+            break;
+        default:
+            o = fl::put_lit(o, "null");
+            break;
+        }
+
+        o = fl::put_lit(o, ",\"counters\":{\"evaluations\":");
+        o += fl::put_u64(s->evaluations, o);
+        o = fl::put_lit(o, ",\"enabledEvaluations\":");
+        o += fl::put_u64(s->enabled_evaluations, o);
+        o = fl::put_lit(o, ",\"errors\":");
+        o += fl::put_u64(s->errors, o);
+
+        o = fl::put_lit(o, "},\"window\":{\"seconds\":");
+        o += fl::put_u64(s->window_seconds, o);
+        o = fl::put_lit(o, ",\"enabledEvaluations\":");
+        o += fl::put_u64(s->window_enabled, o);
+        o = fl::put_lit(o, ",\"errors\":");
+        o += fl::put_u64(s->window_errors, o);
+
+        o = fl::put_lit(o, "},\"rollback\":");
+        if (s->rolled_back) {
+            o = fl::put_lit(o, "{\"at\":\"");
+            o += fl_format_time_ms(s->rollback_at_ms, o);
+            o = fl::put_lit(o, "\",\"errors\":");
+            o += fl::put_u64(s->rollback_errors, o);
+            o = fl::put_lit(o, ",\"enabledEvaluations\":");
+            o += fl::put_u64(s->rollback_enabled, o);
+            *o++ = '}';
+        } else {
+            o = fl::put_lit(o, "null");
+        }
+        *o++ = '}';
+        return static_cast<size_t>(o - buf);
+    } catch (...) {
+        return 0;
+    }
+}
+
+} // extern "C"

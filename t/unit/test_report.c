@@ -1,0 +1,753 @@
+/*
+ * test_report.c - the streaming error report parser (SPEC A2, B5, B6, B8)
+ * and the line written to flags_error_log.
+ *
+ * Every body is parsed three ways (whole, one byte at a time, in 7-byte
+ * pieces) and the three results must agree.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+
+/* ------------------------------------------------ a test bump allocator */
+
+/* Each block is malloc'd and chained; arena_reset() frees them all, like
+ * an nginx pool at the end of a request. */
+typedef union block {
+    union block *next;
+    max_align_t  align;
+} block;
+
+static block *blocks;
+static size_t allocs_left = SIZE_MAX;
+
+static void *arena_alloc(void *ctx, size_t n)
+{
+    (void) ctx;
+    if (allocs_left == 0) {
+        return NULL;
+    }
+    allocs_left--;
+    block *b = malloc(sizeof(block) + n);
+    if (b == NULL) {
+        return NULL;
+    }
+    b->next = blocks;
+    blocks = b;
+    return b + 1;
+}
+
+static void arena_reset(void)
+{
+    while (blocks != NULL) {
+        block *next = blocks->next;
+        free(blocks);
+        blocks = next;
+    }
+    allocs_left = SIZE_MAX;
+}
+
+static const fl_alloc_t arena = { arena_alloc, NULL };
+
+static int teardown(void **state)
+{
+    (void) state;
+    arena_reset();
+    return 0;
+}
+
+
+/* --------------------------------------------------------------- helpers */
+
+typedef struct {
+    fl_status_t  rc;
+    fl_status_t  feed_rc;       /* the last feed's */
+    fl_report_t  r;
+    char         err[256];
+} result;
+
+static result parse_chunked(const char *body, size_t len, size_t chunk)
+{
+    result res;
+    memset(&res, 0, sizeof(res));
+
+    /* The allocator struct given to new() may go away: the parser must
+     * have kept its own copy. */
+    fl_alloc_t a = arena;
+    fl_report_parser_t *p = fl_report_parser_new(&a);
+    memset(&a, 0, sizeof(a));
+    assert_non_null(p);
+
+    res.feed_rc = FL_OK;
+    for (size_t off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        res.feed_rc = fl_report_parser_feed(p, (const unsigned char *) body + off, n);
+        if (res.feed_rc != FL_OK) {
+            break;
+        }
+    }
+    res.rc = fl_report_parser_finish(p, &res.r, res.err, sizeof(res.err));
+    return res;
+}
+
+static void same_str(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (a == NULL || b == NULL) {
+        assert_ptr_equal(a, b);
+        return;
+    }
+    assert_int_equal(alen, blen);
+    assert_memory_equal(a, b, alen);
+}
+
+/* Parses body whole, byte by byte and in pieces; all three must agree. */
+static result parse_n(const char *body, size_t len)
+{
+    result whole = parse_chunked(body, len, len == 0 ? 1 : len);
+    size_t sizes[] = { 1, 7 };
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        result other = parse_chunked(body, len, sizes[i]);
+        assert_int_equal(other.rc, whole.rc);
+        if (whole.rc == FL_OK) {
+            same_str(other.r.flag_name, other.r.flag_name_len,
+                     whole.r.flag_name, whole.r.flag_name_len);
+            same_str(other.r.message, other.r.message_len,
+                     whole.r.message, whole.r.message_len);
+            same_str(other.r.stack, other.r.stack_len,
+                     whole.r.stack, whole.r.stack_len);
+            same_str(other.r.user_id, other.r.user_id_len,
+                     whole.r.user_id, whole.r.user_id_len);
+            same_str(other.r.traits_json, other.r.traits_json_len,
+                     whole.r.traits_json, whole.r.traits_json_len);
+        } else if (whole.rc == FL_ERR_FIELD
+                   || strncmp(whole.err, "request body is not valid JSON", 30) != 0)
+        {
+            /* Syntax messages carry a byte offset that depends on where
+             * yajl noticed; every other message is exact. */
+            assert_string_equal(other.err, whole.err);
+        }
+    }
+    return whole;
+}
+
+static result parse(const char *body)
+{
+    return parse_n(body, strlen(body));
+}
+
+static void expect_err(const char *body, fl_status_t rc, const char *msg)
+{
+    result res = parse(body);
+    if (res.rc != rc || (msg != NULL && strcmp(res.err, msg) != 0)) {
+        fail_msg("body %s: got %d \"%s\", want %d \"%s\"", body, res.rc, res.err,
+                 rc, msg == NULL ? "(any)" : msg);
+    }
+}
+
+static void expect_field(const char *body, const char *msg)
+{
+    expect_err(body, FL_ERR_FIELD, msg);
+}
+
+static void expect_json(const char *body, const char *msg)
+{
+    expect_err(body, FL_ERR_JSON, msg);
+}
+
+static void expect_str(const char *got, size_t got_len, const char *want)
+{
+    assert_non_null(got);
+    assert_int_equal(got_len, strlen(want));
+    assert_memory_equal(got, want, got_len);
+    assert_int_equal(got[got_len], '\0');       /* NUL-terminated too */
+}
+
+#define TRAITS_MSG " must be a string, number, boolean or null"
+
+
+/* ----------------------------------------------------------- valid bodies */
+
+static void test_full_report(void **state)
+{
+    (void) state;
+    result res = parse(
+        "{\"flagName\":\"new-checkout\",\"message\":\"TypeError: x is undefined\","
+        "\"stack\":\"at a.js:1\\nat b.js:2\",\"userId\":\"user-1\","
+        "\"traits\":{\"plan\":\"pro\",\"n\":-1.5e+3,\"b\":true,\"f\":false,\"z\":null,"
+        "\"i\":42}}");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "new-checkout");
+    expect_str(res.r.message, res.r.message_len, "TypeError: x is undefined");
+    expect_str(res.r.stack, res.r.stack_len, "at a.js:1\nat b.js:2");
+    expect_str(res.r.user_id, res.r.user_id_len, "user-1");
+    expect_str(res.r.traits_json, res.r.traits_json_len,
+               "{\"plan\":\"pro\",\"n\":-1.5e+3,\"b\":true,\"f\":false,\"z\":null,\"i\":42}");
+}
+
+static void test_minimal_report(void **state)
+{
+    (void) state;
+    result res = parse(" \r\n\t{\"message\":\"m\",\"flagName\":\"f\"} \n");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "f");
+    expect_str(res.r.message, res.r.message_len, "m");
+    assert_null(res.r.stack);
+    assert_null(res.r.user_id);
+    assert_null(res.r.traits_json);
+    assert_int_equal(res.r.traits_json_len, 0);
+}
+
+static void test_null_optional_is_absent(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"stack\":null,"
+                       "\"userId\":null,\"traits\":null}");
+
+    assert_int_equal(res.rc, FL_OK);
+    assert_null(res.r.stack);
+    assert_null(res.r.user_id);
+    assert_null(res.r.traits_json);
+}
+
+static void test_decoded_strings(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":\"f\\u002dx\",\"message\":\"a\\\"b\\\\c\\/"
+                       "\\u00e9\\u20ac\\ud83d\\ude00\\t\\u0000z\","
+                       "\"stack\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "f-x");
+    assert_int_equal(res.r.message_len, 18);
+    assert_memory_equal(res.r.message,
+                        "a\"b\\c/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t\0z", 18);
+    expect_str(res.r.stack, res.r.stack_len, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
+static void test_empty_strings_are_valid(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":\"\",\"message\":\"\",\"userId\":\"\",\"traits\":{}}");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "");
+    expect_str(res.r.message, res.r.message_len, "");
+    expect_str(res.r.user_id, res.r.user_id_len, "");
+    expect_str(res.r.traits_json, res.r.traits_json_len, "{}");
+}
+
+static void test_unknown_fields_ignored(void **state)
+{
+    (void) state;
+    result res = parse("{\"x\":[1,{\"y\":[[],{}]},\"s\",null,true],\"flagName\":\"f\","
+                       "\"extra\":{\"flagName\":1,\"traits\":[]},\"message\":\"m\","
+                       "\"Stack\":5,\"n\":-0.0e-0}");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "f");
+    assert_null(res.r.stack);
+    assert_null(res.r.traits_json);
+}
+
+static void test_duplicate_keys(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":1,\"flagName\":\"a\",\"flagName\":\"b\","
+                       "\"message\":\"m\",\"stack\":[],\"stack\":\"s\"}");
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "b");
+    expect_str(res.r.stack, res.r.stack_len, "s");
+
+    /* The last one decides, also when it is wrong or null. */
+    expect_field("{\"flagName\":\"a\",\"flagName\":null,\"message\":\"m\"}",
+                 "flagName is required");
+    expect_field("{\"flagName\":\"a\",\"message\":\"m\",\"flagName\":true}",
+                 "flagName must be a string");
+    res = parse("{\"flagName\":\"a\",\"message\":\"m\",\"stack\":\"s\",\"stack\":null}");
+    assert_int_equal(res.rc, FL_OK);
+    assert_null(res.r.stack);
+
+    /* Traits: first position, last value. */
+    res = parse("{\"flagName\":\"f\",\"message\":\"m\","
+                "\"traits\":{\"a\":\"1\",\"b\":2,\"a\":\"3\",\"c\":[],\"c\":null,\"a\":4}}");
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.traits_json, res.r.traits_json_len, "{\"a\":4,\"b\":2,\"c\":null}");
+
+    /* A second traits object replaces the first entirely. */
+    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":[]},"
+                "\"traits\":{\"b\":1}}");
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.traits_json, res.r.traits_json_len, "{\"b\":1}");
+    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":1},"
+                "\"traits\":null}");
+    assert_int_equal(res.rc, FL_OK);
+    assert_null(res.r.traits_json);
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":1},"
+                 "\"traits\":5}", "traits must be an object");
+}
+
+static void test_traits_serialization(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{"
+                       "\"q\\\"k\":\"v\\u0001\\n\\\"\",\"\xc3\xa9\":\"\xe2\x82\xac\","
+                       "\"big\":123456789012345678901234567890,\"e\":1E-7,"
+                       "\"\":\"\",\"ls\":\"\\u2028\"}}");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.traits_json, res.r.traits_json_len,
+               "{\"q\\\"k\":\"v\\u0001\\n\\\"\",\"\xc3\xa9\":\"\xe2\x82\xac\","
+               "\"big\":123456789012345678901234567890,\"e\":1E-7,"
+               "\"\":\"\",\"ls\":\"\\u2028\"}");
+}
+
+static void test_many_traits(void **state)
+{
+    (void) state;
+    /* 20000 traits over 100 names: duplicates are resolved in
+     * O(n log n) and the output keeps first positions. */
+    size_t cap = 20000 * 24 + 128;
+    char *body = malloc(cap);
+    assert_non_null(body);
+    size_t n = (size_t) sprintf(body, "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{");
+    for (int i = 0; i < 20000; i++) {
+        n += (size_t) sprintf(body + n, "%s\"t%d\":%d", i ? "," : "", i % 100, i);
+    }
+    n += (size_t) sprintf(body + n, "}}");
+
+    result res = parse_chunked(body, n, 4096);
+    assert_int_equal(res.rc, FL_OK);
+
+    char want[4096];
+    size_t w = 0;
+    want[w++] = '{';
+    for (int k = 0; k < 100; k++) {
+        w += (size_t) sprintf(want + w, "%s\"t%d\":%d", k ? "," : "", k, 19900 + k);
+    }
+    want[w++] = '}';
+    want[w] = '\0';
+    expect_str(res.r.traits_json, res.r.traits_json_len, want);
+    free(body);
+}
+
+
+/* ----------------------------------------------------------- field errors */
+
+static void test_required_fields(void **state)
+{
+    (void) state;
+    expect_field("{}", "flagName is required");
+    expect_field("{\"message\":\"m\"}", "flagName is required");
+    expect_field("{\"flagName\":null,\"message\":\"m\"}", "flagName is required");
+    expect_field("{\"flagName\":\"f\"}", "message is required");
+    expect_field("{\"flagName\":\"f\",\"message\":null}", "message is required");
+}
+
+static void test_field_types(void **state)
+{
+    (void) state;
+    static const char *const values[] = {
+        "1", "-2.5e3", "true", "false", "[]", "[\"x\"]", "{}", "{\"a\":\"b\"}"
+    };
+    char body[256];
+
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        const char *v = values[i];
+        snprintf(body, sizeof(body), "{\"flagName\":%s,\"message\":\"m\"}", v);
+        expect_field(body, "flagName must be a string");
+        snprintf(body, sizeof(body), "{\"flagName\":\"f\",\"message\":%s}", v);
+        expect_field(body, "message must be a string");
+        snprintf(body, sizeof(body), "{\"flagName\":\"f\",\"message\":\"m\",\"stack\":%s}", v);
+        expect_field(body, "stack must be a string");
+        snprintf(body, sizeof(body), "{\"flagName\":\"f\",\"message\":\"m\",\"userId\":%s}", v);
+        expect_field(body, "userId must be a string");
+        if (v[0] != '{') {
+            snprintf(body, sizeof(body),
+                     "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":%s}", v);
+            expect_field(body, "traits must be an object");
+        }
+    }
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":\"plan=pro\"}",
+                 "traits must be an object");
+}
+
+static void test_trait_values(void **state)
+{
+    (void) state;
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"plan\":[]}}",
+                 "traits.plan" TRAITS_MSG);
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"ok\":1,"
+                 "\"plan\":{\"x\":1}}}", "traits.plan" TRAITS_MSG);
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":[1],"
+                 "\"b\":{}}}", "traits.a" TRAITS_MSG);
+    /* The name as decoded; long names are cut at a character boundary. */
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"\\u00e9t\\u00e9\":[]}}",
+                 "traits.\xc3\xa9t\xc3\xa9" TRAITS_MSG);
+    char body[256], want[256];
+    char a63[64];
+    memset(a63, 'a', 63);
+    a63[63] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"%s\\u00e9zzz\":[]}}", a63);
+    snprintf(want, sizeof(want), "traits.%s..." TRAITS_MSG, a63);
+    expect_field(body, want);
+    snprintf(body, sizeof(body),
+             "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"%sb\":[]}}", a63);
+    snprintf(want, sizeof(want), "traits.%sb" TRAITS_MSG, a63);
+    expect_field(body, want);
+    /* A bad value later replaced by a good one is fine. */
+    result res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":[],\"a\":\"x\"}}");
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.traits_json, res.r.traits_json_len, "{\"a\":\"x\"}");
+}
+
+static void test_field_error_order(void **state)
+{
+    (void) state;
+    /* The first field at fault in document order... */
+    expect_field("{\"stack\":1,\"flagName\":2,\"message\":\"m\"}", "stack must be a string");
+    expect_field("{\"flagName\":2,\"stack\":1,\"message\":\"m\"}", "flagName must be a string");
+    expect_field("{\"traits\":{\"a\":[]},\"userId\":5}", "traits.a" TRAITS_MSG);
+    expect_field("{\"userId\":5,\"traits\":{\"a\":[]}}", "userId must be a string");
+    /* ...before a missing one. */
+    expect_field("{\"stack\":1}", "stack must be a string");
+    expect_field("{\"message\":\"m\",\"traits\":[]}", "traits must be an object");
+    /* A re-sent field moves to its last position. */
+    expect_field("{\"userId\":1,\"stack\":2,\"userId\":3}", "stack must be a string");
+}
+
+
+/* ------------------------------------------------------------ JSON errors */
+
+static void test_empty_body(void **state)
+{
+    (void) state;
+    expect_json("", "request body is empty");
+    expect_json(" \r\n\t ", "request body is empty");
+}
+
+static void test_not_an_object(void **state)
+{
+    (void) state;
+    static const char *const bodies[] = {
+        "[]", "[{\"flagName\":\"f\",\"message\":\"m\"}]", "\"x\"", "42", "-1.5",
+        "null", "true", "false", " [1, [2, [3]]] "
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        expect_json(bodies[i], "request body must be a JSON object");
+    }
+}
+
+static void test_syntax_errors(void **state)
+{
+    (void) state;
+    static const char *const bodies[] = {
+        "{", "}", "{\"flagName\":\"f\",}", "{\"flagName\" \"f\"}", "{flagName:1}",
+        "{\"flagName\":\"f\",\"message\":\"m\"} x", "{\"a\":1}{\"b\":2}",
+        "{\"a\":'x'}", "{\"a\":01}", "{\"a\":1.}", "{\"a\":\"\\x\"}",
+        "{\"a\":\"tab\there\"}", "{\"a\":\"\\ud800\"", "/* c */ {}", "[1,2",
+        "\"unterminated", "nul", "{\"a\":tru}", "{\"a\":NaN}",
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        result res = parse(bodies[i]);
+        if (res.rc != FL_ERR_JSON
+            || strncmp(res.err, "request body is not valid JSON: ", 32) != 0)
+        {
+            fail_msg("body %s: got %d \"%s\"", bodies[i], res.rc, res.err);
+        }
+    }
+
+    /* The message says what and where. */
+    result res = parse_chunked("{\"a\":1 x}", 9, 9);
+    assert_int_equal(res.rc, FL_ERR_JSON);
+    assert_int_equal(res.feed_rc, FL_ERR_JSON);
+    assert_string_equal(res.err, "request body is not valid JSON: lexical error: "
+                        "invalid char in json text. (near byte 8)");
+    res = parse_chunked("{\"a\":1 x}", 9, 4);      /* counted across pieces */
+    assert_string_equal(res.err, "request body is not valid JSON: lexical error: "
+                        "invalid char in json text. (near byte 8)");
+    res = parse_chunked("{\"a\":1 \"b\"}", 11, 11);
+    assert_string_equal(res.err, "request body is not valid JSON: parse error: after key "
+                        "and value, inside map, I expect ',' or '}' (near byte 9)");
+    res = parse_chunked("{\"a\":1", 6, 6);
+    assert_string_equal(res.err,
+                        "request body is not valid JSON: parse error: premature EOF (near byte 6)");
+}
+
+static void test_syntax_error_after_field_error(void **state)
+{
+    (void) state;
+    /* A field at fault early, broken JSON later: invalid_json wins. */
+    expect_json("{\"flagName\":1,\"message\":\"m\"", NULL);
+    expect_json("{\"flagName\":1,\"message\":\"m\"} x", NULL);
+    expect_json("{\"traits\":{\"a\":[]},\"flagName\":\"f\",,}", NULL);
+    expect_json("{\"flagName\":1,\"message\":\"m\",\"x\":\"\xff\"}", NULL);
+    char body[256];
+    size_t len = (size_t) sprintf(body, "{\"stack\":1,\"x\":");
+    for (int i = 0; i < 100; i++) {
+        body[len++] = '[';
+    }
+    body[len] = '\0';
+    expect_json(body, "JSON nesting is deeper than 64 levels");
+    /* Not an object wins over its content too. */
+    expect_json("[{\"flagName\":1}]", "request body must be a JSON object");
+}
+
+static void test_depth_limit(void **state)
+{
+    (void) state;
+    /* 10,000 '[': stops at the 65th, whole or byte by byte. */
+    size_t n = 10000;
+    char *deep = malloc(n);
+    assert_non_null(deep);
+    memset(deep, '[', n);
+    result res = parse_n(deep, n);
+    assert_int_equal(res.rc, FL_ERR_JSON);
+    assert_string_equal(res.err, "JSON nesting is deeper than 64 levels");
+    res = parse_chunked(deep, n, 1);
+    assert_int_equal(res.feed_rc, FL_ERR_JSON);   /* at once, from feed() */
+
+    memset(deep, '{', 1);
+    for (size_t i = 1; i < n; i++) {
+        deep[i] = "{\"a\":"[i % 5];
+    }
+    res = parse_n(deep, n);
+    assert_int_equal(res.rc, FL_ERR_JSON);
+    assert_string_equal(res.err, "JSON nesting is deeper than 64 levels");
+    free(deep);
+
+    /* Exactly 64 levels is fine: the object and 63 arrays... */
+    char body[512];
+    size_t len = (size_t) sprintf(body, "{\"flagName\":\"f\",\"message\":\"m\",\"x\":");
+    for (int i = 0; i < 63; i++) {
+        body[len++] = '[';
+    }
+    for (int i = 0; i < 63; i++) {
+        body[len++] = ']';
+    }
+    body[len++] = '}';
+    body[len] = '\0';
+    assert_int_equal(parse(body).rc, FL_OK);
+
+    /* ...65 is not. */
+    len = (size_t) sprintf(body, "{\"flagName\":\"f\",\"message\":\"m\",\"x\":");
+    for (int i = 0; i < 64; i++) {
+        body[len++] = '[';
+    }
+    for (int i = 0; i < 64; i++) {
+        body[len++] = ']';
+    }
+    body[len++] = '}';
+    body[len] = '\0';
+    expect_json(body, "JSON nesting is deeper than 64 levels");
+
+    /* Inside traits, an object at depth 3 and deeper is still bounded. */
+    len = (size_t) sprintf(body, "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"t\":");
+    for (int i = 0; i < 62; i++) {
+        body[len++] = '[';
+    }
+    for (int i = 0; i < 62; i++) {
+        body[len++] = ']';
+    }
+    body[len++] = '}';
+    body[len++] = '}';
+    body[len] = '\0';
+    expect_field(body, "traits.t" TRAITS_MSG);
+}
+
+static void test_invalid_utf8(void **state)
+{
+    (void) state;
+    static const char *const bodies[] = {
+        "{\"flagName\":\"\xff\",\"message\":\"m\"}",
+        "{\"flagName\":\"f\",\"message\":\"\xe2\x82\"}",        /* cut sequence */
+        "{\"flagName\":\"f\",\"message\":\"m\",\"\xc3\":1}",    /* in a key */
+        "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":\"\x80\"}}",
+        "{\"flagName\":\"f\",\"message\":\"m\",\"x\":\"\xf8\x88\x80\x80\x80\"}",
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        result res = parse(bodies[i]);
+        if (res.rc != FL_ERR_JSON || strstr(res.err, "UTF8") == NULL) {
+            fail_msg("body %zu: got %d \"%s\"", i, res.rc, res.err);
+        }
+    }
+    /* Invalid bytes outside strings are plain syntax errors. */
+    expect_json("{\"flagName\":\"f\",\"message\":\"m\"}\xff", NULL);
+}
+
+static void test_errors_are_sticky(void **state)
+{
+    (void) state;
+    fl_report_parser_t *p = fl_report_parser_new(&arena);
+    assert_non_null(p);
+    assert_int_equal(fl_report_parser_feed(p, (const unsigned char *) "{]", 2), FL_ERR_JSON);
+    assert_int_equal(fl_report_parser_feed(p, (const unsigned char *) "}", 1), FL_ERR_JSON);
+    fl_report_t r;
+    char err[128];
+    assert_int_equal(fl_report_parser_finish(p, &r, err, sizeof(err)), FL_ERR_JSON);
+    assert_non_null(strstr(err, "not valid JSON"));
+
+    /* A small error buffer gets a truncated, terminated message. */
+    p = fl_report_parser_new(&arena);
+    fl_report_parser_feed(p, (const unsigned char *) "{}", 2);
+    char tiny[9];
+    assert_int_equal(fl_report_parser_finish(p, &r, tiny, sizeof(tiny)), FL_ERR_FIELD);
+    assert_string_equal(tiny, "flagName");
+    /* A cut never leaves half a UTF-8 sequence behind. */
+    p = fl_report_parser_new(&arena);
+    const char *b = "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"\xc3\xa9t\xc3\xa9\":[]}}";
+    fl_report_parser_feed(p, (const unsigned char *) b, strlen(b));
+    assert_int_equal(fl_report_parser_finish(p, &r, tiny, sizeof(tiny)), FL_ERR_FIELD);
+    assert_string_equal(tiny, "traits.");
+    p = fl_report_parser_new(&arena);
+    fl_report_parser_feed(p, (const unsigned char *) b, strlen(b));
+    char ten[10];
+    assert_int_equal(fl_report_parser_finish(p, &r, ten, sizeof(ten)), FL_ERR_FIELD);
+    assert_string_equal(ten, "traits.\xc3\xa9");
+    /* No buffer at all is allowed. */
+    p = fl_report_parser_new(&arena);
+    assert_int_equal(fl_report_parser_finish(p, &r, NULL, 0), FL_ERR_JSON);
+}
+
+static void test_allocation_failure(void **state)
+{
+    (void) state;
+    allocs_left = 0;
+    assert_null(fl_report_parser_new(&arena));
+    allocs_left = SIZE_MAX;
+}
+
+
+/* ------------------------------------------------------------- log line */
+
+static void log_line_is(const fl_report_t *r, const char *project, uint64_t now_ms,
+    const char *want)
+{
+    size_t bound = fl_report_log_bound(r, strlen(project));
+    char *buf = malloc(bound);
+    assert_non_null(buf);
+    size_t n = fl_report_log_line(r, project, strlen(project), now_ms, buf);
+    assert_true(n <= bound);
+    if (n != strlen(want) || memcmp(buf, want, n) != 0) {
+        fail_msg("log line\n got: %.*s\nwant: %s", (int) n, buf, want);
+    }
+    free(buf);
+}
+
+static void test_log_line_minimal(void **state)
+{
+    (void) state;
+    result res = parse("{\"flagName\":\"new-checkout\",\"message\":\"boom\"}");
+    assert_int_equal(res.rc, FL_OK);
+    log_line_is(&res.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"new-checkout\",\"message\":\"boom\"}\n");
+}
+
+static void test_log_line_full(void **state)
+{
+    (void) state;
+    result res = parse(
+        "{\"traits\":{\"plan\":\"pro\",\"n\":1.50,\"beta\":true},\"userId\":\"u\\\"1\","
+        "\"stack\":\"Error: x\\n    at f (a.js:1:2)\\r\\n\\tat g\","
+        "\"message\":\"quote \\\" backslash \\\\ ctl \\u0001\\u001f del \\u007f "
+        "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \\u2028\",\"flagName\":\"x\"}");
+    assert_int_equal(res.rc, FL_OK);
+    log_line_is(&res.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\",\"flagName\":\"x\","
+        "\"message\":\"quote \\\" backslash \\\\ ctl \\u0001\\u001f del \x7f "
+        "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \\u2028\","
+        "\"stack\":\"Error: x\\n    at f (a.js:1:2)\\r\\n\\tat g\",\"userId\":\"u\\\"1\","
+        "\"traits\":{\"plan\":\"pro\",\"n\":1.50,\"beta\":true}}\n");
+}
+
+static void test_log_line_epoch_and_nul(void **state)
+{
+    (void) state;
+    fl_report_t r;
+    memset(&r, 0, sizeof(r));
+    r.flag_name = "f";
+    r.flag_name_len = 1;
+    r.message = "a\0b";
+    r.message_len = 3;
+    r.user_id = "";
+    r.user_id_len = 0;
+    log_line_is(&r, "p\"q", 0,
+        "{\"time\":\"1970-01-01T00:00:00.000Z\",\"project\":\"p\\\"q\","
+        "\"flagName\":\"f\",\"message\":\"a\\u0000b\",\"userId\":\"\"}\n");
+}
+
+static void test_log_bound_worst_case(void **state)
+{
+    (void) state;
+    /* Every byte a control character: 6 bytes each once escaped. */
+    char ctl[256];
+    for (size_t i = 0; i < sizeof(ctl); i++) {
+        ctl[i] = (char) (i % 32);
+    }
+    fl_report_t r;
+    memset(&r, 0, sizeof(r));
+    r.flag_name = ctl;
+    r.flag_name_len = sizeof(ctl);
+    r.message = ctl;
+    r.message_len = sizeof(ctl);
+    r.stack = ctl;
+    r.stack_len = sizeof(ctl);
+    r.user_id = ctl;
+    r.user_id_len = sizeof(ctl);
+    r.traits_json = "{\"a\":1}";
+    r.traits_json_len = 7;
+
+    size_t bound = fl_report_log_bound(&r, sizeof(ctl));
+    char *buf = malloc(bound);
+    assert_non_null(buf);
+    size_t n = fl_report_log_line(&r, ctl, sizeof(ctl), UINT64_C(253402300799999), buf);
+    assert_true(n <= bound);
+    assert_int_equal(buf[n - 1], '\n');
+    assert_null(memchr(buf, '\n', n - 1));       /* one line: '\n' escaped */
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_full_report, teardown),
+        cmocka_unit_test_teardown(test_minimal_report, teardown),
+        cmocka_unit_test_teardown(test_null_optional_is_absent, teardown),
+        cmocka_unit_test_teardown(test_decoded_strings, teardown),
+        cmocka_unit_test_teardown(test_empty_strings_are_valid, teardown),
+        cmocka_unit_test_teardown(test_unknown_fields_ignored, teardown),
+        cmocka_unit_test_teardown(test_duplicate_keys, teardown),
+        cmocka_unit_test_teardown(test_traits_serialization, teardown),
+        cmocka_unit_test_teardown(test_many_traits, teardown),
+        cmocka_unit_test_teardown(test_required_fields, teardown),
+        cmocka_unit_test_teardown(test_field_types, teardown),
+        cmocka_unit_test_teardown(test_trait_values, teardown),
+        cmocka_unit_test_teardown(test_field_error_order, teardown),
+        cmocka_unit_test_teardown(test_empty_body, teardown),
+        cmocka_unit_test_teardown(test_not_an_object, teardown),
+        cmocka_unit_test_teardown(test_syntax_errors, teardown),
+        cmocka_unit_test_teardown(test_syntax_error_after_field_error, teardown),
+        cmocka_unit_test_teardown(test_depth_limit, teardown),
+        cmocka_unit_test_teardown(test_invalid_utf8, teardown),
+        cmocka_unit_test_teardown(test_errors_are_sticky, teardown),
+        cmocka_unit_test_teardown(test_allocation_failure, teardown),
+        cmocka_unit_test_teardown(test_log_line_minimal, teardown),
+        cmocka_unit_test_teardown(test_log_line_full, teardown),
+        cmocka_unit_test_teardown(test_log_line_epoch_and_nul, teardown),
+        cmocka_unit_test_teardown(test_log_bound_worst_case, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

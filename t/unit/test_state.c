@@ -1,0 +1,733 @@
+/*
+ * test_state.c - the shared per-flag state block (window, counters,
+ * rollback, override) and the flags_status object built from it.
+ */
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+
+/* A block with its own storage, 16-byte aligned like a slab. */
+static void *new_block(uint32_t window, uint64_t hash)
+{
+    void *mem = NULL;
+
+    assert_int_equal(posix_memalign(&mem, 16, fl_state_size(window)), 0);
+    memset(mem, 0xa5, fl_state_size(window));      /* init must not rely on zeroes */
+    fl_state_init(mem, window, hash);
+    return mem;
+}
+
+static fl_state_snapshot_t snap(const void *mem, int64_t now)
+{
+    fl_state_snapshot_t s;
+
+    fl_state_snapshot(mem, now, &s);
+    return s;
+}
+
+static void eval_n(void *mem, int64_t now, int enabled, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fl_state_count_eval(mem, now, enabled);
+    }
+}
+
+static const fl_rollback_policy_t off_policy = { FL_ROLLBACK_OFF, 1, 0, 60 };
+
+
+/* ------------------------------------------------------------- layout */
+
+static void test_size_and_init(void **state)
+{
+    (void) state;
+    /* 9 header words, then 2 words per second. */
+    assert_int_equal(fl_state_size(60), 72 + 60 * 16);
+    assert_int_equal(fl_state_size(1), 72 + 16);
+    assert_int_equal(fl_state_size(0), fl_state_size(1));
+    assert_int_equal(fl_state_size(100000), fl_state_size(FL_WINDOW_MAX));
+
+    void *m = new_block(60, 0x0123456789abcdefULL);
+    assert_int_equal(fl_state_window(m), 60);
+    assert_true(fl_state_def_hash(m) == 0x0123456789abcdefULL);
+
+    fl_state_snapshot_t s = snap(m, 1000);
+    assert_int_equal(s.window_seconds, 60);
+    assert_true(s.def_hash == 0x0123456789abcdefULL);
+    assert_int_equal(s.evaluations, 0);
+    assert_int_equal(s.enabled_evaluations, 0);
+    assert_int_equal(s.errors, 0);
+    assert_int_equal(s.window_enabled, 0);
+    assert_int_equal(s.window_errors, 0);
+    assert_int_equal(s.rolled_back, 0);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_NONE);
+    assert_int_equal(fl_state_effective(m, 25000), 25000);
+    free(m);
+
+    m = new_block(0, 1);
+    assert_int_equal(fl_state_window(m), 1);
+    free(m);
+}
+
+
+/* ------------------------------------------------------------- window */
+
+static void test_exact_counts(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    eval_n(m, 500, 1, 1000);
+    eval_n(m, 500, 0, 234);
+    for (int i = 0; i < 17; i++) {
+        fl_state_record_error(m, 500, 0, &off_policy);
+    }
+
+    fl_state_snapshot_t s = snap(m, 500);
+    assert_int_equal(s.evaluations, 1234);
+    assert_int_equal(s.enabled_evaluations, 1000);
+    assert_int_equal(s.errors, 17);
+    assert_int_equal(s.window_enabled, 1000);     /* only enabled ones */
+    assert_int_equal(s.window_errors, 17);
+    free(m);
+}
+
+static void test_one_second_buckets_and_rotation(void **state)
+{
+    (void) state;
+    void *m = new_block(3, 1);
+
+    eval_n(m, 100, 1, 2);
+    eval_n(m, 101, 1, 3);
+    eval_n(m, 102, 1, 4);
+
+    assert_int_equal(snap(m, 100).window_enabled, 9);  /* 101, 102: "future" */
+    assert_int_equal(snap(m, 102).window_enabled, 9);
+    assert_int_equal(snap(m, 103).window_enabled, 7);  /* 100 left */
+    assert_int_equal(snap(m, 104).window_enabled, 4);
+    assert_int_equal(snap(m, 105).window_enabled, 0);
+
+    /* Second 103 reuses 100's bucket: its old count is gone. */
+    eval_n(m, 103, 1, 5);
+    assert_int_equal(snap(m, 103).window_enabled, 12);
+    assert_int_equal(snap(m, 104).window_enabled, 9);
+    assert_int_equal(snap(m, 105).window_enabled, 5);
+    assert_int_equal(snap(m, 106).window_enabled, 0);
+    assert_int_equal(snap(m, 106).enabled_evaluations, 14);
+
+    /* Every second in turn, round and round the ring. */
+    for (int64_t t = 200; t < 230; t++) {
+        eval_n(m, t, 1, (int) (t % 7) + 1);
+        fl_state_snapshot_t s = snap(m, t);
+        uint64_t want = 0;
+        for (int64_t u = t - 2 < 200 ? 200 : t - 2; u <= t; u++) {
+            want += (uint64_t) (u % 7) + 1;
+        }
+        assert_int_equal(s.window_enabled, want);
+    }
+    free(m);
+}
+
+static void test_expiry_after_window(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    eval_n(m, 1000, 1, 10);
+    fl_state_record_error(m, 1000, 0, &off_policy);
+    assert_int_equal(snap(m, 1059).window_enabled, 10);
+    assert_int_equal(snap(m, 1059).window_errors, 1);
+    assert_int_equal(snap(m, 1060).window_enabled, 0);
+    assert_int_equal(snap(m, 1060).window_errors, 0);
+    assert_int_equal(snap(m, 1060).enabled_evaluations, 10);
+    free(m);
+}
+
+static void test_long_idle_gap(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    eval_n(m, 1000, 1, 10);
+
+    /* Thousands of windows later, on the same bucket index as 1000... */
+    int64_t t2 = 1000 + 60 * 5000;
+    assert_int_equal(snap(m, t2).window_enabled, 0);
+    eval_n(m, t2, 1, 1);
+    assert_int_equal(snap(m, t2).window_enabled, 1);
+
+    /* ...and on another one. */
+    int64_t t3 = t2 + 60 * 1000 + 7;
+    assert_int_equal(snap(m, t3).window_enabled, 0);
+    eval_n(m, t3, 1, 2);
+    assert_int_equal(snap(m, t3).window_enabled, 2);
+    assert_int_equal(snap(m, t3).enabled_evaluations, 13);
+    free(m);
+}
+
+static void test_clock_backwards(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    eval_n(m, 1000, 1, 3);
+    /* A small step back lands in another bucket: nothing is lost. */
+    eval_n(m, 999, 1, 2);
+    assert_int_equal(snap(m, 1000).window_enabled, 5);
+
+    /* A whole window back lands on 1000's bucket, stamped in the future:
+     * the event is counted into it, not lost. */
+    eval_n(m, 940, 1, 4);
+    assert_int_equal(snap(m, 940).window_enabled, 9);
+    assert_int_equal(snap(m, 1000).window_enabled, 9);
+
+    /* Far back: the future stamps count as current. */
+    fl_state_record_error(m, 1000, 0, &off_policy);
+    fl_state_record_error(m, 100, 0, &off_policy);
+    assert_int_equal(snap(m, 100).window_errors, 2);
+    assert_int_equal(snap(m, 100).window_enabled, 9);
+
+    /* Once the clock is past them again they expire normally. */
+    assert_int_equal(snap(m, 1060).window_enabled, 0);
+    assert_int_equal(snap(m, 1060).window_errors, 0);
+    assert_int_equal(snap(m, 1060).enabled_evaluations, 9);
+    assert_int_equal(snap(m, 1060).errors, 2);
+    free(m);
+}
+
+static void test_32bit_stamps(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    /* Past 2^31 (an empty bucket's zero stamp must not look "newer"). */
+    int64_t t = 3000000000LL;
+    eval_n(m, t, 1, 2);
+    assert_int_equal(snap(m, t).window_enabled, 2);
+    assert_int_equal(snap(m, t + 60).window_enabled, 0);
+
+    /* Across 2^32, where the stamps wrap to 0. */
+    t = 4294967295LL;
+    eval_n(m, t, 1, 3);
+    eval_n(m, t + 1, 1, 4);
+    assert_int_equal(snap(m, t + 1).window_enabled, 7);
+    assert_int_equal(snap(m, t + 60).window_enabled, 4);
+    assert_int_equal(snap(m, t + 61).window_enabled, 0);
+    free(m);
+}
+
+
+/* ----------------------------------------------------------- decision */
+
+static void test_rollback_decide(void **state)
+{
+    (void) state;
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 20, 10000, 60 };   /* 20, 10 % */
+
+    assert_int_equal(fl_rollback_decide(19, 0, &p), 0);     /* min_errors - 1 */
+    assert_int_equal(fl_rollback_decide(20, 0, &p), 1);     /* min alone decides */
+    assert_int_equal(fl_rollback_decide(0, 0, &p), 0);
+    assert_int_equal(fl_rollback_decide(19, 10, &p), 0);    /* rate ok, too few */
+    assert_int_equal(fl_rollback_decide(20, 200, &p), 1);   /* exactly 10 % */
+    assert_int_equal(fl_rollback_decide(20, 201, &p), 0);   /* just under */
+    assert_int_equal(fl_rollback_decide(21, 210, &p), 1);
+    assert_int_equal(fl_rollback_decide(21, 211, &p), 0);
+    assert_int_equal(fl_rollback_decide(1000, 1, &p), 1);
+
+    /* A fractional rate: 12.345 %. */
+    fl_rollback_policy_t q = { FL_ROLLBACK_ON, 1, 12345, 60 };
+    assert_int_equal(fl_rollback_decide(12345, 100000, &q), 1);
+    assert_int_equal(fl_rollback_decide(12345, 100001, &q), 0);
+    assert_int_equal(fl_rollback_decide(1, 8, &q), 1);      /* 12.5 % */
+    assert_int_equal(fl_rollback_decide(1, 9, &q), 0);      /* 11.1 % */
+
+    /* min_errors 1 and rate 0: the first error trips. */
+    fl_rollback_policy_t r = { FL_ROLLBACK_ON, 1, 0, 60 };
+    assert_int_equal(fl_rollback_decide(1, UINT64_MAX, &r), 1);
+    assert_int_equal(fl_rollback_decide(0, 0, &r), 0);
+    /* min_errors 0 reads as 1: no error, no rollback. */
+    fl_rollback_policy_t z = { FL_ROLLBACK_ON, 0, 0, 60 };
+    assert_int_equal(fl_rollback_decide(0, 0, &z), 0);
+    assert_int_equal(fl_rollback_decide(1, 0, &z), 1);
+
+    /* Mode OFF never trips; no policy never trips. */
+    fl_rollback_policy_t off = { FL_ROLLBACK_OFF, 1, 0, 60 };
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, &off), 0);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, NULL), 0);
+
+    /* Huge counts: 64-bit products would overflow. */
+    fl_rollback_policy_t all = { FL_ROLLBACK_ON, 1, 100000, 60 };  /* 100 % */
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, UINT64_MAX, &all), 1);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX - 1, UINT64_MAX, &all), 0);
+    fl_rollback_policy_t half = { FL_ROLLBACK_ON, 1, 50000, 60 };
+    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2 + 1, UINT64_MAX, &half), 1);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2, UINT64_MAX, &half), 0);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 1, &p), 1);
+    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10, &p), 1);
+    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10 + 1, &p), 0);
+}
+
+static void test_record_error_trips_once(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 50000, 60 };     /* 3, 50 % */
+
+    eval_n(m, 100, 1, 4);
+    assert_int_equal(fl_state_record_error(m, 100, 1000, &p), 0);
+    assert_int_equal(fl_state_record_error(m, 101, 2000, &p), 0);
+    assert_int_equal(fl_state_effective(m, 25000), 25000);
+    assert_int_equal(fl_state_record_error(m, 102, 1795352709123ULL, &p), 1);
+    assert_int_equal(fl_state_record_error(m, 102, 9999, &p), 0);
+    assert_int_equal(fl_state_record_error(m, 103, 9999, &p), 0);
+
+    fl_state_snapshot_t s = snap(m, 103);
+    assert_int_equal(s.rolled_back, 1);
+    assert_true(s.rollback_at_ms == 1795352709123ULL);
+    assert_int_equal(s.rollback_errors, 3);     /* the counts it decided on */
+    assert_int_equal(s.rollback_enabled, 4);
+    assert_int_equal(s.errors, 5);
+    assert_int_equal(s.window_errors, 5);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+    assert_int_equal(fl_state_effective(m, 100000), 0);
+    free(m);
+}
+
+static void test_record_error_rate_not_reached(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 10000, 60 };
+
+    eval_n(m, 100, 1, 100);
+    for (int i = 0; i < 9; i++) {
+        assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
+    }
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);   /* 10 of 100 */
+    free(m);
+}
+
+static void test_record_error_mode_off(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(fl_state_record_error(m, 100, 0, &off_policy), 0);
+    }
+    assert_int_equal(fl_state_record_error(m, 100, 0, NULL), 0);
+    fl_state_snapshot_t s = snap(m, 100);
+    assert_int_equal(s.rolled_back, 0);
+    assert_int_equal(s.errors, 1001);
+    assert_int_equal(s.window_errors, 1001);
+    free(m);
+}
+
+static void test_record_error_window(void **state)
+{
+    (void) state;
+    fl_rollback_policy_t p10 = { FL_ROLLBACK_ON, 3, 0, 10 };
+    fl_rollback_policy_t p600 = { FL_ROLLBACK_ON, 3, 0, 600 };
+
+    /* The policy's shorter window: errors 15 s apart do not add up. */
+    void *m = new_block(60, 1);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p10), 0);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p10), 0);
+    assert_int_equal(fl_state_record_error(m, 115, 0, &p10), 0);
+    assert_int_equal(fl_state_record_error(m, 115, 0, &p10), 0);
+    assert_int_equal(fl_state_record_error(m, 116, 0, &p10), 1);
+    assert_int_equal(snap(m, 116).rollback_errors, 3);
+    free(m);
+
+    /* A longer policy window is cut to the block's. */
+    m = new_block(60, 1);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p600), 0);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p600), 0);
+    assert_int_equal(fl_state_record_error(m, 160, 0, &p600), 0);
+    assert_int_equal(fl_state_record_error(m, 161, 0, &p600), 0);
+    assert_int_equal(fl_state_record_error(m, 161, 0, &p600), 1);
+    free(m);
+}
+
+
+/* ------------------------------------------------ clear, redefine, copy */
+
+static void test_clear_rollback(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 0, 60 };
+
+    eval_n(m, 100, 1, 7);
+    eval_n(m, 100, 0, 3);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);
+
+    assert_int_equal(fl_state_clear_rollback(m), 1);
+    fl_state_snapshot_t s = snap(m, 100);
+    assert_int_equal(s.rolled_back, 0);
+    assert_int_equal(s.rollback_at_ms, 0);
+    assert_int_equal(s.window_enabled, 0);      /* window emptied */
+    assert_int_equal(s.window_errors, 0);
+    assert_int_equal(s.evaluations, 10);        /* lifetime kept */
+    assert_int_equal(s.enabled_evaluations, 7);
+    assert_int_equal(s.errors, 2);
+    assert_int_equal(fl_state_effective(m, 30000), 30000);
+    assert_int_equal(fl_state_clear_rollback(m), 0);
+
+    /* It does not trip again at once: the window starts from zero. */
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
+    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);
+    free(m);
+}
+
+static void test_override_precedence(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 12345);
+    assert_int_equal(fl_state_effective(m, 25000), 12345);
+    fl_state_snapshot_t s = snap(m, 0);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(s.override_milli, 12345);
+
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 0);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 100000);
+    assert_int_equal(fl_state_effective(m, 25000), 100000);
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 500000);     /* clamped */
+    assert_int_equal(fl_state_effective(m, 25000), 100000);
+
+    fl_state_set_override(m, FL_OVERRIDE_OFF, 777);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+    s = snap(m, 0);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_OFF);
+    assert_int_equal(s.override_milli, 0);
+
+    fl_state_set_override(m, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_state_effective(m, 25000), 25000);
+    assert_int_equal(snap(m, 0).override_kind, FL_OVERRIDE_NONE);
+
+    /* A rollback wins over an override, which comes back when cleared. */
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 50000);
+    assert_int_equal(fl_state_record_error(m, 5, 1, &p), 1);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+    s = snap(m, 5);
+    assert_int_equal(s.rolled_back, 1);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(s.override_milli, 50000);
+    /* Changing the override keeps the rollback. */
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 60000);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+    assert_int_equal(fl_state_clear_rollback(m), 1);
+    assert_int_equal(fl_state_effective(m, 25000), 60000);
+    free(m);
+}
+
+static void test_redefine(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+
+    eval_n(m, 100, 1, 5);
+    fl_state_set_override(m, FL_OVERRIDE_OFF, 0);
+    assert_int_equal(fl_state_record_error(m, 100, 1, &p), 1);
+
+    fl_state_redefine(m, 0xfeedULL);
+    fl_state_snapshot_t s = snap(m, 100);
+    assert_true(s.def_hash == 0xfeedULL);
+    assert_true(fl_state_def_hash(m) == 0xfeedULL);
+    assert_int_equal(s.rolled_back, 0);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_NONE);
+    assert_int_equal(s.window_enabled, 0);
+    assert_int_equal(s.window_errors, 0);
+    assert_int_equal(s.enabled_evaluations, 5);
+    assert_int_equal(s.errors, 1);
+    assert_int_equal(fl_state_effective(m, 40000), 40000);
+    assert_int_equal(fl_state_window(m), 60);
+    free(m);
+}
+
+static void test_restore_rollback(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    fl_state_restore_rollback(m, 1795352709123ULL, 25, 100);
+    fl_state_snapshot_t s = snap(m, 0);
+    assert_int_equal(s.rolled_back, 1);
+    assert_true(s.rollback_at_ms == 1795352709123ULL);
+    assert_int_equal(s.rollback_errors, 25);
+    assert_int_equal(s.rollback_enabled, 100);
+    assert_int_equal(fl_state_effective(m, 25000), 0);
+
+    /* Already rolled back: record_error does not trip again. */
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+    assert_int_equal(fl_state_record_error(m, 0, 5, &p), 0);
+    assert_true(snap(m, 0).rollback_at_ms == 1795352709123ULL);
+    free(m);
+}
+
+static void test_copy(void **state)
+{
+    (void) state;
+    void *src = new_block(60, 1);
+    void *dst = new_block(10, 2);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 0, 60 };
+
+    eval_n(src, 100, 1, 5);        /* older than dst's window at 150 */
+    eval_n(src, 145, 1, 6);
+    eval_n(src, 150, 1, 7);
+    eval_n(src, 150, 0, 2);
+    fl_state_record_error(src, 150, 0, &p);
+    fl_state_record_error(src, 150, 0, &p);
+    assert_int_equal(fl_state_record_error(src, 150, 42, &p), 1);
+    fl_state_set_override(src, FL_OVERRIDE_PERCENT, 1000);
+
+    fl_state_copy(dst, src);
+    fl_state_snapshot_t s = snap(dst, 150);
+    assert_true(s.def_hash == 2);                   /* dst's own */
+    assert_int_equal(s.window_seconds, 10);
+    assert_int_equal(s.evaluations, 20);
+    assert_int_equal(s.enabled_evaluations, 18);
+    assert_int_equal(s.errors, 3);
+    assert_int_equal(s.rolled_back, 1);
+    assert_int_equal(s.rollback_at_ms, 42);
+    assert_int_equal(s.rollback_errors, 3);
+    assert_int_equal(s.rollback_enabled, 18);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(s.override_milli, 1000);
+    assert_int_equal(s.window_enabled, 13);         /* 145 and 150 */
+    assert_int_equal(s.window_errors, 3);
+    assert_int_equal(snap(dst, 155).window_enabled, 7);
+    free(src);
+    free(dst);
+
+    /* Into a longer window everything of the shorter one fits. */
+    src = new_block(5, 1);
+    dst = new_block(300, 1);
+    for (int64_t t = 1000; t < 1010; t++) {
+        eval_n(src, t, 1, 1);
+    }
+    fl_state_copy(dst, src);
+    assert_int_equal(snap(dst, 1009).window_enabled, 5);  /* 1005..1009 */
+    eval_n(dst, 1010, 1, 1);
+    assert_int_equal(snap(dst, 1010).window_enabled, 6);
+    free(src);
+    free(dst);
+}
+
+
+/* ------------------------------------------------------------ threads */
+
+#define THREADS 4
+#define PER_THREAD 200000
+
+struct worker {
+    void                        *mem;
+    const fl_rollback_policy_t  *policy;
+    int                          wins;
+};
+
+static void *hammer(void *arg)
+{
+    struct worker *w = arg;
+
+    for (int i = 0; i < PER_THREAD; i++) {
+        /* Two seconds interleaved: two buckets under contention. */
+        fl_state_count_eval(w->mem, 1000 + (i & 1), i % 3 == 0);
+        if (i % 100 == 0) {
+            w->wins += fl_state_record_error(w->mem, 1000 + (i & 1), 7, w->policy);
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_exact(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 500, 0, 60 };
+    pthread_t th[THREADS];
+    struct worker w[THREADS];
+
+    for (int i = 0; i < THREADS; i++) {
+        w[i].mem = m;
+        w[i].policy = &p;
+        w[i].wins = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &w[i]), 0);
+    }
+    int wins = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        wins += w[i].wins;
+    }
+
+    uint64_t enabled_per = (PER_THREAD + 2) / 3;
+    uint64_t errors_per = PER_THREAD / 100;
+    fl_state_snapshot_t s = snap(m, 1001);
+    assert_int_equal(s.evaluations, (uint64_t) THREADS * PER_THREAD);
+    assert_int_equal(s.enabled_evaluations, THREADS * enabled_per);
+    assert_int_equal(s.errors, THREADS * errors_per);
+    assert_int_equal(s.window_enabled, THREADS * enabled_per);
+    assert_int_equal(s.window_errors, THREADS * errors_per);
+    assert_int_equal(wins, 1);                      /* exactly one winner */
+    assert_int_equal(s.rolled_back, 1);
+    /* The winner's count: other threads may have added theirs between its
+     * increment and its sum. */
+    assert_true(s.rollback_errors >= 500);
+    assert_true(s.rollback_errors < 500 + THREADS);
+    free(m);
+}
+
+
+/* -------------------------------------------------------- status JSON */
+
+static const char flags_file[] =
+    "{\"flags\":["
+    "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+    " \"segments\":[\"beta\",\"staff\"]},"
+    "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5}],"
+    "\"segments\":{"
+    " \"beta\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"eq\",\"value\":\"pro\"}]},"
+    " \"staff\":{\"rules\":[{\"trait\":\"staff\",\"op\":\"exists\"}]}}}";
+
+static void status_for(const fl_project_t *p, size_t i, const fl_state_snapshot_t *s,
+    const char *want)
+{
+    size_t bound = fl_status_flag_json_bound(p, i);
+    char *buf = malloc(bound);
+    assert_non_null(buf);
+    size_t n = fl_status_flag_json(p, i, s, buf);
+    assert_true(n <= bound);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(buf, want, n);
+    free(buf);
+}
+
+static void test_status_json(void **state)
+{
+    (void) state;
+    fl_project_t *p = NULL;
+    char err[256];
+
+    assert_int_equal(fl_project_load_buffer(flags_file, sizeof(flags_file) - 1,
+                                            "test", &p, err, sizeof(err)), FL_OK);
+    void *m = new_block(60, 1);
+    fl_rollback_policy_t pol = { FL_ROLLBACK_ON, 2, 10000, 60 };
+
+    eval_n(m, 100, 1, 3);
+    eval_n(m, 100, 0, 1);
+    fl_state_record_error(m, 100, 0, &pol);
+    fl_state_snapshot_t s = snap(m, 100);
+    status_for(p, 0, &s,
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+        "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
+        "\"rolledBack\":false,\"override\":null,"
+        "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":1},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1},"
+        "\"rollback\":null}");
+
+    assert_int_equal(fl_state_record_error(m, 100, 1795352709123ULL, &pol), 1);
+    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 33333);
+    s = snap(m, 100);
+    status_for(p, 0, &s,
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+        "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":0,"
+        "\"rolledBack\":true,\"override\":{\"rolloutPercentage\":33.333},"
+        "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2},"
+        "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
+        "\"enabledEvaluations\":3}}");
+
+    fl_state_clear_rollback(m);
+    s = snap(m, 100);
+    status_for(p, 0, &s,
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+        "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":33.333,"
+        "\"rolledBack\":false,\"override\":{\"rolloutPercentage\":33.333},"
+        "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"rollback\":null}");
+
+    /* A flag off in its file keeps its configured percentage (B8). */
+    void *m2 = new_block(30, 1);
+    fl_state_set_override(m2, FL_OVERRIDE_OFF, 0);
+    s = snap(m2, 100);
+    status_for(p, 1, &s,
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[],\"effectiveRolloutPercentage\":0,"
+        "\"rolledBack\":false,\"override\":{\"enabled\":false},"
+        "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"rollback\":null}");
+    fl_state_set_override(m2, FL_OVERRIDE_NONE, 0);
+    s = snap(m2, 100);
+    s.evaluations = UINT64_MAX;             /* the widest numbers fit */
+    s.enabled_evaluations = UINT64_MAX;
+    s.errors = UINT64_MAX;
+    s.window_enabled = UINT64_MAX;
+    s.window_errors = UINT64_MAX;
+    s.rolled_back = 1;
+    s.rollback_errors = UINT64_MAX;
+    s.rollback_enabled = UINT64_MAX;
+    s.rollback_at_ms = 253402300799999ULL;
+    status_for(p, 1, &s,
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[],\"effectiveRolloutPercentage\":0,"
+        "\"rolledBack\":true,\"override\":null,"
+        "\"counters\":{\"evaluations\":18446744073709551615,"
+        "\"enabledEvaluations\":18446744073709551615,\"errors\":18446744073709551615},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":18446744073709551615,"
+        "\"errors\":18446744073709551615},"
+        "\"rollback\":{\"at\":\"9999-12-31T23:59:59.999Z\","
+        "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615}}");
+
+    /* Out of range. */
+    assert_int_equal(fl_status_flag_json_bound(p, 2), 0);
+    char small[8];
+    assert_int_equal(fl_status_flag_json(p, 2, &s, small), 0);
+
+    free(m);
+    free(m2);
+    fl_project_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_size_and_init),
+        cmocka_unit_test(test_exact_counts),
+        cmocka_unit_test(test_one_second_buckets_and_rotation),
+        cmocka_unit_test(test_expiry_after_window),
+        cmocka_unit_test(test_long_idle_gap),
+        cmocka_unit_test(test_clock_backwards),
+        cmocka_unit_test(test_32bit_stamps),
+        cmocka_unit_test(test_rollback_decide),
+        cmocka_unit_test(test_record_error_trips_once),
+        cmocka_unit_test(test_record_error_rate_not_reached),
+        cmocka_unit_test(test_record_error_mode_off),
+        cmocka_unit_test(test_record_error_window),
+        cmocka_unit_test(test_clear_rollback),
+        cmocka_unit_test(test_override_precedence),
+        cmocka_unit_test(test_redefine),
+        cmocka_unit_test(test_restore_rollback),
+        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_concurrent_exact),
+        cmocka_unit_test(test_status_json),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
