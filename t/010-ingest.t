@@ -38,12 +38,11 @@ run_tests();
 __DATA__
 
 === TEST 1: an accepted report is 204 and is in the log, field by field
---- pipelined_requests eval
+--- request eval
 ["POST /ingest/errors\n" . '{"flagName":"new-checkout","message":"boom \"quoted\"","stack":"at a.js:1\nat b.js:2\ttab\u0001","userId":"u-1","traits":{"plan":"pro","n":1.5,"ok":true,"none":null},"extra":{"ignored":[1,2]}}',
  "GET /reports.log"]
---- more_headers
-Authorization: Bearer pub_shop_1
-Content-Type: application/json
+--- more_headers eval
+["Authorization: Bearer pub_shop_1\nContent-Type: application/json", ""]
 --- error_code eval
 [204, 200]
 --- response_headers eval
@@ -65,12 +64,11 @@ $::HttpConfig =~ s{html/reports\.log}{html/reports2.log}r
         root html;
         default_type text/plain;
     }
---- pipelined_requests eval
+--- request eval
 ["POST /ingest/errors\n" . '{"flagName":"always-on","message":"caf\u00e9 \u2603 ok","stack":null,"userId":null,"traits":null}',
  "GET /reports2.log"]
---- more_headers
-Authorization: Bearer pub_shop_1
-Content-Type: application/json
+--- more_headers eval
+["Authorization: Bearer pub_shop_1\nContent-Type: application/json", ""]
 --- error_code eval
 [204, 200]
 --- response_body_like eval
@@ -126,13 +124,14 @@ Content-Type: application/json
 
 
 
-=== TEST 6: a chunked body over the limit is 413 too; a chunked body within it is accepted
+=== TEST 6: a chunked body over the limit is 413 too
 --- raw_request eval
-["POST /ingest/errors HTTP/1.1\r
+"POST /ingest/errors HTTP/1.1\r
 Host: localhost\r
 Authorization: Bearer pub_shop_1\r
 Content-Type: application/json\r
 Transfer-Encoding: chunked\r
+Connection: close\r
 \r
 400\r
 " . ("x" x 1024) . "\r
@@ -140,7 +139,15 @@ Transfer-Encoding: chunked\r
 " . ("y" x 16) . "\r
 0\r
 \r
-",
+"
+--- error_code: 413
+--- response_body chomp
+{"error":"payload_too_large","message":"the report is larger than 1024 bytes"}
+
+
+
+=== TEST 7: a chunked body within the limit is accepted, the JSON split across chunks
+--- raw_request eval
 "POST /ingest/errors HTTP/1.1\r
 Host: localhost\r
 Authorization: Bearer pub_shop_1\r
@@ -154,13 +161,12 @@ d\r
 killed\",\"message\":\"chunked\"}\r
 0\r
 \r
-"]
---- error_code eval
-[413, 204]
+"
+--- error_code: 204
 
 
 
-=== TEST 7: invalid JSON: empty, not JSON, not an object, truncated, invalid UTF-8, too deep
+=== TEST 8: invalid JSON: empty, not JSON, not an object, truncated, invalid UTF-8, too deep
 --- request eval
 ["POST /ingest/errors\n", "POST /ingest/errors\nnope", "POST /ingest/errors\n[1]",
  "POST /ingest/errors\n{\"flagName\":\"x\"", "POST /ingest/errors\n{\"flagName\":\"\xff\",\"message\":\"m\"}",
@@ -172,15 +178,15 @@ Content-Type: application/json
 [400, 400, 400, 400, 400, 400]
 --- response_body eval
 ['{"error":"invalid_json","message":"request body is empty"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid string in json text. (at byte 1)"}',
+ '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid string in json text. (near byte 1)"}',
  '{"error":"invalid_json","message":"request body must be a JSON object"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (at byte 15)"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid bytes in UTF8 string. (at byte 14)"}',
+ '{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (near byte 15)"}',
+ '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid bytes in UTF8 string. (near byte 14)"}',
  '{"error":"invalid_json","message":"JSON nesting is deeper than 64 levels"}']
 
 
 
-=== TEST 8: invalid fields are named
+=== TEST 9: invalid fields are named
 --- request eval
 ["POST /ingest/errors\n{\"message\":\"m\"}",
  "POST /ingest/errors\n{\"flagName\":null,\"message\":\"m\"}",
@@ -205,7 +211,7 @@ Content-Type: application/json
 
 
 
-=== TEST 9: a syntax error wins over an earlier field error
+=== TEST 10: a syntax error wins over an earlier field error
 --- request eval
 "POST /ingest/errors\n{\"flagName\":3,\"message\":\"m\""
 --- more_headers
@@ -213,11 +219,11 @@ Authorization: Bearer pub_shop_1
 Content-Type: application/json
 --- error_code: 400
 --- response_body chomp
-{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (at byte 27)"}
+{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (near byte 27)"}
 
 
 
-=== TEST 10: a flag of another project is unknown to this token
+=== TEST 11: a flag of another project is unknown to this token
 --- request eval
 ["POST /ingest/errors\n{\"flagName\":\"new-checkout\",\"message\":\"m\"}",
  "POST /ingest/errors\n{\"flagName\":\"comments\",\"message\":\"m\"}"]
@@ -231,7 +237,7 @@ Content-Type: application/json
 
 
 
-=== TEST 11: a body spooled to a temporary file is read from it
+=== TEST 12: a body spooled to a temporary file is read from it
 --- config
     location = /ingest/errors {
         client_body_in_file_only clean;
@@ -243,12 +249,11 @@ Content-Type: application/json
     }
 --- http_config eval
 $::HttpConfig =~ s{html/reports\.log}{html/spooled.log}r
---- pipelined_requests eval
+--- request eval
 ["POST /ingest/errors\n{\"flagName\":\"dark-mode\",\"message\":\"" . ("m" x 20000) . "\"}",
  "GET /spooled.log"]
---- more_headers
-Authorization: Bearer pub_shop_1
-Content-Type: application/json
+--- more_headers eval
+["Authorization: Bearer pub_shop_1\nContent-Type: application/json", ""]
 --- error_code eval
 [204, 200]
 --- response_body_like eval
@@ -256,14 +261,17 @@ Content-Type: application/json
 
 
 
-=== TEST 12: keep-alive: errors and successes on one connection, bodies drained
+=== TEST 13: keep-alive: error answers drain their bodies; the connection goes on to a 204
 --- pipelined_requests eval
-["POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"one\"}",
- "POST /ingest/errors\n{\"flagName\":\"nope\",\"message\":\"two\"}",
+["POST /ingest/errors\n{\"flagName\":\"nope\",\"message\":\"two\"}",
  "POST /ingest/errors\nnot json at all",
+ "GET /ingest/errors\n{\"a body\":\"to drain\"}",
+ "POST /ingest/errors\n" . ("z" x 2000),
  "POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"three\"}"]
 --- more_headers
 Authorization: Bearer pub_shop_1
 Content-Type: application/json
 --- error_code eval
-[204, 404, 400, 204]
+[404, 400, 405, 413, 204]
+--- response_body_like eval
+['^\{"error":"unknown_flag"', '^\{"error":"invalid_json"', '^\{"error":"method_not_allowed"', '^\{"error":"payload_too_large"', '^$']
