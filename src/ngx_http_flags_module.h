@@ -40,7 +40,6 @@ typedef struct {
     ngx_rbtree_node_t           sentinel;
     ngx_queue_t                 queue;
     ngx_uint_t                  generation;
-    ngx_atomic_t                full_logged;
 } ngx_http_flags_shctx_t;
 
 

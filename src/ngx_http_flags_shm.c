@@ -12,6 +12,8 @@
 
 static ngx_int_t ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log);
+static ngx_uint_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
+    ngx_uint_t gen, ngx_uint_t create, ngx_uint_t *cleared);
 static ngx_http_flags_node_t *ngx_http_flags_lookup(
     ngx_http_flags_shctx_t *sh, u_char *key, size_t len, uint32_t hash);
 static void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,
@@ -79,7 +81,6 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
     ngx_queue_init(&sh->queue);
     sh->generation = 0;
-    sh->full_logged = 0;
 
     shpool->data = sh;
     fmcf->sh = sh;
@@ -161,114 +162,30 @@ ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone)
  * Binds every flag of the new configuration to its node, creating nodes
  * for new flags and clearing the rollback and override of a flag whose
  * definition changed.  Runs in the master while old workers may still
- * serve with the old configuration, so nodes the new one no longer uses
- * are freed only one generation later.
+ * serve with the old configuration, so a node the new one no longer uses
+ * is freed only one generation later.  Flags that keep their node are bound
+ * first and unused nodes freed before new ones are made, so that memory
+ * given back by removed flags is there for new ones.
  */
 
 static ngx_int_t
 ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 {
-    u_char                      key[64 + 1 + 128];
-    size_t                      i, n, len;
-    uint32_t                    hash, window;
     ngx_uint_t                  gen, unbound, cleared;
     ngx_queue_t                *q, *next;
-    fl_flag_info_t              info;
     ngx_slab_pool_t            *shpool;
-    ngx_http_flags_node_t      *node, *old;
+    ngx_http_flags_node_t      *node;
     ngx_http_flags_shctx_t     *sh;
-    ngx_http_flags_flag_t      *flag;
-    ngx_http_flags_project_t   *project;
 
     shpool = fmcf->shpool;
     sh = fmcf->sh;
-    project = fmcf->projects.elts;
-    unbound = 0;
     cleared = 0;
 
     ngx_shmtx_lock(&shpool->mutex);
 
     gen = ++sh->generation;
 
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
-
-            if (fl_project_flag_info(project[i].core, n, &info) != 0) {
-                continue;
-            }
-
-            window = (flag->policy.mode == FL_ROLLBACK_ON)
-                     ? flag->policy.window
-                     : (fmcf->rollback.window ? fmcf->rollback.window : 60);
-
-            /* the key: "project\0flag" */
-            len = project[i].name.len + 1 + flag->name.len;
-            ngx_memcpy(key, project[i].name.data, project[i].name.len);
-            key[project[i].name.len] = '\0';
-            ngx_memcpy(key + project[i].name.len + 1, flag->name.data,
-                       flag->name.len);
-
-            hash = ngx_crc32_short(key, len);
-            old = ngx_http_flags_lookup(sh, key, len, hash);
-
-            if (old && fl_state_window(old->state) == window) {
-                if (fl_state_def_hash(old->state) != info.def_hash) {
-                    fl_state_redefine(old->state, info.def_hash);
-                    cleared++;
-                }
-
-                old->generation = gen;
-                flag->state = old->state;
-                continue;
-            }
-
-            node = ngx_slab_alloc_locked(shpool,
-                                   offsetof(ngx_http_flags_node_t, key) + len);
-            if (node == NULL) {
-                flag->state = NULL;
-                unbound++;
-                continue;
-            }
-
-            node->state = ngx_slab_alloc_locked(shpool, fl_state_size(window));
-            if (node->state == NULL) {
-                ngx_slab_free_locked(shpool, node);
-                flag->state = NULL;
-                unbound++;
-                continue;
-            }
-
-            ngx_memcpy(node->key, key, len);
-            node->key_len = len;
-            node->generation = gen;
-            node->retired = 0;
-            node->sn.str.data = node->key;
-            node->sn.str.len = len;
-            node->sn.node.key = hash;
-
-            fl_state_init(node->state, window, info.def_hash);
-
-            if (old) {
-                /* the window length changed: carry the state over and
-                 * leave the old node to the old workers */
-                fl_state_copy(node->state, old->state);
-
-                if (fl_state_def_hash(old->state) != info.def_hash) {
-                    fl_state_redefine(node->state, info.def_hash);
-                    cleared++;
-                }
-
-                ngx_rbtree_delete(&sh->rbtree, &old->sn.node);
-                old->retired = 1;
-            }
-
-            ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
-            ngx_queue_insert_tail(&sh->queue, &node->queue);
-
-            flag->state = node->state;
-        }
-    }
+    (void) ngx_http_flags_bind(fmcf, gen, 0, &cleared);
 
     /* free what neither this generation nor the previous one uses */
 
@@ -292,9 +209,7 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
         ngx_slab_free_locked(shpool, node);
     }
 
-    if (unbound) {
-        sh->full_logged = 1;
-    }
+    unbound = ngx_http_flags_bind(fmcf, gen, 1, &cleared);
 
     ngx_shmtx_unlock(&shpool->mutex);
 
@@ -313,6 +228,123 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * One pass over the flags of the configuration, with the zone locked.
+ * Without "create", binds the flags whose node exists with the same window
+ * length.  With it, makes nodes for the flags still unbound (carrying the
+ * state of a node whose window length changed) and returns how many found
+ * no room.
+ */
+
+static ngx_uint_t
+ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_uint_t gen,
+    ngx_uint_t create, ngx_uint_t *cleared)
+{
+    u_char                      key[64 + 1 + 128];
+    size_t                      i, n, len;
+    uint32_t                    hash, window;
+    ngx_uint_t                  unbound;
+    fl_flag_info_t              info;
+    ngx_slab_pool_t            *shpool;
+    ngx_http_flags_node_t      *node, *old;
+    ngx_http_flags_shctx_t     *sh;
+    ngx_http_flags_flag_t      *flag;
+    ngx_http_flags_project_t   *project;
+
+    shpool = fmcf->shpool;
+    sh = fmcf->sh;
+    project = fmcf->projects.elts;
+    unbound = 0;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+
+            if ((create && flag->state)
+                || fl_project_flag_info(project[i].core, n, &info) != 0)
+            {
+                continue;
+            }
+
+            window = (flag->policy.mode == FL_ROLLBACK_ON)
+                     ? flag->policy.window
+                     : (fmcf->rollback.window ? fmcf->rollback.window : 60);
+
+            /* the key: "project\0flag" */
+            len = project[i].name.len + 1 + flag->name.len;
+            ngx_memcpy(key, project[i].name.data, project[i].name.len);
+            key[project[i].name.len] = '\0';
+            ngx_memcpy(key + project[i].name.len + 1, flag->name.data,
+                       flag->name.len);
+
+            hash = ngx_crc32_short(key, len);
+            old = ngx_http_flags_lookup(sh, key, len, hash);
+
+            if (old && fl_state_window(old->state) == window) {
+                if (fl_state_def_hash(old->state) != info.def_hash) {
+                    fl_state_redefine(old->state, info.def_hash);
+                    (*cleared)++;
+                }
+
+                old->generation = gen;
+                flag->state = old->state;
+                continue;
+            }
+
+            if (!create) {
+                flag->state = NULL;
+                continue;
+            }
+
+            node = ngx_slab_alloc_locked(shpool,
+                                   offsetof(ngx_http_flags_node_t, key) + len);
+            if (node == NULL) {
+                unbound++;
+                continue;
+            }
+
+            node->state = ngx_slab_alloc_locked(shpool, fl_state_size(window));
+            if (node->state == NULL) {
+                ngx_slab_free_locked(shpool, node);
+                unbound++;
+                continue;
+            }
+
+            ngx_memcpy(node->key, key, len);
+            node->key_len = len;
+            node->generation = gen;
+            node->retired = 0;
+            node->sn.str.data = node->key;
+            node->sn.str.len = len;
+            node->sn.node.key = hash;
+
+            fl_state_init(node->state, window, info.def_hash);
+
+            if (old) {
+                /* the window length changed: carry the state over and
+                 * leave the old node to the old workers */
+                fl_state_copy(node->state, old->state);
+
+                if (fl_state_def_hash(old->state) != info.def_hash) {
+                    fl_state_redefine(node->state, info.def_hash);
+                    (*cleared)++;
+                }
+
+                ngx_rbtree_delete(&sh->rbtree, &old->sn.node);
+                old->retired = 1;
+            }
+
+            ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
+            ngx_queue_insert_tail(&sh->queue, &node->queue);
+
+            flag->state = node->state;
+        }
+    }
+
+    return unbound;
 }
 
 

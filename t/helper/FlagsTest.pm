@@ -143,7 +143,8 @@ sub worker_pids {
         my @f = split ' ', (split /\)\s/, $stat, 2)[1];
         push @pids, $p if $f[1] == $master;
     }
-    return sort { $a <=> $b } @pids;
+    @pids = sort { $a <=> $b } @pids;
+    return wantarray ? @pids : scalar @pids;
 }
 
 # One request on its own connection: returns (status, \%headers, body).
