@@ -14,11 +14,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-BUILD=$ROOT/build
 NGINX_SRC=${NGINX_SRC:-/usr/share/nginx/src}
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 JOBS=${JOBS:-$(nproc)}
 SANITIZE=${SANITIZE:-0}
+# instrumented builds live apart, so switching never rebuilds the other
+if [ "$SANITIZE" = 1 ]; then BUILD=$ROOT/build/sanitize; else BUILD=$ROOT/build; fi
 
 DEB_PKGS=(build-essential nginx nginx-dev libyajl-dev libpcre2-dev libcmocka-dev
           perl libtest-base-perl libtext-diff-perl libtest-longstring-perl
@@ -179,7 +180,7 @@ run() {
     cat <<'EOF'
 
 Try it:
-  curl -s -H 'Authorization: Bearer pub_demo_1' 'http://127.0.0.1:8080/flags?userId=user-1&trait_plan=pro&trait_country=DE'
+  curl -s -H 'Authorization: Bearer pub_demo_1' 'http://127.0.0.1:8080/flags?userId=user-2&trait_plan=pro&trait_country=DE'
   curl -s -i -X POST -H 'Authorization: Bearer pub_demo_1' -H 'Content-Type: application/json' \
        -d '{"flagName":"new-checkout","message":"TypeError: x is undefined","stack":"at a.js:1\nat b.js:2"}' \
        http://127.0.0.1:8080/ingest/errors
