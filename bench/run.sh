@@ -1,0 +1,503 @@
+#!/usr/bin/env bash
+# bench/run.sh - benchmarks of ngx_http_flags_module against plain nginx baselines.
+#
+#   ./build.sh bench            builds the module, installs wrk, runs this script
+#   bench/run.sh                (module already built, wrk installed)
+#
+# Every scenario is compared with a baseline measured in the same run on the
+# same nginx, so the printed ratios mean something on a noisy machine:
+#
+#   GET  /flags          (30 flags, ~2.5 KB)   vs  /static      return 200 '<same body>'
+#   GET  /flags1000      (1000 flags)          vs  /static1000  the same body from a file
+#   POST /ingest/errors  (~300-byte report)    vs  /ingest-baseline  return 204
+#   GET  /flags again, after the ingest run
+#
+# One nginx, worker_processes 1 pinned to CPU 0; wrk pinned to CPU 1 with
+# -t1 -c$CONNECTIONS, a warm-up of $WARMUP s then a measured run of $DURATION s.
+# Per scenario: requests/s, p50/p99 latency, server CPU per request (utime +
+# stime of the worker from /proc/<pid>/stat), how busy the worker was and how
+# long it waited for CPU 0 while other processes held it (/proc/<pid>/schedstat).
+#
+# Exit status: 0 even when a ratio is below its target (timings are noisy);
+# non-zero on real failures: nginx does not start, a response is not what it
+# must be (non-2xx from wrk, wrong body), the worker crashes ([alert] in the
+# error log), or the report log does not hold exactly one valid JSON line per
+# 204 answered by /ingest/errors.
+#
+# Environment: BENCH_PORT (18080), DURATION (5), WARMUP (1), CONNECTIONS (32),
+# NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (1: on a
+# busy machine ROUNDS=2 or 3 runs every scenario again and keeps, for each, the
+# run with the highest throughput, the least disturbed one).
+# Everything is written under build/bench/; results in build/bench/results.md.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_DIR=$ROOT/bench
+OUT=$ROOT/build/bench
+PREFIX=$OUT/nginx                     # nginx -p prefix
+MODULE=$ROOT/build/ngx_http_flags_module.so
+NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
+PORT=${BENCH_PORT:-18080}
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-1}
+CONNECTIONS=${CONNECTIONS:-32}
+ROUNDS=${ROUNDS:-1}                  # >1: repeat all scenarios, keep each one's best run
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+LUA=$BENCH_DIR/report.lua
+CLK_TCK=$(getconf CLK_TCK)
+
+TOKEN30=pub_bench_30
+TOKEN1000=pub_bench_1000
+# The benchmark user: a userId and 5 traits that the generated segments test
+# (bench/gen-flags.py): in, eq/ignoreCase, regex, semver_gt, gte.
+QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
+BASE=http://127.0.0.1:$PORT
+
+if [ $# -gt 0 ]; then
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+fi
+
+say()  { printf '==> %s\n' "$*" >&2; }
+die()  { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
+
+FAILURES=()                          # real failures found while running
+fail() { printf 'bench: FAILURE: %s\n' "$*" >&2; FAILURES+=("$*"); }
+
+for tool in wrk curl taskset python3 "$NGINX_BIN"; do
+    command -v "$tool" >/dev/null || die "$tool not found (./build.sh bench installs wrk)"
+done
+[ -f "$MODULE" ] || die "$MODULE missing: run ./build.sh first"
+if [ "$(nproc)" -lt 2 ]; then
+    say "warning: fewer than 2 CPUs, server and client share CPU 0"
+    CLIENT_CPU=$SERVER_CPU
+fi
+
+# --------------------------------------------------------------------------
+# nginx lifecycle. nginx runs in the foreground ("daemon off") as our own
+# background child, so its pid is known without a pid file and we can wait
+# for it. It is stopped with QUIT (graceful: workers flush their log buffers)
+# at the end, before counting logs, and on error or interrupt (trap).
+# --------------------------------------------------------------------------
+NGX_PID=
+WRK_PID=
+
+stop_nginx() {
+    [ -n "$NGX_PID" ] || return 0
+    local pid=$NGX_PID i
+    NGX_PID=
+    kill -QUIT "$pid" 2>/dev/null || return 0
+    for i in $(seq 100); do                 # up to 10 s for a graceful stop
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        say "nginx $pid did not stop on QUIT, sending TERM"
+        kill -TERM "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$WRK_PID" ]; then kill "$WRK_PID" 2>/dev/null || true; fi
+    stop_nginx
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
+
+start_nginx() {
+    port_busy && die "127.0.0.1:$PORT is already in use (set BENCH_PORT)"
+    "$NGINX_BIN" -p "$PREFIX/" -c conf/nginx.conf -t -q 2>&1 \
+        || die "nginx -t rejected $PREFIX/conf/nginx.conf"
+    taskset -c "$SERVER_CPU" "$NGINX_BIN" -p "$PREFIX/" -c conf/nginx.conf \
+        -g 'daemon off;' >>"$PREFIX/logs/stderr.log" 2>&1 &
+    NGX_PID=$!
+    local i code
+    for i in $(seq 100); do
+        kill -0 "$NGX_PID" 2>/dev/null || { tail -5 "$PREFIX/logs/error.log" >&2; NGX_PID=; die "nginx exited at start"; }
+        code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/ingest-baseline" -X POST || true)
+        [ "$code" = 204 ] && break
+        sleep 0.05
+    done
+    [ "$code" = 204 ] || die "nginx (pid $NGX_PID) does not answer on $BASE"
+    # the single worker: the only child of the master
+    local kids
+    kids=$(pgrep -P "$NGX_PID" || true)
+    [ "$(echo "$kids" | wc -w)" = 1 ] || die "expected one nginx worker, found: $kids"
+    WORKER_PID=$kids
+}
+
+# utime + stime of the worker, in clock ticks (fields 14 and 15 of
+# /proc/<pid>/stat; the command name in field 2 may hold spaces). Prints
+# nothing when the worker is gone (crashed: the master would respawn it).
+worker_ticks() {
+    local stat
+    [ -r "/proc/$WORKER_PID/stat" ] || return 0
+    stat=$(<"/proc/$WORKER_PID/stat") || return 0
+    stat=${stat##*) }
+    # shellcheck disable=SC2086
+    set -- $stat
+    echo $(( ${12} + ${13} ))
+}
+
+# Nanoseconds the worker spent runnable but waiting for a CPU (field 2 of
+# /proc/<pid>/schedstat): other load on the machine taking CPU 0. Empty if
+# the kernel does not provide it.
+worker_runq_ns() {
+    local a b c
+    [ -r "/proc/$WORKER_PID/schedstat" ] || return 0
+    read -r a b c <"/proc/$WORKER_PID/schedstat" || return 0
+    echo "$b"
+}
+
+# --------------------------------------------------------------------------
+# Generated inputs: the two projects (deterministic, fixed seed), the report.
+# --------------------------------------------------------------------------
+say "generating projects under $PREFIX"
+stop_nginx
+rm -rf "$PREFIX"
+mkdir -p "$PREFIX/conf/flags" "$PREFIX/logs" "$PREFIX/html" "$PREFIX/modules"
+# nginx maps the module: a copy of its own, so that a rebuild of
+# build/ngx_http_flags_module.so during the run (cp rewrites the file in
+# place) cannot crash the running workers with SIGBUS.
+cp "$MODULE" "$PREFIX/modules/ngx_http_flags_module.so"
+python3 "$BENCH_DIR/gen-flags.py" --flags 30 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p30.json"
+python3 "$BENCH_DIR/gen-flags.py" --flags 1000 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p1000.json"
+
+# A ~300-byte error report for the first flag of the 30-flag project.
+python3 - "$PREFIX/conf/flags/p30.json" >"$OUT/report.json" <<'EOF'
+import json, sys
+flag = json.load(open(sys.argv[1]))["flags"][0]["name"]
+print(json.dumps({
+    "flagName": flag,
+    "message": "TypeError: Cannot read properties of undefined (reading 'total')",
+    "stack": "TypeError: Cannot read properties of undefined\n"
+             "    at renderCart (cart.3f9a1c.js:1:10422)\n"
+             "    at commit (vendor.js:2:88121)",
+    "userId": "bench-user-7",
+    "traits": {"plan": "pro", "country": "de", "appVersion": "2.3.1"},
+}, separators=(",", ":")), end="")
+EOF
+
+# --------------------------------------------------------------------------
+# nginx.conf. The /static body is only known once the module has answered,
+# so the configuration is written twice: first with a placeholder, then with
+# the module's exact body.
+# --------------------------------------------------------------------------
+# worker_cpu_affinity mask of SERVER_CPU: a 1 followed by SERVER_CPU zeros
+AFFINITY=1
+for ((i = 0; i < SERVER_CPU; i++)); do AFFINITY+=0; done
+
+write_conf() {      # $1: the nginx config text of the /static location body
+    local user=
+    # as root, workers would run as "nobody"; keep them as the current user
+    [ "$(id -u)" = 0 ] && user="user root root;"
+    cat >"$PREFIX/conf/nginx.conf" <<EOF
+# generated by bench/run.sh - do not edit
+load_module modules/ngx_http_flags_module.so;
+$user
+worker_processes     1;
+worker_cpu_affinity  $AFFINITY;
+error_log            logs/error.log warn;
+pid                  logs/nginx.pid;
+
+events {
+    worker_connections  1024;
+}
+
+http {
+    access_log          off;
+    sendfile            on;
+    open_file_cache     max=10;
+    # long keep-alive connections: measure the handlers, not TCP setup
+    keepalive_requests  100000;
+    log_format          bench '\$status \$request_length \$bytes_sent';
+
+    flags_project  p30   token=$TOKEN30   file=flags/p30.json;
+    flags_project  p1000 token=$TOKEN1000 file=flags/p1000.json;
+    flags_rollback off;                     # the reported flag must stay on
+    flags_error_log $PREFIX/logs/reports.log;
+
+    server {
+        listen       127.0.0.1:$PORT;
+        server_name  bench;
+
+        location = /flags      { flags_evaluate; }
+        location = /flags1000  { flags_evaluate; }
+
+        # baselines: the same bytes and headers, without the module
+        location = /static {
+            default_type  application/json;
+            add_header    Cache-Control no-store;
+$1
+        }
+        # a 1000-flag body is far over nginx's ~4 KB limit on a config
+        # token, so this baseline is a static file (open_file_cache, sendfile)
+        location = /static1000 {
+            default_type  application/json;
+            add_header    Cache-Control no-store;
+            alias         $PREFIX/html/static1000.json;
+        }
+
+        # both ingest locations pay for the same buffered access log
+        location = /ingest/errors {
+            access_log  logs/ingest-errors.access.log bench buffer=64k;
+            flags_ingest_errors;
+        }
+        location = /ingest-baseline {
+            access_log  logs/ingest-baseline.access.log bench buffer=64k;
+            return 204;
+        }
+    }
+}
+EOF
+}
+
+# fetch URL-PATH TOKEN OUTFILE: GET with the benchmark query, require a 200.
+fetch_body() {
+    local code
+    code=$(curl -s -o "$3" -w '%{http_code}' -H "Authorization: Bearer $2" "$BASE$1?$QUERY") || true
+    [ "$code" = 200 ] || die "GET $1 answered $code, not 200: $(head -c 300 "$3")"
+}
+
+say "starting nginx to record the module's answers"
+write_conf "            return 200 '{}';"
+start_nginx
+fetch_body /flags "$TOKEN30" "$OUT/body30.json"
+fetch_body /flags1000 "$TOKEN1000" "$OUT/body1000.json"
+cp "$OUT/body1000.json" "$PREFIX/html/static1000.json"
+stop_nginx
+
+BODY30_LEN=$(stat -c %s "$OUT/body30.json")
+BODY1000_LEN=$(stat -c %s "$OUT/body1000.json")
+body30=$(<"$OUT/body30.json")
+[ "${#body30}" = "$BODY30_LEN" ] || die "/flags body has a trailing newline or NUL"
+case $body30 in *'$'*) die "/flags body holds a '\$': cannot be a return text" ;; esac
+[ "$BODY30_LEN" -lt 3900 ] || die "/flags body is $BODY30_LEN bytes, too long for a config token"
+# nginx quoted string: escape \ and '
+esc=${body30//\\/\\\\}
+esc=${esc//\'/\\\'}
+write_conf "            return 200 '$esc';"
+
+say "starting the benchmark nginx"
+start_nginx
+# the baselines must send exactly what the module sends
+curl -s "$BASE/static" -o "$OUT/static30.out"
+cmp -s "$OUT/static30.out" "$OUT/body30.json" || die "/static does not return the module's body"
+curl -s "$BASE/static1000" -o "$OUT/static1000.out"
+cmp -s "$OUT/static1000.out" "$OUT/body1000.json" || die "/static1000 does not return the module's body"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN30" \
+       -H 'Content-Type: application/json' --data-binary @"$OUT/report.json" "$BASE/ingest/errors")
+[ "$code" = 204 ] || die "POST /ingest/errors answered $code, not 204"
+
+say "nginx master $NGX_PID, worker $WORKER_PID on CPU $SERVER_CPU; wrk on CPU $CLIENT_CPU"
+say "GET /flags body: $BODY30_LEN bytes (30 flags), GET /flags1000 body: $BODY1000_LEN bytes (1000 flags)"
+say "report body: $(stat -c %s "$OUT/report.json") bytes; baseline /static1000 is a static file"
+say "each scenario: ${WARMUP}s warm-up, then ${DURATION}s measured (wrk -t1 -c$CONNECTIONS)"
+
+# --------------------------------------------------------------------------
+# Scenarios
+# --------------------------------------------------------------------------
+declare -A RPS P50 P99 CPU BUSY WAIT REQS LABEL
+ORDER=()
+INGEST_WRK_TOTAL=0
+
+# run_wrk SECONDS OUTFILE BODYFILE URL [wrk options...]: wrk in the
+# background so that an interrupt can stop it.
+run_wrk() {
+    local secs=$1 out=$2 body=$3 url=$4
+    shift 4
+    BENCH_BODY_FILE=$body taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"${secs}s" --latency -s "$LUA" "$@" "$url" >"$out" 2>&1 &
+    WRK_PID=$!
+    wait "$WRK_PID" || { WRK_PID=; fail "wrk failed: $(tail -3 "$out")"; return 1; }
+    WRK_PID=
+}
+
+# field NAME FILE: a value from the "BENCH k=v ..." line of report.lua
+field() { sed -n "s/^BENCH .*\\b$1=\\([0-9]*\\).*/\\1/p" "$2"; }
+
+# scenario KEY LABEL PATH BODYFILE [wrk options...]
+scenario() {
+    local key=$1 label=$2 path=$3 body=$4
+    shift 4
+    local url=$BASE$path out=$OUT/wrk-$key.txt t0 t1 n dur
+    printf '%-44s ' "$label" >&2
+    run_wrk "$WARMUP" "$OUT/wrk-$key.warmup.txt" "$body" "$url" "$@" || return 0
+    t0=$(worker_ticks) q0=$(worker_runq_ns) w0=$(date +%s%N)
+    run_wrk "$DURATION" "$out" "$body" "$url" "$@" || return 0
+    t1=$(worker_ticks) q1=$(worker_runq_ns) w1=$(date +%s%N)
+    if [ -z "$t0" ] || [ -z "$t1" ]; then
+        echo >&2
+        grep -E '\[(alert|crit|emerg)\]' "$PREFIX/logs/error.log" | head -3 >&2 || true
+        die "$label: the nginx worker $WORKER_PID died during the run"
+    fi
+
+    n=$(field requests "$out")
+    dur=$(field duration_us "$out")
+    [ -n "$n" ] && [ "$n" -gt 0 ] || { fail "$label: wrk completed no request"; return 0; }
+    local w
+    for w in "$OUT/wrk-$key.warmup.txt" "$out"; do
+        local bad sock
+        bad=$(field non2xx "$w")
+        [ "$bad" = 0 ] || fail "$label: $bad non-2xx/3xx responses ($(basename "$w"))"
+        sock=$(( $(field connect "$w") + $(field read "$w") + $(field write "$w") + $(field timeout "$w") ))
+        [ "$sock" = 0 ] || say "warning: $label: $sock socket errors ($(basename "$w"))"
+    done
+    if [ "$key" = ingest ]; then
+        INGEST_WRK_TOTAL=$(( INGEST_WRK_TOTAL + $(field requests "$OUT/wrk-$key.warmup.txt") + n ))
+    fi
+
+    local rps
+    rps=$(awk -v n="$n" -v d="$dur" 'BEGIN { printf "%.0f", n / (d / 1e6) }')
+    if [ -n "${RPS[$key]:-}" ] && [ "$rps" -le "${RPS[$key]}" ]; then
+        printf '%7s req/s  (round %s: not better than %s, not kept)\n' "$rps" "$ROUND" "${RPS[$key]}" >&2
+        return 0
+    fi
+    [ -n "${RPS[$key]:-}" ] || ORDER+=("$key")
+    REQS[$key]=$n
+    RPS[$key]=$rps
+    P50[$key]=$(awk -v v="$(field p50_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
+    P99[$key]=$(awk -v v="$(field p99_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
+    CPU[$key]=$(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    BUSY[$key]=$(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" -v d="$dur" 'BEGIN { printf "%.0f", 100 * t / hz / (d / 1e6) }')
+    if [ -n "$q0" ] && [ -n "$q1" ]; then
+        WAIT[$key]=$(awk -v q=$((q1 - q0)) -v w=$((w1 - w0)) 'BEGIN { printf "%.0f%%", 100 * q / w }')
+    else
+        WAIT[$key]=-
+    fi
+    LABEL[$key]=$label
+    printf '%7s req/s  p50 %5s ms  p99 %6s ms  %5s us CPU/req  worker busy %3s%%, waited for CPU %4s\n' \
+        "${RPS[$key]}" "${P50[$key]}" "${P99[$key]}" "${CPU[$key]}" "${BUSY[$key]}" "${WAIT[$key]}" >&2
+}
+
+AUTH30=(-H "Authorization: Bearer $TOKEN30")
+AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
+JSON=(-H "Content-Type: application/json")
+REPORT=$OUT/report.json
+
+for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+[ "$ROUNDS" = 1 ] || printf '\n--- round %s of %s\n' "$ROUND" "$ROUNDS" >&2
+echo >&2
+scenario static30     "GET /static (baseline, return 200)"       "/static?$QUERY"     "" "${AUTH30[@]}"
+scenario flags30      "GET /flags (30 flags)"                    "/flags?$QUERY"      "" "${AUTH30[@]}"
+scenario static1000   "GET /static1000 (baseline, static file)"  "/static1000?$QUERY" "" "${AUTH1000[@]}"
+scenario flags1000    "GET /flags1000 (1000 flags)"              "/flags1000?$QUERY"  "" "${AUTH1000[@]}"
+scenario ingestbase   "POST /ingest-baseline (return 204)"       "/ingest-baseline"   "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
+scenario ingest       "POST /ingest/errors"                      "/ingest/errors"     "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
+scenario flags30after "GET /flags (counting, after ingest)"      "/flags?$QUERY"      "" "${AUTH30[@]}"
+done
+
+# --------------------------------------------------------------------------
+# Report log check: one line per accepted report. Stop nginx first (QUIT,
+# wait) so the buffered access log and everything else is flushed.
+# --------------------------------------------------------------------------
+stop_nginx
+echo >&2
+ACCESS=$PREFIX/logs/ingest-errors.access.log
+REPORTS=$PREFIX/logs/reports.log
+N204=$(awk '$1 == 204' "$ACCESS" | wc -l)
+NOT204=$(awk '$1 != 204' "$ACCESS" | wc -l)
+NREPORTS=$(wc -l <"$REPORTS")
+# every line must be a whole JSON report (none torn)
+NBAD=$(python3 - "$REPORTS" <<'EOF'
+import json, sys
+bad = 0
+with open(sys.argv[1], "rb") as f:
+    for line in f:
+        try:
+            r = json.loads(line)
+            bad += not (isinstance(r, dict) and "flagName" in r and "time" in r)
+        except ValueError:
+            bad += 1
+print(bad)
+EOF
+)
+# +1: the single report POSTed by curl before the runs
+say "ingest: wrk completed $INGEST_WRK_TOTAL requests to /ingest/errors (warm-up + measured, +1 from curl);"
+say "ingest: access log has $N204 lines with 204 ($NOT204 others); report log has $NREPORTS lines ($NBAD not valid JSON reports)"
+[ "$N204" = "$NREPORTS" ] || fail "report log has $NREPORTS lines but /ingest/errors answered $N204 times 204"
+[ "$NOT204" = 0 ] || fail "/ingest/errors answered $NOT204 times with another status than 204"
+[ "$NBAD" = 0 ] || fail "$NBAD torn or invalid lines in the report log"
+[ "$N204" -ge "$INGEST_WRK_TOTAL" ] || fail "fewer 204 in the access log ($N204) than wrk completed ($INGEST_WRK_TOTAL)"
+
+# a crashed or respawned worker, or any serious error, is a failure
+NALERTS=$(grep -cE '\[(alert|crit|emerg)\]' "$PREFIX/logs/error.log" || true)
+if [ "$NALERTS" != 0 ]; then
+    grep -E '\[(alert|crit|emerg)\]' "$PREFIX/logs/error.log" | head -5 >&2
+    fail "$NALERTS alert/crit/emerg lines in $PREFIX/logs/error.log"
+fi
+
+# --------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------
+row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
+    local m=$1 b=$2 target=$3 text=$4 ratio verdict cpu
+    if [ -z "${RPS[$m]:-}" ] || [ -z "${RPS[$b]:-}" ]; then
+        printf '| %s | - | - | - | >= %s | NOT MEASURED | - |\n' "$text" "$target"
+        return
+    fi
+    ratio=$(awk -v a="${RPS[$m]}" -v b="${RPS[$b]}" 'BEGIN { printf "%.2f", a / b }')
+    verdict=$(awk -v r="$ratio" -v t="$target" 'BEGIN { print (r >= t) ? "PASS" : "BELOW TARGET" }')
+    cpu=$(awk -v a="${CPU[$b]}" -v b="${CPU[$m]}" 'BEGIN { printf "%.2f", a / b }')
+    printf '| %s | %s | %s | %s | >= %s | %s | %s |\n' "$text" "${RPS[$m]}" "${RPS[$b]}" "$ratio" "$target" "$verdict" "$cpu"
+}
+
+{
+    echo "## ngx_http_flags_module benchmark"
+    echo
+    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $("$NGINX_BIN" -v 2>&1 | sed 's/.*: //'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
+         "$(nproc) CPUs; nginx worker_processes 1 on CPU $SERVER_CPU, wrk -t1 -c$CONNECTIONS on CPU $CLIENT_CPU," \
+         "${WARMUP}s warm-up + ${DURATION}s per scenario, best of $ROUNDS round(s)."
+    echo "GET bodies: $BODY30_LEN bytes (30 flags), $BODY1000_LEN bytes (1000 flags); the 1000-flag baseline is a"
+    echo "static file (open_file_cache, sendfile) because a config token is limited to ~4 KB."
+    echo
+    echo "| Module vs baseline | module req/s | baseline req/s | ratio | target | result | CPU/req ratio |"
+    echo "|---|---:|---:|---:|---:|---|---:|"
+    row_ratio flags30      static30   0.9 "GET /flags (30 flags) vs return 200 same body"
+    row_ratio flags1000    static1000 0.5 "GET /flags1000 (1000 flags) vs static file same body"
+    row_ratio ingest       ingestbase 0.7 "POST /ingest/errors vs return 204"
+    row_ratio flags30after static30   0.9 "GET /flags (counting, after ingest) vs return 200"
+    echo
+    echo "ratio = module req/s / baseline req/s (the targets apply to it). CPU/req ratio = baseline / module"
+    echo "server CPU per request: less sensitive to other load on the machine; 1.00 = the module costs no"
+    echo "more CPU than the baseline. \"worker busy\": share of the run the worker spent on CPU; \"waited for"
+    echo "CPU\": share it was runnable but other processes held CPU 0 (a busy machine: ratios are unreliable)."
+    echo
+    busy=$(for k in "${ORDER[@]}"; do echo "${WAIT[$k]%\%}"; done | awk '$1 != "-" && $1 > 10' | wc -l)
+    if [ "$busy" -gt 0 ]; then
+        echo "WARNING: in $busy scenario(s) the nginx worker waited for CPU 0 more than 10% of the time:"
+        echo "other load on the machine; the throughput ratios are unreliable (try ROUNDS=3)."
+        echo
+    fi
+    echo "| Scenario | requests | req/s | p50 ms | p99 ms | server CPU us/req | worker busy | waited for CPU |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for k in "${ORDER[@]}"; do
+        printf '| %s | %s | %s | %s | %s | %s | %s%% | %s |\n' "${LABEL[$k]}" "${REQS[$k]}" "${RPS[$k]}" \
+            "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${BUSY[$k]}" "${WAIT[$k]}"
+    done
+    echo
+    echo "Ingest: wrk completed $INGEST_WRK_TOTAL POSTs (+1 by curl); access log: $N204 answered 204; report log: $NREPORTS lines."
+    if [ ${#FAILURES[@]} -gt 0 ]; then
+        echo
+        echo "FAILURES:"
+        printf -- '- %s\n' "${FAILURES[@]}"
+    fi
+} >"$OUT/results.md"
+
+cat "$OUT/results.md"
+echo
+echo "(written to $OUT/results.md; wrk outputs in $OUT/wrk-*.txt)"
+
+if [ ${#FAILURES[@]} -gt 0 ]; then
+    echo "bench: ${#FAILURES[@]} failure(s)" >&2
+    exit 1
+fi
+exit 0
