@@ -216,7 +216,10 @@ bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
         return false;
     }
 
-    return fl_bucket(f.name.data(), f.name.size(), key, key_len) < p;
+    /* fl_bucket(name, key) with "name:" already hashed at load time */
+    fl::Murmur3 m = f.bucket_prefix;
+    m.update(key, key_len);
+    return m.final() % FL_BUCKETS < p;
 }
 
 /* Segment results are shared by the flags of one evaluation: a segment
@@ -295,15 +298,18 @@ size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
         if (i > 0) {
             *o++ = ',';
         }
-        std::memcpy(o, f.json_head.data(), f.json_head.size());
-        o += f.json_head.size();
-        if (r[i].enabled) {
-            std::memcpy(o, "true", 4);
-            o += 4;
-        } else {
-            std::memcpy(o, "false", 5);
-            o += 5;
+        const std::string &head = r[i].enabled ? f.json_head_on
+                                               : f.json_head_off;
+        std::memcpy(o, head.data(), head.size());
+        o += head.size();
+
+        if (r[i].rollout_milli == f.rollout_milli) {
+            std::memcpy(o, f.json_rest.data(), f.json_rest.size());
+            o += f.json_rest.size();
+            continue;
         }
+
+        /* rolled back or overridden: the percentage differs */
         std::memcpy(o, pct, sizeof(pct) - 1);
         o += sizeof(pct) - 1;
         o += fl_json_milli(r[i].rollout_milli, o);

@@ -14,6 +14,22 @@ namespace {
 
 const char hex_digits[] = "0123456789abcdef";
 
+/* Bytes fl_json_escape() cannot copy as they are: control characters, '"',
+ * '\\', and 0xE2 (the lead byte of U+2028 / U+2029). */
+constexpr struct SpecialTable {
+    bool v[256];
+    constexpr SpecialTable() : v()
+    {
+        for (int c = 0; c < 0x20; c++) {
+            v[c] = true;
+        }
+        v[static_cast<unsigned char>('"')] = true;
+        v[static_cast<unsigned char>('\\')] = true;
+        v[0xe2] = true;
+    }
+    constexpr bool operator[](unsigned char c) const { return v[c]; }
+} special;
+
 /* Writes v (< 10^10) in decimal without leading zeros; returns bytes. */
 size_t put_uint(uint32_t v, char *out)
 {
@@ -55,14 +71,24 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
 {
     const unsigned char *p = reinterpret_cast<const unsigned char *>(s);
     char *o = out;
+    size_t i = 0;
 
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = p[i];
-
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0xe2) {
-            *o++ = static_cast<char>(c);
-            continue;
+    while (i < len) {
+        /* copy the run of bytes that need nothing in one go: reports are
+         * mostly plain text */
+        size_t run = i;
+        while (run < len && !special[p[run]]) {
+            run++;
         }
+        std::memcpy(o, p + i, run - i);
+        o += run - i;
+        i = run;
+
+        if (i == len) {
+            break;
+        }
+
+        unsigned char c = p[i];
 
         switch (c) {
         case '"':  *o++ = '\\'; *o++ = '"';  break;
@@ -91,6 +117,8 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
             *o++ = hex_digits[c & 0xf];
             break;
         }
+
+        i++;
     }
 
     return static_cast<size_t>(o - out);

@@ -857,6 +857,19 @@ void Loader::finish_flag(Flag &f)
         append_json_string(f.json_tail, p_.segments[f.segments[k]].name);
     }
     f.json_tail += "]}";
+
+    /* The whole object but for "enabled", for the common case where the
+     * effective percentage is the configured one. */
+    char milli[16];
+    f.json_rest = ",\"rolloutPercentage\":";
+    f.json_rest.append(milli, fl_json_milli(f.rollout_milli, milli));
+    f.json_rest += f.json_tail;
+    f.json_head_on = f.json_head + "true";
+    f.json_head_off = f.json_head + "false";
+
+    f.bucket_prefix = Murmur3(0);
+    f.bucket_prefix.update(f.name.data(), f.name.size());
+    f.bucket_prefix.update(":", 1);
 }
 
 bool Loader::load(const char *data, size_t len)

@@ -22,6 +22,7 @@
 #include <pcre2.h>
 
 #include "flags_core.h"
+#include "murmur3.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -141,6 +142,14 @@ struct Flag {
      * {"name":"x","enabled":  ...  ,"segments":[...]} */
     std::string            json_head;
     std::string            json_tail;
+    /* json_head + true/false; and the rolloutPercentage member with the
+     * configured value followed by json_tail */
+    std::string            json_head_on;
+    std::string            json_head_off;
+    std::string            json_rest;
+
+    /* murmur3 state after "name:", so a bucket hashes only the key */
+    Murmur3                bucket_prefix;
 };
 
 /* Case folding used by ignoreCase (ASCII only). */
