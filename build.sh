@@ -7,6 +7,7 @@
 #   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t)
 #   ./build.sh unit       cmocka unit tests only
 #   ./build.sh bench      benchmarks (bench/run.sh)
+#   ./build.sh fuzz [s]   libFuzzer targets of the core, s seconds each (fuzz/run.sh)
 #   ./build.sh deps       install the Debian packages the build and tests need
 #
 # Environment: NGINX_SRC (default /usr/share/nginx/src, Debian's nginx-dev),
@@ -216,5 +217,6 @@ case $cmd in
     run) run ;;
     stop) stop ;;
     bench) module; deps wrk; exec "$ROOT/bench/run.sh" "$@" ;;
-    *) echo "usage: $0 [build|run|stop|test|unit|bench|deps]" >&2; exit 2 ;;
+    fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
+    *) echo "usage: $0 [build|run|stop|test|unit|prove|bench|fuzz|deps]" >&2; exit 2 ;;
 esac

@@ -455,11 +455,14 @@ fl_status_t check_fields(parser *p, char *err, size_t err_len)
     }
 
     if (bad_trait != nullptr) {
-        /* Quote at most 64 bytes of a client-chosen name. */
+        /* Show at most 64 bytes of a client-chosen name, escaped so the
+         * message stays one line with no NUL or control byte in it. */
         size_t shown = fl::utf8_prefix(bad_trait->key, bad_trait->key_len, 64);
+        char name[64 * 6 + 1];
+        size_t name_len = fl_json_escape(bad_trait->key, shown, name);
         fl::set_err(err, err_len,
                     "traits.%.*s%s must be a string, number, boolean or null",
-                    static_cast<int>(shown), bad_trait->key,
+                    static_cast<int>(name_len), name,
                     shown < bad_trait->key_len ? "..." : "");
         return FL_ERR_FIELD;
     }

@@ -394,6 +394,10 @@ static void test_trait_values(void **state)
     /* The name as decoded; long names are cut at a character boundary. */
     expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"\\u00e9t\\u00e9\":[]}}",
                  "traits.\xc3\xa9t\xc3\xa9" TRAITS_MSG);
+    /* Control bytes and NUL in a name are escaped: the message stays one
+     * line and is not cut short by the NUL. */
+    expect_field("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"n\\nd\\u0000x\":{}}}",
+                 "traits.n\\nd\\u0000x" TRAITS_MSG);
     char body[256], want[256];
     char a63[64];
     memset(a63, 'a', 63);
