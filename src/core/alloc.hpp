@@ -18,6 +18,7 @@
 #define FLAGS_ALLOC_HPP
 
 #include "flags_core.h"
+#include "number.hpp"
 
 #include <yajl/yajl_parse.h>
 
@@ -302,129 +303,22 @@ enum milli_status {
     MILLI_DECIMALS          /* more than 3 decimals */
 };
 
-/*
- * A percentage in [0, 100] from JSON number text, exactly: 12.5, 1.25e1 and
- * 1250e-2 all give 12500.  The value is digits x 10^shift (in milli units);
- * nothing goes through a double, so no rounding and no overflow whatever
- * the exponent.  The text is assumed to be valid JSON number syntax (yajl
- * has checked it); anything else is MILLI_RANGE.
- */
+/* A percentage in [0, 100] with at most 3 decimals, from JSON number text,
+ * exactly (12.5, 1.25e1 and 1250e-2 all give 12500), read the same way as
+ * the flags file's rolloutPercentage. */
 inline milli_status parse_milli(const char *s, size_t len, uint32_t *out) noexcept
 {
-    size_t i = 0;
-    bool neg = false;
+    DecimalView d;
+    uint64_t v;
+    bool exact;
 
-    if (i < len && s[i] == '-') {
-        neg = true;
-        i++;
-    }
-
-    /* The digits before and after the point, as windows of s. */
-    const char *digits[2] = { nullptr, nullptr };
-    size_t nd[2] = { 0, 0 };
-
-    size_t start = i;
-    while (i < len && s[i] >= '0' && s[i] <= '9') {
-        i++;
-    }
-    digits[0] = s + start;
-    nd[0] = i - start;
-    if (nd[0] == 0) {
+    if (!parse_decimal(s, len, &d)
+        || !decimal_scaled(d, 3, FL_MILLI_MAX, &v, &exact))
+    {
         return MILLI_RANGE;
     }
-    if (i < len && s[i] == '.') {
-        i++;
-        start = i;
-        while (i < len && s[i] >= '0' && s[i] <= '9') {
-            i++;
-        }
-        digits[1] = s + start;
-        nd[1] = i - start;
-    }
-
-    /* Exponent, saturated: anything beyond +-10^6 is out of range or zero
-     * after more than 3 decimals anyway. */
-    long long exp10 = 0;
-    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        bool eneg = false;
-        if (i < len && (s[i] == '+' || s[i] == '-')) {
-            eneg = s[i] == '-';
-            i++;
-        }
-        if (i >= len) {
-            return MILLI_RANGE;
-        }
-        while (i < len && s[i] >= '0' && s[i] <= '9') {
-            if (exp10 < 1000000) {
-                exp10 = exp10 * 10 + (s[i] - '0');
-            }
-            i++;
-        }
-        if (eneg) {
-            exp10 = -exp10;
-        }
-    }
-    if (i != len) {
-        return MILLI_RANGE;
-    }
-
-    /* Concatenate integer and fraction digits logically: value (in milli)
-     * = D x 10^(exp10 - nd[1] + 3), D the digit string. */
-    size_t total = nd[0] + nd[1];
-    auto digit_at = [&](size_t k) -> int {
-        return k < nd[0] ? digits[0][k] - '0' : digits[1][k - nd[0]] - '0';
-    };
-
-    size_t first = 0;
-    while (first < total && digit_at(first) == 0) {
-        first++;
-    }
-    if (first == total) {
-        *out = 0;                       /* 0, -0, 0.000e5 ... */
-        return MILLI_OK;
-    }
-    size_t last = total;                /* one past the last non-zero digit */
-    while (digit_at(last - 1) == 0) {
-        last--;
-    }
-
-    long long shift = exp10 - static_cast<long long>(nd[1]) + 3
-                      + static_cast<long long>(total - last);
-    long long n = static_cast<long long>(last - first);
-
-    if (neg) {
-        return MILLI_RANGE;
-    }
-    /* D has n digits and no trailing zero; D x 10^shift has n + shift
-     * integer digits. */
-    if (n + shift > 6) {
-        return MILLI_RANGE;
-    }
-    if (shift < 0) {
-        /* A non-zero digit lies below 1 milli-percent: either more than 3
-         * decimals, or a value above 100 with them (checked first). */
-        if (n + shift == 6) {
-            /* Compare the integer part with 100000. */
-            uint64_t ip = 0;
-            for (long long k = 0; k < n + shift; k++) {
-                ip = ip * 10 + static_cast<uint64_t>(digit_at(first + static_cast<size_t>(k)));
-            }
-            if (ip >= FL_MILLI_MAX) {
-                return MILLI_RANGE;
-            }
-        }
+    if (!exact) {
         return MILLI_DECIMALS;
-    }
-    uint64_t v = 0;
-    for (size_t k = first; k < last; k++) {
-        v = v * 10 + static_cast<uint64_t>(digit_at(k));
-    }
-    for (long long k = 0; k < shift; k++) {
-        v *= 10;
-    }
-    if (v > FL_MILLI_MAX) {
-        return MILLI_RANGE;
     }
     *out = static_cast<uint32_t>(v);
     return MILLI_OK;

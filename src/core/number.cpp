@@ -6,7 +6,7 @@
  * rounding cannot move a user across a rollout boundary or a rule.
  */
 
-#include "project.hpp"
+#include "number.hpp"
 
 namespace fl {
 
@@ -202,7 +202,9 @@ bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     if (static_cast<size_t>(e) < n) {
         *exact = false;
     }
-    if (v > limit) {
+    /* limit plus any fraction is above the limit too: out of range is
+     * the better answer than "too many decimals" for 100.0001 */
+    if (v > limit || (v == limit && !*exact)) {
         return false;
     }
     *out = v;

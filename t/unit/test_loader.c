@@ -149,7 +149,7 @@ static void test_flag_errors(void **state)
                  "\"rolloutPercentage\":null}]}",
                  "f.json: flag \"a\": \"rolloutPercentage\" must be a number");
 
-    static const char *range[] = { "100.001", "-1", "-0.001", "1e400", "101",
+    static const char *range[] = { "100.001", "100.0001", "-1", "-0.001", "1e400", "101",
                                    "1e3", NULL };
     for (int i = 0; range[i]; i++) {
         snprintf(json, sizeof(json), "{\"flags\":[{\"name\":\"a\",\"enabled\":"
