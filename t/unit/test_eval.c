@@ -18,45 +18,13 @@
 
 #include "flags_core.h"
 
-/* ------------------------------------------------ a malloc-backed arena */
-
-typedef union block_u {
-    union block_u  *next;
-    max_align_t     align;
-} block_t;
-
-static block_t *arena;
-
-static void *arena_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    block_t *b = malloc(sizeof(block_t) + size);
-    if (b == NULL) {
-        return NULL;
-    }
-    b->next = arena;
-    arena = b;
-    return b + 1;
-}
-
-static int arena_free(void **state)
-{
-    (void) state;
-    while (arena) {
-        block_t *n = arena->next;
-        free(arena);
-        arena = n;
-    }
-    return 0;
-}
-
-static const fl_alloc_t alloc = { arena_alloc, NULL };
+#include "unit_arena.h"
 
 static fl_user_t user(const char *query)
 {
     fl_user_t u;
     char err[256];
-    fl_status_t rc = fl_parse_query(query, strlen(query), 1000, &alloc, &u,
+    fl_status_t rc = fl_parse_query(query, strlen(query), 1000, &arena, &u,
                                     err, sizeof(err));
     if (rc != FL_OK) {
         fail_msg("query \"%s\": %s", query, err);
@@ -768,23 +736,23 @@ static void test_flags_json_bound(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_eq_neq, arena_free),
-        cmocka_unit_test_teardown(test_in_not_in, arena_free),
-        cmocka_unit_test_teardown(test_contains_starts_ends, arena_free),
-        cmocka_unit_test_teardown(test_regex, arena_free),
-        cmocka_unit_test_teardown(test_numbers, arena_free),
-        cmocka_unit_test_teardown(test_semver_cmp, arena_free),
-        cmocka_unit_test_teardown(test_semver_rules, arena_free),
-        cmocka_unit_test_teardown(test_exists, arena_free),
-        cmocka_unit_test_teardown(test_missing_trait, arena_free),
-        cmocka_unit_test_teardown(test_segments, arena_free),
-        cmocka_unit_test_teardown(test_anonymous, arena_free),
-        cmocka_unit_test_teardown(test_rollout_buckets, arena_free),
-        cmocka_unit_test_teardown(test_stickiness, arena_free),
-        cmocka_unit_test_teardown(test_monotonic, arena_free),
-        cmocka_unit_test_teardown(test_flags_json, arena_free),
-        cmocka_unit_test_teardown(test_flags_json_long_names, arena_free),
-        cmocka_unit_test_teardown(test_flags_json_bound, arena_free),
+        cmocka_unit_test_teardown(test_eq_neq, arena_teardown),
+        cmocka_unit_test_teardown(test_in_not_in, arena_teardown),
+        cmocka_unit_test_teardown(test_contains_starts_ends, arena_teardown),
+        cmocka_unit_test_teardown(test_regex, arena_teardown),
+        cmocka_unit_test_teardown(test_numbers, arena_teardown),
+        cmocka_unit_test_teardown(test_semver_cmp, arena_teardown),
+        cmocka_unit_test_teardown(test_semver_rules, arena_teardown),
+        cmocka_unit_test_teardown(test_exists, arena_teardown),
+        cmocka_unit_test_teardown(test_missing_trait, arena_teardown),
+        cmocka_unit_test_teardown(test_segments, arena_teardown),
+        cmocka_unit_test_teardown(test_anonymous, arena_teardown),
+        cmocka_unit_test_teardown(test_rollout_buckets, arena_teardown),
+        cmocka_unit_test_teardown(test_stickiness, arena_teardown),
+        cmocka_unit_test_teardown(test_monotonic, arena_teardown),
+        cmocka_unit_test_teardown(test_flags_json, arena_teardown),
+        cmocka_unit_test_teardown(test_flags_json_long_names, arena_teardown),
+        cmocka_unit_test_teardown(test_flags_json_bound, arena_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,46 +13,14 @@
 
 #include "flags_core.h"
 
-/* ------------------------------------------------ a malloc-backed arena */
-
-typedef union block_u {
-    union block_u  *next;
-    max_align_t     align;
-} block_t;
-
-static block_t *arena;
-
-static void *arena_alloc(void *ctx, size_t size)
-{
-    (void) ctx;
-    block_t *b = malloc(sizeof(block_t) + size);
-    if (b == NULL) {
-        return NULL;
-    }
-    b->next = arena;
-    arena = b;
-    return b + 1;
-}
-
-static int arena_free(void **state)
-{
-    (void) state;
-    while (arena) {
-        block_t *n = arena->next;
-        free(arena);
-        arena = n;
-    }
-    return 0;
-}
-
-static const fl_alloc_t alloc = { arena_alloc, NULL };
+#include "unit_arena.h"
 
 static char err[256];
 
 static fl_status_t parse(const char *q, size_t max, fl_user_t *u)
 {
     err[0] = '\0';
-    return fl_parse_query(q, strlen(q), max, &alloc, u, err, sizeof(err));
+    return fl_parse_query(q, strlen(q), max, &arena, u, err, sizeof(err));
 }
 
 static fl_user_t ok(const char *q)
@@ -108,7 +76,7 @@ static void test_basic(void **state)
     expect_user(&u, NULL);
     assert_int_equal(u.ntraits, 0);
 
-    assert_int_equal(fl_parse_query(NULL, 0, 64, &alloc, &u, err,
+    assert_int_equal(fl_parse_query(NULL, 0, 64, &arena, &u, err,
                                     sizeof(err)), FL_OK);
     assert_int_equal(u.ntraits, 0);
 
@@ -177,7 +145,7 @@ static void test_malformed(void **state)
 
     /* a raw NUL byte inside the given length */
     fl_user_t u;
-    assert_int_equal(fl_parse_query("trait_a=x\0y", 11, 64, &alloc, &u, err,
+    assert_int_equal(fl_parse_query("trait_a=x\0y", 11, 64, &arena, &u, err,
                                     sizeof(err)), FL_ERR_QUERY);
     assert_string_equal(err, "a NUL byte (%00) in the query");
 }
@@ -362,16 +330,16 @@ static void test_no_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_basic, arena_free),
-        cmocka_unit_test_teardown(test_decoding, arena_free),
-        cmocka_unit_test_teardown(test_malformed, arena_free),
-        cmocka_unit_test_teardown(test_last_wins, arena_free),
-        cmocka_unit_test_teardown(test_empty_trait_name, arena_free),
-        cmocka_unit_test_teardown(test_limits, arena_free),
-        cmocka_unit_test_teardown(test_max_traits, arena_free),
-        cmocka_unit_test_teardown(test_sorted, arena_free),
-        cmocka_unit_test_teardown(test_many_traits, arena_free),
-        cmocka_unit_test_teardown(test_no_memory, arena_free),
+        cmocka_unit_test_teardown(test_basic, arena_teardown),
+        cmocka_unit_test_teardown(test_decoding, arena_teardown),
+        cmocka_unit_test_teardown(test_malformed, arena_teardown),
+        cmocka_unit_test_teardown(test_last_wins, arena_teardown),
+        cmocka_unit_test_teardown(test_empty_trait_name, arena_teardown),
+        cmocka_unit_test_teardown(test_limits, arena_teardown),
+        cmocka_unit_test_teardown(test_max_traits, arena_teardown),
+        cmocka_unit_test_teardown(test_sorted, arena_teardown),
+        cmocka_unit_test_teardown(test_many_traits, arena_teardown),
+        cmocka_unit_test_teardown(test_no_memory, arena_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,52 +17,7 @@
 
 #include "flags_core.h"
 
-/* ------------------------------------------------ a test bump allocator */
-
-/* Each block is malloc'd and chained; arena_reset() frees them all, like
- * an nginx pool at the end of a request. */
-typedef union block {
-    union block *next;
-    max_align_t  align;
-} block;
-
-static block *blocks;
-static size_t allocs_left = SIZE_MAX;
-
-static void *arena_alloc(void *ctx, size_t n)
-{
-    (void) ctx;
-    if (allocs_left == 0) {
-        return NULL;
-    }
-    allocs_left--;
-    block *b = malloc(sizeof(block) + n);
-    if (b == NULL) {
-        return NULL;
-    }
-    b->next = blocks;
-    blocks = b;
-    return b + 1;
-}
-
-static void arena_reset(void)
-{
-    while (blocks != NULL) {
-        block *next = blocks->next;
-        free(blocks);
-        blocks = next;
-    }
-    allocs_left = SIZE_MAX;
-}
-
-static const fl_alloc_t arena = { arena_alloc, NULL };
-
-static int teardown(void **state)
-{
-    (void) state;
-    arena_reset();
-    return 0;
-}
+#include "unit_arena.h"
 
 
 /* --------------------------------------------------------------- helpers */
@@ -627,9 +582,9 @@ static void test_errors_are_sticky(void **state)
 static void test_allocation_failure(void **state)
 {
     (void) state;
-    allocs_left = 0;
+    arena_allocs_left = 0;
     assert_null(fl_report_parser_new(&arena));
-    allocs_left = SIZE_MAX;
+    arena_allocs_left = SIZE_MAX;
 }
 
 
@@ -726,31 +681,31 @@ static void test_log_bound_worst_case(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_full_report, teardown),
-        cmocka_unit_test_teardown(test_minimal_report, teardown),
-        cmocka_unit_test_teardown(test_null_optional_is_absent, teardown),
-        cmocka_unit_test_teardown(test_decoded_strings, teardown),
-        cmocka_unit_test_teardown(test_empty_strings_are_valid, teardown),
-        cmocka_unit_test_teardown(test_unknown_fields_ignored, teardown),
-        cmocka_unit_test_teardown(test_duplicate_keys, teardown),
-        cmocka_unit_test_teardown(test_traits_serialization, teardown),
-        cmocka_unit_test_teardown(test_many_traits, teardown),
-        cmocka_unit_test_teardown(test_required_fields, teardown),
-        cmocka_unit_test_teardown(test_field_types, teardown),
-        cmocka_unit_test_teardown(test_trait_values, teardown),
-        cmocka_unit_test_teardown(test_field_error_order, teardown),
-        cmocka_unit_test_teardown(test_empty_body, teardown),
-        cmocka_unit_test_teardown(test_not_an_object, teardown),
-        cmocka_unit_test_teardown(test_syntax_errors, teardown),
-        cmocka_unit_test_teardown(test_syntax_error_after_field_error, teardown),
-        cmocka_unit_test_teardown(test_depth_limit, teardown),
-        cmocka_unit_test_teardown(test_invalid_utf8, teardown),
-        cmocka_unit_test_teardown(test_errors_are_sticky, teardown),
-        cmocka_unit_test_teardown(test_allocation_failure, teardown),
-        cmocka_unit_test_teardown(test_log_line_minimal, teardown),
-        cmocka_unit_test_teardown(test_log_line_full, teardown),
-        cmocka_unit_test_teardown(test_log_line_epoch_and_nul, teardown),
-        cmocka_unit_test_teardown(test_log_bound_worst_case, teardown),
+        cmocka_unit_test_teardown(test_full_report, arena_teardown),
+        cmocka_unit_test_teardown(test_minimal_report, arena_teardown),
+        cmocka_unit_test_teardown(test_null_optional_is_absent, arena_teardown),
+        cmocka_unit_test_teardown(test_decoded_strings, arena_teardown),
+        cmocka_unit_test_teardown(test_empty_strings_are_valid, arena_teardown),
+        cmocka_unit_test_teardown(test_unknown_fields_ignored, arena_teardown),
+        cmocka_unit_test_teardown(test_duplicate_keys, arena_teardown),
+        cmocka_unit_test_teardown(test_traits_serialization, arena_teardown),
+        cmocka_unit_test_teardown(test_many_traits, arena_teardown),
+        cmocka_unit_test_teardown(test_required_fields, arena_teardown),
+        cmocka_unit_test_teardown(test_field_types, arena_teardown),
+        cmocka_unit_test_teardown(test_trait_values, arena_teardown),
+        cmocka_unit_test_teardown(test_field_error_order, arena_teardown),
+        cmocka_unit_test_teardown(test_empty_body, arena_teardown),
+        cmocka_unit_test_teardown(test_not_an_object, arena_teardown),
+        cmocka_unit_test_teardown(test_syntax_errors, arena_teardown),
+        cmocka_unit_test_teardown(test_syntax_error_after_field_error, arena_teardown),
+        cmocka_unit_test_teardown(test_depth_limit, arena_teardown),
+        cmocka_unit_test_teardown(test_invalid_utf8, arena_teardown),
+        cmocka_unit_test_teardown(test_errors_are_sticky, arena_teardown),
+        cmocka_unit_test_teardown(test_allocation_failure, arena_teardown),
+        cmocka_unit_test_teardown(test_log_line_minimal, arena_teardown),
+        cmocka_unit_test_teardown(test_log_line_full, arena_teardown),
+        cmocka_unit_test_teardown(test_log_line_epoch_and_nul, arena_teardown),
+        cmocka_unit_test_teardown(test_log_bound_worst_case, arena_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,38 +14,7 @@
 
 #include "flags_core.h"
 
-/* A bump allocator over malloc, emptied after every test. */
-typedef union block {
-    union block *next;
-    max_align_t  align;
-} block;
-
-static block *blocks;
-
-static void *arena_alloc(void *ctx, size_t n)
-{
-    (void) ctx;
-    block *b = malloc(sizeof(block) + n);
-    if (b == NULL) {
-        return NULL;
-    }
-    b->next = blocks;
-    blocks = b;
-    return b + 1;
-}
-
-static int teardown(void **state)
-{
-    (void) state;
-    while (blocks != NULL) {
-        block *next = blocks->next;
-        free(blocks);
-        blocks = next;
-    }
-    return 0;
-}
-
-static const fl_alloc_t arena = { arena_alloc, NULL };
+#include "unit_arena.h"
 
 static fl_saved_flag_t entry(const char *project, const char *flag, uint64_t hash)
 {
@@ -373,14 +342,14 @@ static void test_deep_nesting(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_exact_output, teardown),
-        cmocka_unit_test_teardown(test_empty_list, teardown),
-        cmocka_unit_test_teardown(test_round_trip_extremes, teardown),
-        cmocka_unit_test_teardown(test_bound_with_long_names, teardown),
-        cmocka_unit_test_teardown(test_lenient_reading, teardown),
-        cmocka_unit_test_teardown(test_corrupt_inputs, teardown),
-        cmocka_unit_test_teardown(test_truncated_file, teardown),
-        cmocka_unit_test_teardown(test_deep_nesting, teardown),
+        cmocka_unit_test_teardown(test_exact_output, arena_teardown),
+        cmocka_unit_test_teardown(test_empty_list, arena_teardown),
+        cmocka_unit_test_teardown(test_round_trip_extremes, arena_teardown),
+        cmocka_unit_test_teardown(test_bound_with_long_names, arena_teardown),
+        cmocka_unit_test_teardown(test_lenient_reading, arena_teardown),
+        cmocka_unit_test_teardown(test_corrupt_inputs, arena_teardown),
+        cmocka_unit_test_teardown(test_truncated_file, arena_teardown),
+        cmocka_unit_test_teardown(test_deep_nesting, arena_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
