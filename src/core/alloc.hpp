@@ -346,23 +346,6 @@ inline bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept
     return true;
 }
 
-/* Decimal digits of v, for bounds. */
-constexpr size_t u64_digits = 20;
-
-inline size_t put_u64(uint64_t v, char *out) noexcept
-{
-    char tmp[u64_digits];
-    size_t n = 0;
-    do {
-        tmp[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
-    return n;
-}
-
 /* Appends a literal without its NUL. */
 template <size_t N>
 inline char *put_lit(char *o, const char (&lit)[N]) noexcept

@@ -7,6 +7,7 @@
  */
 
 #include "flags_core.h"
+#include "number.hpp"
 
 #include <cstring>
 
@@ -29,23 +30,6 @@ constexpr struct SpecialTable {
     }
     constexpr bool operator[](unsigned char c) const { return v[c]; }
 } special;
-
-/* Writes v (< 10^10) in decimal without leading zeros; returns bytes. */
-size_t put_uint(uint32_t v, char *out)
-{
-    char tmp[10];
-    size_t n = 0;
-
-    do {
-        tmp[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
-    return n;
-}
 
 /* Writes v zero-padded to exactly width digits. */
 void put_padded(uint64_t v, size_t width, char *out)
@@ -132,7 +116,7 @@ size_t fl_json_milli(uint32_t milli, char *out) noexcept
         milli = FL_MILLI_MAX;
     }
 
-    size_t n = put_uint(milli / 1000, out);
+    size_t n = fl::put_u64(milli / 1000, out);
     uint32_t frac = milli % 1000;
 
     if (frac != 0) {

@@ -60,6 +60,25 @@ struct Decimal {
     DecimalView view() const;
 };
 
+/* ----------------------------------------------------------- writing */
+
+/* Decimal digits of v, for bounds. */
+constexpr size_t u64_digits = 20;
+
+inline size_t put_u64(uint64_t v, char *out) noexcept
+{
+    char tmp[u64_digits];
+    size_t n = 0;
+    do {
+        tmp[n++] = static_cast<char>('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = tmp[n - 1 - i];
+    }
+    return n;
+}
+
 } // namespace fl
 
 #endif /* FLAGS_NUMBER_HPP */
