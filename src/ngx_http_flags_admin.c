@@ -20,6 +20,8 @@ typedef struct {
 
 
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
+    size_t len);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static void ngx_http_flags_admin_log(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what);
@@ -246,6 +248,17 @@ not_found:
 }
 
 
+static ngx_int_t
+ngx_http_flags_copy_piece(void *ctx, u_char *p, size_t len)
+{
+    ngx_str_t  *body = ctx;
+
+    body->len = ngx_cpymem(body->data + body->len, p, len) - body->data;
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_http_flags_override_body(ngx_http_request_t *r)
 {
@@ -257,12 +270,9 @@ static ngx_int_t
 ngx_http_flags_override_put(ngx_http_request_t *r)
 {
     char                         err[256];
-    u_char                      *body, *p;
     off_t                        size;
     uint32_t                     milli;
-    ssize_t                      n;
-    ngx_buf_t                   *b;
-    ngx_chain_t                 *cl;
+    ngx_str_t                    body;
     fl_status_t                  st;
     fl_override_kind_t           kind;
     ngx_http_flags_loc_conf_t   *flcf;
@@ -271,13 +281,7 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
-    size = 0;
-
-    if (r->request_body) {
-        for (cl = r->request_body->bufs; cl; cl = cl->next) {
-            size += ngx_buf_size(cl->buf);
-        }
-    }
+    size = ngx_http_flags_body_size(r);
 
     if (size > (off_t) flcf->max_report_size) {
         return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
@@ -285,35 +289,20 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
                                          "the override body is too large");
     }
 
-    body = ngx_pnalloc(r->pool, (size_t) size + 1);
-    if (body == NULL) {
+    body.data = ngx_pnalloc(r->pool, (size_t) size + 1);
+    if (body.data == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = body;
+    body.len = 0;
 
-    for (cl = r->request_body ? r->request_body->bufs : NULL;
-         cl;
-         cl = cl->next)
+    if (ngx_http_flags_body_pieces(r, ngx_http_flags_copy_piece, &body)
+        != NGX_OK)
     {
-        b = cl->buf;
-
-        if (ngx_buf_in_memory(b)) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
-            continue;
-        }
-
-        if (b->in_file && b->file) {
-            n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
-                              b->file_pos);
-            if (n != b->file_last - b->file_pos) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-            p += n;
-        }
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    st = fl_parse_override((const char *) body, p - body, &kind, &milli,
+    st = fl_parse_override((const char *) body.data, body.len, &kind, &milli,
                            err, sizeof(err));
 
     if (st == FL_ERR_JSON) {
@@ -321,9 +310,13 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
                                          "invalid_json", err);
     }
 
-    if (st != FL_OK) {
+    if (st == FL_ERR_FIELD) {
         return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
                                          "invalid_field", err);
+    }
+
+    if (st != FL_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     fl_state_set_override(ctx->flag->state, kind, milli);

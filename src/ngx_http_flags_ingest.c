@@ -17,8 +17,8 @@ typedef struct {
 
 static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_feed_body(ngx_http_request_t *r,
-    fl_report_parser_t *rp);
+static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
+    size_t len);
 static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
     size_t max);
 static ngx_int_t ngx_http_flags_write_report(ngx_http_request_t *r,
@@ -140,10 +140,8 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     char                          err[256];
     u_char                        msg[256];
     long                          idx;
-    off_t                         size;
     ngx_int_t                     rc;
     fl_alloc_t                    alloc;
-    ngx_chain_t                  *cl;
     fl_status_t                   st;
     fl_report_t                   report;
     fl_report_parser_t           *rp;
@@ -157,15 +155,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     project = ctx->project;
 
     /* a chunked body has no declared length: measure what arrived */
-    size = 0;
-
-    if (r->request_body) {
-        for (cl = r->request_body->bufs; cl; cl = cl->next) {
-            size += ngx_buf_size(cl->buf);
-        }
-    }
-
-    if (size > (off_t) flcf->max_report_size) {
+    if (ngx_http_flags_body_size(r) > (off_t) flcf->max_report_size) {
         return ngx_http_flags_too_large(r, flcf->max_report_size);
     }
 
@@ -177,9 +167,10 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_flags_feed_body(r, rp);
-    if (rc != NGX_OK) {
-        return rc;
+    if (ngx_http_flags_body_pieces(r, ngx_http_flags_feed_piece, rp)
+        != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     st = fl_report_parser_finish(rp, &report, err, sizeof(err));
@@ -234,61 +225,11 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
 }
 
 
-/* The body is in memory buffers, in a temporary file, or both. */
-
 static ngx_int_t
-ngx_http_flags_feed_body(ngx_http_request_t *r, fl_report_parser_t *rp)
+ngx_http_flags_feed_piece(void *ctx, u_char *p, size_t len)
 {
-    u_char       *buf;
-    off_t         pos;
-    size_t        len;
-    ssize_t       n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    if (r->request_body == NULL) {
-        return NGX_OK;
-    }
-
-    buf = NULL;
-
-    for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (ngx_buf_in_memory(b)) {
-            if (b->last > b->pos) {
-                (void) fl_report_parser_feed(rp, b->pos, b->last - b->pos);
-            }
-            continue;
-        }
-
-        if (!b->in_file || b->file == NULL) {
-            continue;
-        }
-
-        if (buf == NULL) {
-            buf = ngx_palloc(r->pool, 8192);
-            if (buf == NULL) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-        }
-
-        for (pos = b->file_pos; pos < b->file_last; pos += n) {
-            len = (size_t) ngx_min(b->file_last - pos, 8192);
-
-            n = ngx_read_file(b->file, buf, len, pos);
-            if (n <= 0) {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
-
-            /* after a syntax error the parser ignores the rest */
-            if (fl_report_parser_feed(rp, buf, n) != FL_OK) {
-                return NGX_OK;
-            }
-        }
-    }
-
-    return NGX_OK;
+    /* after a syntax error the parser ignores the rest: stop reading */
+    return fl_report_parser_feed(ctx, p, len) == FL_OK ? NGX_OK : NGX_DONE;
 }
 
 

@@ -108,6 +108,9 @@ ngx_int_t ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_http_flags_project_t *ngx_http_flags_find_project(
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 void *ngx_http_flags_pool_alloc(void *ctx, size_t size);
+off_t ngx_http_flags_body_size(ngx_http_request_t *r);
+ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
+    ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx);
 
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);

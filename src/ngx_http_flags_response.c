@@ -287,3 +287,90 @@ ngx_http_flags_find_project(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name)
 
     return NULL;
 }
+
+
+/* Bytes of the request body read so far (all of it in a body handler). */
+
+off_t
+ngx_http_flags_body_size(ngx_http_request_t *r)
+{
+    off_t         size;
+    ngx_chain_t  *cl;
+
+    size = 0;
+
+    if (r->request_body) {
+        for (cl = r->request_body->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    return size;
+}
+
+
+/*
+ * Hands the request body to fn piece by piece, whether nginx kept it in
+ * memory buffers, spooled it to a temporary file, or both.  fn returns
+ * NGX_OK to go on, NGX_DONE to stop early; reading errors give NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_flags_body_pieces(ngx_http_request_t *r,
+    ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx)
+{
+    u_char       *buf;
+    off_t         pos;
+    size_t        len;
+    ssize_t       n;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    if (r->request_body == NULL) {
+        return NGX_OK;
+    }
+
+    buf = NULL;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (b->last > b->pos) {
+                rc = fn(ctx, b->pos, b->last - b->pos);
+                if (rc != NGX_OK) {
+                    return rc == NGX_DONE ? NGX_OK : rc;
+                }
+            }
+            continue;
+        }
+
+        if (!b->in_file || b->file == NULL) {
+            continue;
+        }
+
+        if (buf == NULL) {
+            buf = ngx_palloc(r->pool, 8192);
+            if (buf == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
+        for (pos = b->file_pos; pos < b->file_last; pos += n) {
+            len = (size_t) ngx_min(b->file_last - pos, 8192);
+
+            n = ngx_read_file(b->file, buf, len, pos);
+            if (n <= 0) {
+                return NGX_ERROR;
+            }
+
+            rc = fn(ctx, buf, n);
+            if (rc != NGX_OK) {
+                return rc == NGX_DONE ? NGX_OK : rc;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
