@@ -3,27 +3,54 @@ package FlagsTest;
 # Helpers for the scenario tests that Test::Nginx::Socket cannot express
 # (nginx -t output, reloads, restarts, signals): each test gets its own
 # prefix directory, starts its own nginx and ends only that nginx, by PID.
+#
+# With TEST_NGINX_USE_VALGRIND set (as for Test::Nginx), every nginx here,
+# "nginx -t" included, runs under valgrind with t/valgrind.suppress: in the
+# foreground (daemon off) as our child, master process and workers as
+# usual (forked workers are checked too; --trace-children=yes also follows
+# an exec).  Valgrind writes to <prefix>/valgrind/<start>.<pid>.log; when
+# nginx_test() returns or nginx_stop() has seen nginx exit, the reports are
+# read and a report with a frame in the module (ngx_http_flags_*, fl_*,
+# fl::, a source file of src/ or the module's .so) fails the test file.
+# Other reports are shown, not failed.  The helper's own waits get longer
+# (TEST_NGINX_VALGRIND_SLOWDOWN, default 10 times); assertions do not.
 
 use strict;
 use warnings;
 
 use Exporter 'import';
 use File::Path qw(make_path remove_tree);
-use File::Basename qw(dirname);
+use File::Basename qw(dirname basename);
+use File::Spec;
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
+use Test::Builder;
+use Text::ParseWords qw(shellwords);
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test
                  nginx_start nginx_signal nginx_stop http_request
-                 wait_for wait_port worker_pids);
+                 wait_for wait_port worker_pids valgrind_clean);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
     or die "TEST_NGINX_LOAD_MODULES must name the module\n";
 our $Port = $ENV{TEST_NGINX_FLAGS_PORT} || 1986;
 
+our $Valgrind = $ENV{TEST_NGINX_USE_VALGRIND};
+my $Slowdown = $ENV{TEST_NGINX_VALGRIND_SLOWDOWN} || 10;
+my $Here = dirname(File::Spec->rel2abs(__FILE__));
+my $Suppressions = File::Spec->catfile($Here, '..', 'valgrind.suppress');
+# the module's own source files, to attribute valgrind frames
+my $OwnFiles = join '|', map { quotemeta basename($_) }
+    glob("$Here/../../src/*.[ch] $Here/../../src/core/*.[ch]pp $Here/../../src/core/*.h");
+
 my @Started;
+my %Child;       # under valgrind: pid => its valgrind log pattern
+my $Runs = 0;    # valgrind runs so far (names the log files)
+
+# A wait of the helper (never an assertion's bound), longer under valgrind.
+sub slow { $Valgrind ? $_[0] * $Slowdown : $_[0] }
 
 sub prefix_dir {
     my ($name) = @_;
@@ -59,7 +86,7 @@ sub nginx_conf {
     return <<"_EOC_";
 load_module $Module;
 ${user}worker_processes $workers;
-daemon on;
+daemon ${\($Valgrind ? 'off' : 'on')};
 master_process on;
 error_log logs/error.log ${\($o{log_level} // 'info')};
 pid logs/nginx.pid;
@@ -76,15 +103,110 @@ $o{server}
 _EOC_
 }
 
+# ---- valgrind -----------------------------------------------------------
+
+# The valgrind command line (as Test::Nginx builds it for a number, else the
+# option string itself) and the log file pattern of this run.
+sub valgrind_cmd {
+    my ($dir) = @_;
+    make_path("$dir/valgrind");
+    my $log = "$dir/valgrind/" . ++$Runs . '.%p.log';
+    my @opts;
+    if ($Valgrind =~ /^\d+$/) {
+        @opts = qw(-q --tool=memcheck --leak-check=full --show-possibly-lost=no
+                   --num-callers=100 --keep-debuginfo=yes --trace-children=yes
+                   --gen-suppressions=all);
+        push @opts, "--suppressions=$Suppressions" if -f $Suppressions;
+    } else {
+        @opts = ('-q', shellwords($Valgrind));
+    }
+    push @opts, "--log-file=$log" unless grep { /^--log-(?:file|fd|socket)\b/ } @opts;
+    return ($log, 'valgrind', @opts);
+}
+
+# Reports in valgrind's output: a header line with at least one stack,
+# followed by the suppression --gen-suppressions printed for it.
+sub valgrind_reports {
+    my ($text) = @_;
+    my (@reports, $cur, $in_supp);
+    my $close = sub {
+        push @reports, $cur if $cur && $cur =~ /^==\d+==\s+(?:at|by) 0x/m;
+        undef $cur;
+    };
+    for my $line (split /^/, $text) {
+        if ($in_supp || $line =~ /^\{\s*$/) {
+            $close->();
+            $reports[-1] .= $line if @reports;
+            $in_supp = $line !~ /^\}/;
+        } elsif ($line =~ /^==\d+== \S/) {
+            $close->();
+            $cur = $line;
+        } elsif ($line =~ /^==\d+==\s*$/) {
+            $close->();
+        } elsif (defined $cur) {
+            $cur .= $line;
+        }
+    }
+    $close->();
+    return @reports;
+}
+
+sub module_frame {
+    my ($report) = @_;
+    for my $l (split /\n/, $report) {
+        next unless $l =~ /^==\d+==\s+(?:at|by) 0x/;
+        return 1 if $l =~ /\b(?:ngx_http_flags_\w+|fl_\w+|fl::)/
+                 || $l =~ /ngx_http_flags_module\.so/
+                 || (length $OwnFiles && $l =~ /\((?:$OwnFiles):\d+\)/);
+    }
+    return 0;
+}
+
+# Checks the valgrind logs of a run (the pattern valgrind_cmd gave): true
+# when valgrind found nothing in the module.  A module report is a failed
+# test (from END, after done_testing, that still fails the file: it breaks
+# the plan); other reports are only shown.
+sub valgrind_clean {
+    my ($pattern, $what) = @_;
+    return 1 unless $Valgrind && defined $pattern;
+    (my $glob = $pattern) =~ s/%p/*/;
+    my (@ours, @other);
+    for my $f (sort glob $glob) {
+        for my $r (valgrind_reports(read_file($f) // '')) {
+            if (module_frame($r)) { push @ours, $r } else { push @other, $r }
+        }
+    }
+    my $tb = Test::Builder->new;
+    if (@other) {
+        $tb->diag("valgrind: " . @other . " report(s) outside the module ($what), "
+                  . "not counted as failures:\n" . join "\n", @other);
+    }
+    return 1 unless @ours;
+    $tb->ok(0, "valgrind: no report in the module ($what)");
+    $tb->diag(join "\n", @ours);
+    return 0;
+}
+
+# ---- running nginx -------------------------------------------------------
+
 # nginx -t: returns (exit status, everything nginx printed).
 sub nginx_test {
     my ($dir) = @_;
-    my $out = `$Binary -p $dir/ -c conf/nginx.conf -t 2>&1`;
-    return ($? >> 8, $out);
+    unless ($Valgrind) {
+        my $out = `$Binary -p $dir/ -c conf/nginx.conf -t 2>&1`;
+        return ($? >> 8, $out);
+    }
+    my ($log, @vg) = valgrind_cmd($dir);
+    my $q = join ' ', map { "'$_'" } @vg, $Binary, '-p', "$dir/", '-c', 'conf/nginx.conf', '-t';
+    my $out = `$q 2>&1`;
+    my $rc = $? >> 8;
+    valgrind_clean($log, "nginx -t in $dir");
+    return ($rc, $out);
 }
 
 sub nginx_start {
     my ($dir) = @_;
+    return nginx_start_valgrind($dir) if $Valgrind;
     my $out = `$Binary -p $dir/ -c conf/nginx.conf 2>&1`;
     die "nginx failed to start: $out" if $?;
     my $pid;
@@ -96,6 +218,54 @@ sub nginx_start {
     return $pid;
 }
 
+# Under valgrind nginx stays in the foreground: our child, in a process
+# group of its own, its stdout and stderr in <prefix>/valgrind/N.out.
+sub nginx_start_valgrind {
+    my ($dir) = @_;
+    unlink "$dir/logs/nginx.pid";
+    my ($log, @vg) = valgrind_cmd($dir);
+    (my $out = $log) =~ s/\.%p\.log$/.out/;
+    my @cmd = (@vg, $Binary, '-p', "$dir/", '-c', 'conf/nginx.conf');
+    my $child = fork;
+    die "fork: $!" unless defined $child;
+    if ($child == 0) {
+        setpgrp(0, 0);
+        open STDOUT, '>', $out or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+        { no warnings 'exec'; exec { $cmd[0] } @cmd; }
+        POSIX::_exit(127);
+    }
+    $Child{$child} = $log;
+    push @Started, $child;
+    my $exited = sub { waitpid($child, WNOHANG) == $child };
+    my $pid = wait_for(sub {
+        return -1 if $exited->();
+        my $p = read_file("$dir/logs/nginx.pid");
+        return $p && $p =~ /^(\d+)/ ? $1 : 0;
+    }, 5);
+    my $up = $pid && $pid != -1 && wait_for(sub {
+        return -1 if $exited->();
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $Port,
+                                      Timeout => 1);
+        return $s ? 1 : 0;
+    }, 5);
+    if (!$up || $up == -1) {
+        my $why = !$pid ? 'no pid file in ' . "$dir/logs" : 'nginx exited or does not listen';
+        if (kill 0, $child) {
+            nginx_stop($child);          # checks the valgrind logs too
+        } else {
+            valgrind_clean(delete $Child{$child}, "nginx $child (failed start)");
+            @Started = grep { $_ != $child } @Started;
+        }
+        die "nginx under valgrind failed to start ($why): " . (read_file($out) // '');
+    }
+    # The master listens before it forks its workers; a daemon nginx has
+    # them by the time it returns, a slow one under valgrind may not yet.
+    my ($n) = (read_file("$dir/conf/nginx.conf") // '') =~ /^\s*worker_processes\s+(\d+)\s*;/m;
+    wait_for(sub { worker_pids($child) >= $n }, 5) if $n;
+    return $child;
+}
+
 sub nginx_signal {
     my ($pid, $sig) = @_;
     kill $sig, $pid;
@@ -103,6 +273,19 @@ sub nginx_signal {
 
 sub nginx_stop {
     my ($pid) = @_;
+    if (exists $Child{$pid}) {
+        # our child: gone once reaped (kill 0 is true for a zombie)
+        my $gone = sub { waitpid($pid, WNOHANG) == $pid || !kill 0, $pid };
+        kill 'QUIT', $pid;
+        unless (wait_for($gone, 10)) {
+            kill 'TERM', -$pid;
+            wait_for($gone, 5) or do { kill 'KILL', -$pid; waitpid($pid, 0) };
+        }
+        @Started = grep { $_ != $pid } @Started;
+        my $log = delete $Child{$pid};
+        valgrind_clean($log, "nginx $pid");
+        return;
+    }
     return unless $pid && kill 0, $pid;
     kill 'QUIT', $pid;
     wait_for(sub { !kill 0, $pid }, 10) or kill 'KILL', $pid;
@@ -110,12 +293,14 @@ sub nginx_stop {
 }
 
 END {
+    my $status = $?;
     nginx_stop($_) for @Started;
+    $? = $status;
 }
 
 sub wait_for {
     my ($cond, $timeout) = @_;
-    my $until = time + $timeout;
+    my $until = time + slow($timeout);
     while (time < $until) {
         my $r = $cond->();
         return $r if $r;

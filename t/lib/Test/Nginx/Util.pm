@@ -24,6 +24,7 @@ use POSIX qw(SIGQUIT SIGTERM SIGKILL WNOHANG);
 use Scalar::Util qw(looks_like_number);
 use Test::More ();
 use Test::LongString ();
+use Text::ParseWords qw(shellwords);
 use Time::HiRes qw(sleep time);
 
 our $VERSION = '0.01';
@@ -39,7 +40,7 @@ our @EXPORT = qw(
     no_root_location env_to_nginx add_block_preprocessor config_preamble
     server_port server_port_for_client server_addr server_name server_root
     html_dir check_accum_error_log add_cleanup_handler
-    add_test_cleanup_handler
+    add_test_cleanup_handler slow_timeout
 );
 
 # ---- settings (env first, then the helper functions below) -------------
@@ -66,6 +67,23 @@ our $Verbose             = $ENV{TEST_NGINX_VERBOSE};
 # (nginx writes some lines after it has already answered the client).
 our $TestNginxSleep      = $ENV{TEST_NGINX_SLEEP} || 0.015;
 our $ConfigPreamble      = '';
+
+# TEST_NGINX_USE_VALGRIND: a number (1) runs nginx under memcheck with the
+# real module's options; any other value is the valgrind option string
+# itself.  As in the real module nginx then stays in the foreground
+# (daemon off, our child, in a process group of its own); master_process
+# keeps its setting, so workers are forked under valgrind and checked too.
+# Must_die blocks run without valgrind.  Unlike the real module (which only
+# lets valgrind print to stderr), valgrind writes to logs/valgrind.PID.log
+# and every block whose nginx produced a report fails.
+our $UseValgrind         = $ENV{TEST_NGINX_USE_VALGRIND};
+our $ValgrindExitOnFirstErr = $ENV{TEST_NGINX_VALGRIND_EXIT_ON_FIRST_ERR};
+# Ours, not the real module's: how much slower nginx is under valgrind.
+# The runner's own waits (start, stop, client idle timeout, connect retries)
+# are multiplied by it; what a test asserts is never changed.
+our $ValgrindSlowdown    = $ENV{TEST_NGINX_VALGRIND_SLOWDOWN} || 10;
+our $DaemonEnabled       = $UseValgrind ? 'off' : 'on';
+our $ChildPid;            # under valgrind: the foreground nginx we forked
 our (@EnvToNginx, @BlockPreprocessors, @CleanupHandlers, @TestCleanupHandlers);
 
 # Hooks filled in by Test::Nginx::Socket (it knows how to talk HTTP).
@@ -101,6 +119,9 @@ sub server_name (@)       { $ServerName = shift if @_; $ServerName }
 sub server_root ()        { $ServRoot }
 sub html_dir ()           { $HtmlDir }
 sub sleep_time ()         { $TestNginxSleep }
+# A wait of the runner itself (never a test's expectation), stretched when
+# nginx runs under valgrind.
+sub slow_timeout ($)      { $UseValgrind ? $_[0] * $ValgrindSlowdown : $_[0] }
 sub master_on ()          { $MasterProcessEnabled = 'on' }
 sub master_off ()         { $MasterProcessEnabled = 'off' }
 sub no_shuffle ()         { $NoShuffle = 1 }
@@ -253,21 +274,31 @@ sub read_pid_file () {
 
 # Graceful stop (QUIT lets workers finish, and the module's exit hooks run),
 # then TERM, then KILL if nginx does not go away in time.
+# Under valgrind the wait covers the leak check of every process (the
+# master exits after its workers), and the forced steps signal the whole
+# process group, so no worker is left behind.
 sub stop_nginx ($$) {
     my ($pid, $name) = @_;
-    return unless is_running($pid);
-    for my $step ([SIGQUIT, $Timeout], [SIGTERM, 2], [SIGKILL, 2]) {
-        my ($sig, $wait) = @$step;
-        if ($sig != SIGQUIT) {
-            warn "$name - nginx $pid did not exit, sending signal $sig\n";
+    my $child = defined $ChildPid && $ChildPid == $pid;
+    if (is_running($pid)) {
+        for my $step ([SIGQUIT, slow_timeout($Timeout)], [SIGTERM, slow_timeout(2)],
+                      [SIGKILL, 2]) {
+            my ($sig, $wait) = @$step;
+            if ($sig != SIGQUIT) {
+                warn "$name - nginx $pid did not exit, sending signal $sig\n";
+            }
+            kill $sig, ($child && $sig != SIGQUIT ? -$pid : $pid);
+            my $deadline = time + $wait;
+            while (is_running($pid) && time < $deadline) {
+                waitpid($pid, WNOHANG);
+                sleep 0.02;
+            }
+            last unless is_running($pid);
         }
-        kill $sig, $pid;
-        my $deadline = time + $wait;
-        while (is_running($pid) && time < $deadline) {
-            waitpid($pid, WNOHANG);
-            sleep 0.02;
-        }
-        last unless is_running($pid);
+    }
+    if ($child) {
+        waitpid($pid, WNOHANG);
+        undef $ChildPid;
     }
     undef $StartedPid if defined $StartedPid && $StartedPid == $pid;
 }
@@ -359,7 +390,7 @@ sub write_config_file ($$) {
     }
     push @lines,
         "worker_processes $Workers;",
-        'daemon on;',
+        "daemon $DaemonEnabled;",
         "master_process $MasterProcessEnabled;",
         "error_log $ErrLogFile $LogLevel;",
         "pid $PidFile;";
@@ -421,14 +452,19 @@ EOT
 
 # ---- starting nginx ------------------------------------------------------
 
-# Runs the nginx command line and returns its wait status.  stdout goes to
-# /dev/null like the real module; stderr passes through to the test output.
-sub run_nginx_command () {
+sub nginx_command () {
     my @cmd = ($NginxBinary, '-p', "$ServRoot/", '-c', $ConfFile);
     # -e (1.19.5+) sends start-up errors to the test's error.log too, which
     # is where --- must_die + --- error_log look for them.
     splice @cmd, 1, 0, '-e', $ErrLogFile
         if defined $NginxVersion && $NginxVersion >= 1.019005;
+    return @cmd;
+}
+
+# Runs the nginx command line and returns its wait status.  stdout goes to
+# /dev/null like the real module; stderr passes through to the test output.
+sub run_nginx_command () {
+    my @cmd = nginx_command();
     warn "running: @cmd\n" if $Verbose;
     my $pid = fork;
     bail_out("fork failed: $!") unless defined $pid;
@@ -442,17 +478,144 @@ sub run_nginx_command () {
     return $?;
 }
 
+# ---- valgrind --------------------------------------------------------------
+
+# The suppression file: ./valgrind.suppress as the real module looks for
+# it, else the project's t/valgrind.suppress.
+sub valgrind_suppressions () {
+    my $here = File::Spec->catfile((File::Spec->splitpath(File::Spec->rel2abs(__FILE__)))[0, 1]);
+    for my $f ('valgrind.suppress', 't/valgrind.suppress',
+               File::Spec->catfile($here, '..', '..', '..', 'valgrind.suppress')) {
+        return File::Spec->rel2abs($f) if -f $f;
+    }
+    return undef;
+}
+
+my $ValgrindHelp;
+
+sub valgrind_options () {
+    my @opts;
+    if ($UseValgrind =~ /^\d+$/) {
+        # the real module's memcheck defaults
+        @opts = qw(--num-callers=100 -q --tool=memcheck --leak-check=full
+                   --keep-debuginfo=yes --show-possibly-lost=no);
+        if ($ValgrindExitOnFirstErr) {
+            $ValgrindHelp //= `valgrind --help 2>&1` // '';
+            if ($ValgrindHelp =~ /exit-on-first-error/) {
+                push @opts, qw(--exit-on-first-error=yes --error-exitcode=1);
+            } else {
+                warn "WARNING: valgrind does not support --exit-on-first-error\n";
+            }
+        }
+        push @opts, '--gen-suppressions=all';
+        my $supp = valgrind_suppressions();
+        push @opts, "--suppressions=$supp" if defined $supp;
+    } else {
+        @opts = ('-q', shellwords($UseValgrind));
+    }
+    # one file per process (forked workers get their own), read after the block
+    push @opts, "--log-file=$LogDir/valgrind.%p.log"
+        unless grep { /^--log-(?:file|fd|socket)\b/ } @opts;
+    return @opts;
+}
+
+# Starts nginx under valgrind as our child, in the foreground.
+sub spawn_valgrind_nginx ($) {
+    my $name = shift;
+    bail_out("$name - TEST_NGINX_USE_VALGRIND is set but valgrind is not in PATH")
+        unless can_run('valgrind');
+    my @cmd = ('valgrind', valgrind_options(), nginx_command());
+    warn "running: @cmd\n" if $Verbose;
+    my $pid = fork;
+    bail_out("fork failed: $!") unless defined $pid;
+    if ($pid == 0) {
+        setpgrp(0, 0);       # so a forced stop can take the workers along
+        open STDOUT, '>', '/dev/null';
+        { no warnings 'exec'; exec { $cmd[0] } @cmd; }
+        print STDERR "cannot run $cmd[0]: $!\n";
+        POSIX::_exit(127);
+    }
+    $ChildPid = $pid;
+    return $pid;
+}
+
+# The reports in a valgrind log: each is a header line ("Invalid read of
+# size 4", "N bytes in M blocks are definitely lost ...", "Process
+# terminating with ...") with at least one stack, plus the suppression
+# that --gen-suppressions printed for it.  Lines without a stack (warnings
+# about ioctls, large address ranges) come back as notes.
+sub parse_valgrind_log ($) {
+    my $text = shift;
+    my (@reports, @notes, $cur);
+    my $close = sub {
+        return unless $cur;
+        if ($cur->{text} =~ /^==\d+==\s+(?:at|by) 0x/m) { push @reports, $cur }
+        else { push @notes, $cur->{text} }
+        undef $cur;
+    };
+    my $in_supp = 0;
+    for my $line (split /^/, $text) {
+        # a generated suppression follows its report's closing blank line
+        if ($in_supp || $line =~ /^\{\s*$/) {
+            $close->();
+            $reports[-1]{text} .= $line if @reports;
+            $in_supp = $line !~ /^\}/;
+            next;
+        }
+        if ($line =~ /^==(\d+)== (\S.*)$/) {
+            $close->();
+            $cur = { pid => $1, header => $2, text => $line };
+        } elsif ($line =~ /^==\d+==\s*$/) {
+            $close->();
+        } elsif ($cur) {
+            $cur->{text} .= $line;
+        } elsif ($line =~ /\S/) {
+            push @notes, $line;      # valgrind's own complaints, unprefixed
+        }
+    }
+    $close->();
+    return (\@reports, \@notes);
+}
+
+# After the block's nginx has exited: fail the block if valgrind reported
+# anything (invalid accesses, uninitialised values, definite leaks, ...).
+sub check_valgrind_logs ($) {
+    my $name = shift;
+    my (@reports, @notes);
+    for my $f (sort glob "$LogDir/valgrind.*.log") {
+        my ($r, $n) = parse_valgrind_log(slurp($f));
+        push @reports, @$r;
+        push @notes, @$n;
+    }
+    Test::More::diag("$name - valgrind notes:\n" . join '', @notes) if @notes && $Verbose;
+    return unless @reports;
+    Test::More::fail("$name - valgrind: " . @reports . " report(s) from nginx");
+    Test::More::diag(join "\n", map { $_->{text} } @reports);
+}
+
 # The master binds the listening socket before it daemonizes, so once the
 # pid file exists the port accepts.  Look at /proc/net/tcp rather than
-# connecting, so the probe leaves no lines in the error log.
-sub wait_for_nginx ($) {
-    my $name = shift;
-    my $deadline = time + $Timeout;
+# connecting, so the probe leaves no lines in the error log.  With $child
+# (nginx in the foreground under valgrind) give up as soon as it exits; its
+# wait status is then in $?.
+sub wait_for_nginx ($;$) {
+    my ($name, $child) = @_;
+    my $deadline = time + slow_timeout($Timeout);
+    my $gone = sub {
+        return 0 unless defined $child;
+        return 0 unless waitpid($child, WNOHANG) == $child;
+        undef $ChildPid if defined $ChildPid && $ChildPid == $child;
+        return 1;
+    };
     my $pid;
-    until (($pid = read_pid_file()) || time > $deadline) { sleep 0.01 }
+    until (($pid = read_pid_file()) || time > $deadline) {
+        return undef if $gone->();
+        sleep 0.01;
+    }
     return undef unless $pid;
     my $hexport = sprintf '%04X', $ServerPort;
     while (time < $deadline) {
+        return undef if $gone->();
         my ($found, $have_proc) = (0, 0);
         for my $f ('/proc/net/tcp', '/proc/net/tcp6') {
             open my $in, '<', $f or next;
@@ -474,13 +637,31 @@ sub start_nginx ($) {
     my $name = shift;
     my $deadline = time + 10;
     while (1) {
-        my $status = run_nginx_command();
-        if ($status == 0) {
-            my $pid = wait_for_nginx($name)
-                or bail_out("$name - nginx started but wrote no pid file $PidFile");
-            $StartedPid = $pid;
-            sleep $TestNginxSleep;
-            return;
+        my $status;
+        if ($UseValgrind) {
+            my $child = spawn_valgrind_nginx($name);
+            my $pid = wait_for_nginx($name, $child);
+            $status = $?;
+            if ($pid && is_running($child)) {
+                $StartedPid = $pid;
+                sleep $TestNginxSleep;
+                return;
+            }
+            if (is_running($child)) {
+                stop_nginx($child, $name);
+                bail_out("$name - nginx under valgrind did not listen on port "
+                         . "$ServerPort within " . slow_timeout($Timeout) . " s");
+            }
+            $status ||= 1 << 8;
+        } else {
+            $status = run_nginx_command();
+            if ($status == 0) {
+                my $pid = wait_for_nginx($name)
+                    or bail_out("$name - nginx started but wrote no pid file $PidFile");
+                $StartedPid = $pid;
+                sleep $TestNginxSleep;
+                return;
+            }
         }
         # A port still held by an nginx that is shutting down is worth a
         # retry; any other start-up failure is a broken test.
@@ -501,11 +682,29 @@ sub slurp ($) {
     return <$in> // '';
 }
 
+# Under valgrind the pause above is too short for nginx to finish logging:
+# wait until the log has not grown for a while (at most a few seconds).
+sub wait_for_quiet_log () {
+    my $quiet    = 0.2;
+    my $deadline = time + slow_timeout(0.3);
+    my ($size, $since) = (-s $ErrLogFile // 0, time);
+    while (time < $deadline) {
+        sleep 0.05;
+        my $now = -s $ErrLogFile // 0;
+        if ($now != $size) {
+            ($size, $since) = ($now, time);
+        } elsif (time - $since >= $quiet) {
+            last;
+        }
+    }
+}
+
 # Lines of the error log written since the previous call (or since the
 # start of the block's requests), after a pause: nginx logs some things
 # (log phase, connection close) after the client already has its response.
 sub error_log_data () {
     sleep $TestNginxSleep * 3;
+    wait_for_quiet_log() if $UseValgrind;
     open my $in, '<', $ErrLogFile or return [];
     seek $in, $ErrLogFilePos, 0 if !$CheckAccumErrLog && $ErrLogFilePos > 0;
     my @lines = <$in>;
@@ -592,6 +791,20 @@ sub run_test ($) {
 
     my $config = expand_env_in_text($block->config, $name);
 
+    # As in the real module, a block that must not start nginx is run
+    # without valgrind (and so with nginx as a daemon again).
+    local $UseValgrind   = $UseValgrind;
+    local $DaemonEnabled = $DaemonEnabled;
+    if (defined $block->must_die) {
+        undef $UseValgrind;
+        $DaemonEnabled = 'on';
+    }
+
+    # Under valgrind every block ends by stopping nginx (so valgrind checks
+    # its exit): a block without --- config gets a fresh nginx with the
+    # previous block's configuration.
+    $config = $PrevConfig if !defined $config && $UseValgrind;
+
     if (defined $config) {
         # Every block with a config gets a fresh nginx and fresh logs.
         $PrevConfig = $config;
@@ -620,6 +833,14 @@ sub run_test ($) {
     for my $i (1 .. $RepeatEach) {
         write_user_files($block) if $i > 1;
         $RunTestHelper->($block, 0, $i - 1);
+    }
+
+    if ($UseValgrind) {
+        # leaks are reported when the processes exit
+        my $pid = $StartedPid // read_pid_file();
+        stop_nginx($pid, $name) if $pid;
+        unlink $PidFile;
+        check_valgrind_logs($name);
     }
 }
 
@@ -664,7 +885,11 @@ END {
     # Only the nginx this run started, and only if it is still the one in
     # the pid file (a later run may own the server root by now).
     local $?;
-    if (defined $StartedPid && !$ENV{TEST_NGINX_NO_CLEAN}) {
+    if (defined $ChildPid) {
+        # our foreground nginx under valgrind: stopped even with
+        # TEST_NGINX_NO_CLEAN, as the real module does
+        stop_nginx($ChildPid, 'END');
+    } elsif (defined $StartedPid && !$ENV{TEST_NGINX_NO_CLEAN}) {
         my $pid = read_pid_file();
         if (defined $pid && $pid == $StartedPid) {
             stop_nginx($pid, 'END');
