@@ -32,8 +32,10 @@ my $head = "POST /ingest/errors HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok
          . "Content-Type: application/json\r\nConnection: close\r\n";
 
 sub connect_raw {
-    return IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
-                                 Timeout => 5) or die "connect: $!";
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
+                                  Timeout => 5);
+    die "connect: $!" unless $s;
+    return $s;
 }
 
 sub still_fine {
