@@ -61,7 +61,7 @@ __DATA__
 === TEST 2: reports: huge (over the limit) and big (under it)
 --- request eval
 ["POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"" . ("x" x 70000) . "\"}",
- "POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"" . ("\\u00e9" x 6000) . "\",\"traits\":{" . join(",", map { "\"t$_\":$_" } 1..2000) . "}}",
+ "POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"" . ("\\u00e9" x 6000) . "\",\"traits\":{" . CORE::join(",", map { "\"t$_\":$_" } 1..2000) . "}}",
  $::Good]
 --- more_headers eval
 [$::Json, $::Json, $::Auth]
@@ -93,7 +93,7 @@ Authorization: Bearer pub_shop_1
 
 === TEST 4: query: 10,000 traits, a 1 MB userId, a 1 MB trait value
 --- request eval
-["GET /flags?" . join("&", map { "trait_t$_=v" } 1..10000),
+["GET /flags?" . CORE::join("&", map { "trait_t$_=v" } 1..10000),
  "GET /flags?userId=" . ("u" x (1024 * 1024)),
  "GET /flags?userId=x&trait_plan=" . ("p" x (1024 * 1024)),
  $::Good]
