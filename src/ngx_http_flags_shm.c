@@ -441,7 +441,8 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     fl_saved_flag_t           *saved;
     ngx_http_flags_project_t  *project;
 
-    if (fmcf->state_file.len == 0) {
+    /* "nginx -t" builds a throwaway zone: nothing to restore into */
+    if (fmcf->state_file.len == 0 || ngx_test_config) {
         return;
     }
 
