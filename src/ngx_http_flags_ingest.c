@@ -15,6 +15,7 @@ typedef struct {
 } ngx_http_flags_ingest_ctx_t;
 
 
+static ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
@@ -32,7 +33,7 @@ static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
  * "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8".
  */
 
-ngx_int_t
+static ngx_int_t
 ngx_http_flags_is_json(ngx_table_elt_t *h)
 {
     u_char  *p, *last;

@@ -103,7 +103,6 @@ ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
-ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 ngx_int_t ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status);
 ngx_http_flags_project_t *ngx_http_flags_find_project(
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
