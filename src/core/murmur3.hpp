@@ -44,7 +44,7 @@ inline uint32_t mix_k(uint32_t k)
 struct Murmur3 {
     uint32_t        h = 0;
     size_t          total = 0;
-    unsigned char   tail[4];
+    unsigned char   tail[4] = {0, 0, 0, 0};
     size_t          ntail = 0;
 
     Murmur3() = default;
