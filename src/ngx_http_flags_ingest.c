@@ -141,6 +141,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     char                          err[256];
     u_char                        msg[256];
     long                          idx;
+    size_t                        len;
     ngx_int_t                     rc;
     fl_alloc_t                    alloc;
     fl_status_t                   st;
@@ -197,9 +198,20 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     idx = fl_project_find_flag(project->core, report.flag_name,
                                report.flag_name_len);
     if (idx < 0) {
+        /* echo at most 128 bytes of the client's name, never half of a
+         * UTF-8 sequence: the message goes into a JSON answer */
+        len = report.flag_name_len;
+
+        if (len > 128) {
+            len = 128;
+            while (len && ((u_char) report.flag_name[len] & 0xc0) == 0x80) {
+                len--;
+            }
+        }
+
         ngx_snprintf(msg, sizeof(msg) - 1,
                      "project \"%V\" has no flag \"%*s\"%Z", &project->name,
-                     ngx_min(report.flag_name_len, 128), report.flag_name);
+                     len, report.flag_name);
         msg[sizeof(msg) - 1] = '\0';
 
         return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,

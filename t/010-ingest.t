@@ -275,3 +275,15 @@ Content-Type: application/json
 [404, 400, 405, 413, 204]
 --- response_body_like eval
 ['^\{"error":"unknown_flag"', '^\{"error":"invalid_json"', '^\{"error":"method_not_allowed"', '^\{"error":"payload_too_large"', '^$']
+
+
+
+=== TEST 14: an unknown flag's name is echoed up to 128 bytes, never cutting a UTF-8 character
+--- request eval
+"POST /ingest/errors\n{\"flagName\":\"" . ("a" x 127) . "\\u00e9tail\",\"message\":\"m\"}"
+--- more_headers
+Authorization: Bearer pub_shop_1
+Content-Type: application/json
+--- error_code: 404
+--- response_body eval
+'{"error":"unknown_flag","message":"project \"shop\" has no flag \"' . ("a" x 127) . '\""}'
