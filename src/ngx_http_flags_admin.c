@@ -34,7 +34,6 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     size_t                       i, n, size;
     int64_t                      now;
     ngx_int_t                    rc;
-    fl_flag_info_t               info;
     fl_state_snapshot_t          s;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -88,9 +87,6 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
             } else {
                 /* the zone was full: nothing is counted for this flag */
                 ngx_memzero(&s, sizeof(fl_state_snapshot_t));
-                if (fl_project_flag_info(project[i].core, n, &info) == 0) {
-                    s.def_hash = info.def_hash;
-                }
             }
 
             p += fl_status_flag_json(project[i].core, n, &s, (char *) p);

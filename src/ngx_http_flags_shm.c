@@ -271,7 +271,7 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_uint_t gen,
 
             window = (flag->policy.mode == FL_ROLLBACK_ON)
                      ? flag->policy.window
-                     : (fmcf->rollback.window ? fmcf->rollback.window : 60);
+                     : fmcf->rollback.window;
 
             /* the key: "project\0flag" */
             len = project[i].name.len + 1 + flag->name.len;
@@ -576,7 +576,8 @@ static ngx_int_t
 ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 {
     u_char                    *tmp_name, *buf;
-    size_t                     i, n, total, len, off;
+    size_t                     i, k, n, total, len, off;
+    int64_t                    now;
     ssize_t                    w;
     ngx_fd_t                   fd;
     ngx_int_t                  rc;
@@ -598,17 +599,17 @@ ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     }
 
     n = 0;
+    now = ngx_http_flags_now_sec();
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (len = 0; len < project[i].nflags; len++) {
-            if (project[i].flags[len].state == NULL
-                || fl_project_flag_info(project[i].core, len, &info) != 0)
+        for (k = 0; k < project[i].nflags; k++) {
+            if (project[i].flags[k].state == NULL
+                || fl_project_flag_info(project[i].core, k, &info) != 0)
             {
                 continue;
             }
 
-            fl_state_snapshot(project[i].flags[len].state,
-                              ngx_http_flags_now_sec(), &s);
+            fl_state_snapshot(project[i].flags[k].state, now, &s);
 
             if (!s.rolled_back && s.override_kind == FL_OVERRIDE_NONE) {
                 continue;
