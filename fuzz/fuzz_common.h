@@ -219,6 +219,20 @@ struct Exact {
     Exact &operator=(const Exact &) = delete;
 };
 
+/* The /flags answer for results r fits fl_flags_json_bound() exactly and is
+ * valid JSON. */
+inline void check_flags_json(const fl_project_t *p, const fl_result_t *r)
+{
+    size_t bound = fl_flags_json_bound(p);
+    char *buf = static_cast<char *>(std::malloc(bound));
+    FUZZ_CHECK(buf != nullptr, "malloc");
+    size_t n = fl_flags_json(p, r, buf);
+    FUZZ_CHECK(n <= bound, "fl_flags_json wrote %zu bytes, bound %zu", n, bound);
+    FUZZ_CHECK(json_valid(buf, n), "/flags answer is not valid JSON: %.*s",
+               static_cast<int>(n), buf);
+    std::free(buf);
+}
+
 } // namespace fuzz
 
 #endif /* FLAGS_FUZZ_COMMON_H */

@@ -414,18 +414,6 @@ void check(const fl_project_t *p, const fl_user_t *u, const fl_user_t *ref_u,
     }
 }
 
-void check_json(const fl_project_t *p, const fl_result_t *r)
-{
-    size_t bound = fl_flags_json_bound(p);
-    char *buf = static_cast<char *>(std::malloc(bound));
-    FUZZ_CHECK(buf != nullptr, "malloc");
-    size_t n = fl_flags_json(p, r, buf);
-    FUZZ_CHECK(n <= bound, "fl_flags_json wrote %zu, bound %zu", n, bound);
-    FUZZ_CHECK(fuzz::json_valid(buf, n), "/flags answer not JSON: %.*s",
-               static_cast<int>(n), buf);
-    std::free(buf);
-}
-
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -471,7 +459,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fl_evaluate(p, &u, effp, out.data());
     FUZZ_CHECK(out[nflags].enabled == 0x5a, "fl_evaluate wrote past the end");
     check(p, &u, &u, effp, out.data());
-    check_json(p, out.data());
+    fuzz::check_flags_json(p, out.data());
 
     /* the same again: the segment cache and the shared match data must
      * not carry anything over */
@@ -486,6 +474,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fl_evaluate(p, nullptr, effp, again.data());
     fl_user_t empty = { nullptr, 0, nullptr, 0 };
     check(p, nullptr, &empty, effp, again.data());
-    check_json(p, again.data());
+    fuzz::check_flags_json(p, again.data());
     return 0;
 }

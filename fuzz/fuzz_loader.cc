@@ -15,18 +15,6 @@
 
 namespace {
 
-void check_flags_json(const fl_project_t *p, const fl_result_t *r)
-{
-    size_t bound = fl_flags_json_bound(p);
-    char *buf = static_cast<char *>(std::malloc(bound));
-    FUZZ_CHECK(buf != nullptr, "malloc");
-    size_t n = fl_flags_json(p, r, buf);
-    FUZZ_CHECK(n <= bound, "fl_flags_json wrote %zu bytes, bound %zu", n, bound);
-    FUZZ_CHECK(fuzz::json_valid(buf, n), "/flags answer is not valid JSON: %.*s",
-               static_cast<int>(n), buf);
-    std::free(buf);
-}
-
 void check_status_json(const fl_project_t *p, size_t i,
     const fl_state_snapshot_t *s)
 {
@@ -124,13 +112,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     std::vector<fl_result_t> r(n + 1);
     fl_user_t nobody = { nullptr, 0, nullptr, 0 };
     fl_evaluate(p, &nobody, nullptr, r.data());
-    check_flags_json(p, r.data());
+    fuzz::check_flags_json(p, r.data());
     static const uint32_t wide[] = { 33333, 100000, 12345, 99999, 0, 1, 10 };
     for (size_t i = 0; i < n; i++) {
         r[i].enabled = 1;
         r[i].rollout_milli = wide[i % (sizeof(wide) / sizeof(wide[0]))];
     }
-    check_flags_json(p, r.data());
+    fuzz::check_flags_json(p, r.data());
 
     /* The flags_status object of each flag, quiet and busy states. */
     fl_state_snapshot_t quiet, busy;
