@@ -23,7 +23,7 @@ static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
-static void ngx_http_flags_admin_log(ngx_http_request_t *r,
+static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what);
 
 
@@ -81,13 +81,7 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
                 *p++ = ',';
             }
 
-            if (project[i].flags[n].state) {
-                fl_state_snapshot(project[i].flags[n].state, now, &s);
-
-            } else {
-                /* the zone was full: nothing is counted for this flag */
-                ngx_memzero(&s, sizeof(fl_state_snapshot_t));
-            }
+            ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
 
             p += fl_status_flag_json(project[i].core, n, &s, (char *) p);
         }
@@ -192,7 +186,7 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
                                          "name");
     }
 
-    if (project->flags[idx].state == NULL) {
+    if (project->flags[idx].node == NULL) {
         return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                          "zone_full",
                                          "the flags zone had no room for "
@@ -224,16 +218,16 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     }
 
     if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
-        if (fl_state_clear_rollback(ctx->flag->state)) {
-            ngx_http_flags_admin_log(r, ctx, "rollback cleared");
+        if (!ngx_http_flags_clear_rollback(fmcf, ctx->flag)) {
+            return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
         }
 
-    } else {
-        fl_state_set_override(ctx->flag->state, FL_OVERRIDE_NONE, 0);
-        ngx_http_flags_admin_log(r, ctx, "override removed");
+        return ngx_http_flags_admin_done(r, ctx, "rollback cleared");
     }
 
-    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+    ngx_http_flags_set_override(ctx->flag, FL_OVERRIDE_NONE, 0);
+
+    return ngx_http_flags_admin_done(r, ctx, "override removed");
 
 not_found:
 
@@ -315,24 +309,47 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    fl_state_set_override(ctx->flag->state, kind, milli);
-    ngx_http_flags_admin_log(r, ctx, "override set");
+    ngx_http_flags_set_override(ctx->flag, kind, milli);
 
-    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+    return ngx_http_flags_admin_done(r, ctx, "override set");
 }
 
 
-static void
-ngx_http_flags_admin_log(ngx_http_request_t *r,
+/*
+ * A change is in the zone (every worker sees it): log it, save it, and
+ * say so.  A change that could not be saved stays in effect (a kill switch
+ * thrown during an incident must not be undone by a full disk), but is not
+ * answered 204: it would be lost at the next restart.
+ */
+
+static ngx_int_t
+ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what)
 {
+    u_char                       err[256], msg[512];
+    ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
-    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    ngx_log_error(flcf->log_level, r->connection->log, 0,
                   "flags: %s for flag \"%V\" of project \"%V\"",
                   what, &ctx->flag->name, &ctx->project->name);
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    err[0] = '\0';
 
-    ngx_http_flags_save_state(fmcf, r->connection->log);
+    if (ngx_http_flags_save_state(fmcf, r->connection->log, err, sizeof(err))
+        == NGX_ERROR)
+    {
+        ngx_snprintf(msg, sizeof(msg) - 1, "the change is in effect on every "
+                     "worker but was not saved to flags_state_file, so a "
+                     "restart would lose it: %s%Z", err);
+        msg[sizeof(msg) - 1] = '\0';
+
+        return ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                         "state_not_saved", (char *) msg);
+    }
+
+    return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
 }

@@ -68,10 +68,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     }
 
     for (i = 0; i < n; i++) {
-        effective[i] = flags[i].state
-                       ? fl_state_effective(flags[i].state,
-                                            flags[i].rollout_milli)
-                       : flags[i].rollout_milli;
+        effective[i] = ngx_http_flags_effective(&flags[i]);
     }
 
     fl_evaluate(project->core, &user, effective, results);
@@ -79,9 +76,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < n; i++) {
-        if (flags[i].state) {
-            fl_state_count_eval(flags[i].state, now, results[i].enabled);
-        }
+        ngx_http_flags_count_eval(&flags[i], now, results[i].enabled);
     }
 
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));

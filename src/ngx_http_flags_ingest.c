@@ -25,7 +25,8 @@ static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
 static ngx_int_t ngx_http_flags_write_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, fl_report_t *report);
 static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag);
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    fl_state_snapshot_t *s);
 
 
 /*
@@ -146,6 +147,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     fl_alloc_t                    alloc;
     fl_status_t                   st;
     fl_report_t                   report;
+    fl_state_snapshot_t           s;
     fl_report_parser_t           *rp;
     ngx_http_flags_flag_t        *flag;
     ngx_http_flags_project_t     *project;
@@ -227,11 +229,10 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
 
     flag = &project->flags[idx];
 
-    if (flag->state
-        && fl_state_record_error(flag->state, ngx_http_flags_now_sec(),
-                                 ngx_http_flags_now_ms(), &flag->policy))
+    if (ngx_http_flags_count_error(
+            ngx_http_get_module_main_conf(r, ngx_http_flags_module), flag, &s))
     {
-        ngx_http_flags_rolled_back(r, project, flag);
+        ngx_http_flags_rolled_back(r, project, flag, &s);
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
@@ -250,15 +251,24 @@ ngx_http_flags_feed_piece(void *ctx, u_char *p, size_t len)
  * One line, one write(2) on a file opened with O_APPEND: lines from
  * different workers never interleave, and the 204 is sent only after the
  * kernel has the whole line.
+ *
+ * A full disk (or file size limit) can take only part of a line.  The
+ * fragment is cut off again so that the next line starts on a line of its
+ * own; where that is impossible (an append-only file), the zone remembers
+ * it and the next writer starts with a newline.
  */
 
 static ngx_int_t
 ngx_http_flags_write_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, fl_report_t *report)
 {
-    u_char                      *line;
+    u_char                      *line, *start;
+    off_t                        end;
     size_t                       len;
     ssize_t                      n;
+    ngx_err_t                    err;
+    ngx_file_info_t              fi;
+    ngx_http_flags_shctx_t      *sh;
     ngx_http_flags_main_conf_t  *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
@@ -267,51 +277,93 @@ ngx_http_flags_write_report(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    line = ngx_pnalloc(r->pool, fl_report_log_bound(report,
-                                                    project->name.len));
+    sh = fmcf->sh;
+
+    line = ngx_pnalloc(r->pool, 1 + fl_report_log_bound(report,
+                                                        project->name.len));
     if (line == NULL) {
         return NGX_ERROR;
     }
 
     len = fl_report_log_line(report, (const char *) project->name.data,
                              project->name.len, ngx_http_flags_now_ms(),
-                             (char *) line);
+                             (char *) line + 1);
+    start = line + 1;
 
-    n = ngx_write_fd(fmcf->error_log->fd, line, len);
+    if (sh && sh->log_torn) {
+        *line = '\n';
+        start = line;
+        len++;
+    }
 
-    if (n != (ssize_t) len) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, ngx_errno,
-                      "flags: writing a report to \"%V\" failed "
-                      "(%z of %uz bytes)", &fmcf->error_log->name, n, len);
+    n = ngx_write_fd(fmcf->error_log->fd, start, len);
+
+    if (n == (ssize_t) len) {
+        if (start == line) {
+            (void) ngx_atomic_cmp_set(&sh->log_torn, 1, 0);
+        }
+
+        return NGX_OK;
+    }
+
+    if (n == -1) {
+        err = ngx_errno;
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, err,
+                      "flags: writing a report to \"%V\" failed",
+                      &fmcf->error_log->name);
         return NGX_ERROR;
     }
 
-    return NGX_OK;
+    /* a short write: the file system is full or the file at its limit */
+
+    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                  "flags: writing a report to \"%V\" failed: only %z of "
+                  "%uz bytes were written (file system full or file size "
+                  "limit reached)", &fmcf->error_log->name, n, len);
+
+    end = lseek(fmcf->error_log->fd, 0, SEEK_CUR);
+
+    if (n > 0
+        && (end == -1
+            || ngx_fd_info(fmcf->error_log->fd, &fi) == NGX_FILE_ERROR
+            || ngx_file_size(&fi) != end
+            || ftruncate(fmcf->error_log->fd, end - n) == -1))
+    {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, ngx_errno,
+                      "flags: could not remove the partial line from \"%V\"",
+                      &fmcf->error_log->name);
+
+        if (sh) {
+            sh->log_torn = 1;
+        }
+    }
+
+    return NGX_ERROR;
 }
 
 
 static void
 ngx_http_flags_rolled_back(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag)
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    fl_state_snapshot_t *s)
 {
     char                         rate[16];
     size_t                       rate_len;
-    fl_state_snapshot_t          s;
+    ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
-    fl_state_snapshot(flag->state, ngx_http_flags_now_sec(), &s);
-
     rate_len = fl_json_milli(flag->policy.rate_milli, rate);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+    ngx_log_error(flcf->log_level, r->connection->log, 0,
                   "flags: rolled back flag \"%V\" of project \"%V\": "
                   "%uL errors and %uL enabled evaluations in %uD s "
                   "(min_errors=%uD rate=%*s%%)",
-                  &flag->name, &project->name, s.rollback_errors,
-                  s.rollback_enabled, flag->policy.window,
+                  &flag->name, &project->name, s->rollback_errors,
+                  s->rollback_enabled, flag->policy.window,
                   flag->policy.min_errors, rate_len, rate);
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    ngx_http_flags_save_state(fmcf, r->connection->log);
+    (void) ngx_http_flags_save_state(fmcf, r->connection->log, NULL, 0);
 }

@@ -36,6 +36,16 @@ static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
 };
 
 
+/* like limit_req_log_level */
+static ngx_conf_enum_t  ngx_http_flags_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_http_flags_commands[] = {
 
     { ngx_string("flags_zone"),
@@ -86,6 +96,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_flags_loc_conf_t, max_report_size),
       NULL },
+
+    { ngx_string("flags_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, log_level),
+      &ngx_http_flags_log_levels },
 
     { ngx_string("flags_evaluate"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
@@ -140,11 +157,11 @@ ngx_module_t  ngx_http_flags_module = {
     ngx_http_flags_commands,               /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_flags_commit,                 /* init module */
+    ngx_http_flags_init_process,           /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_flags_exit_process,           /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -169,6 +186,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
      *     fmcf->rollback_set = 0;
      */
 
+    fmcf->cycle = cf->cycle;
     fmcf->zone_size = NGX_CONF_UNSET;
     fmcf->error_log = NGX_CONF_UNSET_PTR;
 
@@ -205,6 +223,14 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     fl_rollback_policy_t      *p, defaults;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_project_t  *project;
+    ngx_http_flags_loc_conf_t *flcf;
+
+    flcf = ((ngx_http_conf_ctx_t *) cf->ctx)->loc_conf[
+                                             ngx_http_flags_module.ctx_index];
+
+    /* events logged outside a request (reloads) use the http level */
+    fmcf->log_level = (flcf->log_level != NGX_CONF_UNSET_UINT)
+                      ? flcf->log_level : NGX_LOG_ERR;
 
     if (fmcf->projects.nelts == 0) {
         /* the module is loaded but unused: open no files, add no zone */
@@ -306,6 +332,7 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
 
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
+    flcf->log_level = NGX_CONF_UNSET_UINT;
 
     return flcf;
 }
@@ -320,6 +347,7 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
 
     if (conf->max_report_size == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -606,6 +634,7 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         project->flags[n].name.data = (u_char *) info.name;
         project->flags[n].name.len = info.name_len;
         project->flags[n].rollout_milli = info.rollout_milli;
+        project->flags[n].def_hash = info.def_hash;
     }
 
     return NGX_CONF_OK;
@@ -798,8 +827,8 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
-    ngx_str_t        *value, dir;
-    ngx_file_info_t   fi;
+    u_char     *p;
+    ngx_str_t  *value;
 
     if (fmcf->state_file.data) {
         return "is duplicate";
@@ -818,30 +847,20 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* a missing directory would only show at the first rollback */
-    dir.data = fmcf->state_file.data;
-    dir.len = fmcf->state_file.len;
+    /* the directory is checked once the worker user is known (init_zone);
+     * its messages name this place */
 
-    while (dir.len && dir.data[dir.len - 1] != '/') {
-        dir.len--;
-    }
-
-    dir.data = ngx_pstrdup(cf->pool, &dir);
-    if (dir.data == NULL) {
+    p = ngx_pnalloc(cf->pool, cf->conf_file->file.name.len + NGX_INT_T_LEN
+                              + 2);
+    if (p == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    dir.data[dir.len ? dir.len - 1 : 0] = '\0';
-
-    if (dir.len > 1
-        && (ngx_file_info(dir.data, &fi) == NGX_FILE_ERROR
-            || !ngx_is_dir(&fi)))
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "flags_state_file \"%V\": directory \"%s\" "
-                           "does not exist", &fmcf->state_file, dir.data);
-        return NGX_CONF_ERROR;
-    }
+    fmcf->state_file_conf.data = p;
+    fmcf->state_file_conf.len = ngx_sprintf(p, "%V:%ui",
+                                            &cf->conf_file->file.name,
+                                            cf->conf_file->line)
+                                - p;
 
     return NGX_CONF_OK;
 }

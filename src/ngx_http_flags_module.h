@@ -20,18 +20,60 @@
 #define NGX_HTTP_FLAGS_ZONE_NAME      "flags"
 #define NGX_HTTP_FLAGS_ZONE_SIZE      (8 * 1024 * 1024)
 #define NGX_HTTP_FLAGS_ERROR_LOG      "logs/flags-errors.log"
+#define NGX_HTTP_FLAGS_STATE_FILE_MAX (16 * 1024 * 1024)
 
 
-/* A flag's node in the shared zone: found by "project\0flag". */
+/*
+ * The zone holds, per (project, flag), a node with the lifetime totals and
+ * the versions of the flag: one per definition (def_hash), each with its
+ * control block (rollback, override) and a list of window blocks, the
+ * head being where events are counted.  Every object carries the
+ * configuration generations that use it; see ngx_http_flags_shm.c for
+ * when it may be reused.
+ */
+
+#define NGX_HTTP_FLAGS_MAX_PROCS      256
+#define NGX_HTTP_FLAGS_KEY_LEN        (64 + 1 + 128)    /* project\0flag */
+
+
+typedef struct ngx_http_flags_window_s  ngx_http_flags_window_t;
+
+struct ngx_http_flags_window_s {
+    ngx_http_flags_window_t    *next;
+    ngx_uint_t                  retired;     /* generation that replaced it */
+    uint64_t                    block[1];    /* fl_window block */
+};
+
+
+typedef struct ngx_http_flags_version_s  ngx_http_flags_version_t;
+
+struct ngx_http_flags_version_s {
+    ngx_http_flags_version_t   *next;
+    ngx_uint_t                  first_gen;
+    ngx_uint_t                  last_gen;
+    ngx_http_flags_window_t    *windows;     /* the head counts events */
+    fl_control_t                ctl;
+};
+
+
 typedef struct {
     ngx_str_node_t              sn;          /* key: crc32 + name */
-    ngx_queue_t                 queue;       /* every node, live or retired */
-    ngx_uint_t                  generation;  /* last cycle that used it */
-    ngx_uint_t                  retired;     /* out of the tree, to be freed */
-    u_char                     *state;       /* fl_state block, own slab */
+    ngx_queue_t                 queue;       /* every node */
+    ngx_uint_t                  first_gen;
+    ngx_uint_t                  last_gen;
+    ngx_uint_t                  in_tree;
+    fl_totals_t                 totals;
+    ngx_http_flags_version_t   *versions;
     size_t                      key_len;
     u_char                      key[1];
 } ngx_http_flags_node_t;
+
+
+/* A process that may use the zone: a worker and its generation. */
+typedef struct {
+    ngx_pid_t                   pid;
+    ngx_uint_t                  gen;
+} ngx_http_flags_proc_t;
 
 
 /* The zone's header, parked in shpool->data. */
@@ -39,7 +81,13 @@ typedef struct {
     ngx_rbtree_t                rbtree;
     ngx_rbtree_node_t           sentinel;
     ngx_queue_t                 queue;
-    ngx_uint_t                  generation;
+    ngx_uint_t                  nnodes;
+    ngx_uint_t                  generation;  /* the last one prepared */
+    ngx_uint_t                  committed;   /* the one whose workers run */
+    ngx_uint_t                  untracked;   /* a worker found no slot */
+    ngx_uint_t                  retired;     /* replaced by another zone */
+    ngx_atomic_t                log_torn;    /* a report line was cut */
+    ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_shctx_t;
 
 
@@ -47,7 +95,10 @@ typedef struct {
     ngx_str_t                   name;
     fl_rollback_policy_t        policy;      /* resolved: mode ON or OFF */
     uint32_t                    rollout_milli;
-    u_char                     *state;       /* NULL when the zone was full */
+    uint64_t                    def_hash;
+    ngx_http_flags_node_t      *node;        /* NULL when the zone was full */
+    ngx_http_flags_version_t   *version;
+    ngx_http_flags_version_t   *replaced;    /* for the commit's log */
 } ngx_http_flags_flag_t;
 
 
@@ -62,6 +113,7 @@ typedef struct {
 
 
 typedef struct {
+    ngx_cycle_t                *cycle;
     ngx_shm_zone_t             *shm_zone;
     ngx_slab_pool_t            *shpool;
     ngx_http_flags_shctx_t     *sh;
@@ -74,13 +126,17 @@ typedef struct {
     ngx_open_file_t            *error_log;   /* NULL when "off" */
     ngx_str_t                   error_log_name;
     ngx_str_t                   state_file;  /* empty when off */
+    ngx_str_t                   state_file_conf;  /* "file:line" */
     ngx_uint_t                  rollback_set;
+    ngx_uint_t                  gen;         /* this configuration's */
+    ngx_uint_t                  log_level;
 } ngx_http_flags_main_conf_t;
 
 
 typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
+    ngx_uint_t                  log_level;
 } ngx_http_flags_loc_conf_t;
 
 
@@ -89,10 +145,32 @@ extern ngx_module_t  ngx_http_flags_module;
 
 /* ngx_http_flags_shm.c */
 ngx_int_t ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data);
-void ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf,
-    ngx_log_t *log);
+ngx_int_t ngx_http_flags_commit(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
+void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
+uint32_t ngx_http_flags_effective(ngx_http_flags_flag_t *flag);
+void ngx_http_flags_count_eval(ngx_http_flags_flag_t *flag, int64_t now,
+    ngx_uint_t enabled);
+ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s);
+void ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
+ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag);
+void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
+    fl_override_kind_t kind, uint32_t milli);
+size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
+    fl_saved_flag_t *e, u_char *keys, size_t max);
 int64_t ngx_http_flags_now_sec(void);
 uint64_t ngx_http_flags_now_ms(void);
+
+/* ngx_http_flags_state.c */
+ngx_int_t ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
+    ngx_cycle_t *cycle, ngx_log_t *log);
+void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log);
+ngx_int_t ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, u_char *err, size_t err_len);
 
 /* ngx_http_flags_response.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,

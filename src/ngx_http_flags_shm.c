@@ -1,10 +1,37 @@
 /*
- * ngx_http_flags_shm.c - the shared zone and the state file.
+ * ngx_http_flags_shm.c - the shared zone across configuration generations.
  *
- * The zone holds only mutable state: one node a (project, flag) with a
- * fl_state block (counters, window, rollback, override).  Definitions stay
- * in each process's configuration.  Nodes are found by "project\0flag", so
- * a reload that keeps a flag keeps its state.
+ * The zone holds only mutable state (see ngx_http_flags_module.h): nodes
+ * found by "project\0flag", their versions (one per definition) and window
+ * blocks.  Definitions stay in each process's configuration.
+ *
+ * Generations.  Every configuration that binds the zone gets a number
+ * (fmcf->gen) when init_zone prepares it in the master; it is "committed"
+ * only when nginx commits the cycle (init_module, after the listening
+ * sockets were opened).  Each worker records (pid, generation) in the zone
+ * while it runs.  Hence:
+ *
+ *  - preparing changes nothing a running worker sees: a changed
+ *    definition gets a new version beside the old one, a changed window
+ *    length a new head window whose predecessor is still summed, so a
+ *    configuration nginx rejects after init_zone leaves no trace;
+ *  - an object is bindable by a new generation only while the committed
+ *    generation uses it (last_gen >= committed): a flag removed, or a
+ *    definition replaced, by a committed configuration starts fresh if it
+ *    comes back;
+ *  - an object is freed only once it is no longer bindable and every
+ *    process of a generation that could reach it has exited, whatever the
+ *    number of reloads in between (a slow request in an old worker keeps
+ *    its flag's memory alive, never another project's);
+ *  - a retired window is merged into its successor and freed under the
+ *    same rule, so that no event counted in it is lost.
+ *
+ * Workers that die without exit_process are found at the next reload by
+ * their pid (gone, a zombie, or no longer the master's child).
+ *
+ * Locking: the slab mutex guards the lists and the tree.  The request path
+ * takes it only to sum the windows of a version (reports, status) and to
+ * snapshot the zone for the state file; counting is lock-free.
  */
 
 #include "ngx_http_flags_module.h"
@@ -12,15 +39,26 @@
 
 static ngx_int_t ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log);
-static ngx_uint_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
-    ngx_uint_t gen, ngx_uint_t create, ngx_uint_t *cleared);
+static void ngx_http_flags_collect(ngx_http_flags_main_conf_t *fmcf,
+    ngx_uint_t committed);
+static ngx_uint_t ngx_http_flags_min_live(ngx_http_flags_shctx_t *sh);
+static ngx_uint_t ngx_http_flags_proc_alive(ngx_pid_t pid);
+static ngx_int_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *project, ngx_http_flags_flag_t *flag, uint32_t window,
+    ngx_uint_t gen, ngx_uint_t committed, ngx_log_t *log);
+static ngx_http_flags_window_t *ngx_http_flags_new_window(
+    ngx_slab_pool_t *shpool, uint32_t seconds);
+static ngx_http_flags_version_t *ngx_http_flags_new_version(
+    ngx_slab_pool_t *shpool, uint64_t def_hash, uint32_t seconds,
+    ngx_uint_t gen);
+static void ngx_http_flags_free_version(ngx_slab_pool_t *shpool,
+    ngx_http_flags_version_t *v);
 static ngx_http_flags_node_t *ngx_http_flags_lookup(
     ngx_http_flags_shctx_t *sh, u_char *key, size_t len, uint32_t hash);
-static void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,
-    ngx_log_t *log);
-static ngx_int_t ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf,
-    ngx_log_t *log);
 static ngx_int_t ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone);
+static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
+    uint64_t *enabled, uint64_t *errors);
 
 
 int64_t
@@ -47,6 +85,17 @@ ngx_http_flags_now_ms(void)
 }
 
 
+/* The window length a flag counts over: its own, or the http one. */
+
+static uint32_t
+ngx_http_flags_window_of(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag)
+{
+    return (flag->policy.mode == FL_ROLLBACK_ON) ? flag->policy.window
+                                                 : fmcf->rollback.window;
+}
+
+
 ngx_int_t
 ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
@@ -62,8 +111,15 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
     fmcf->shpool = shpool;
 
+    if (ngx_http_flags_check_state_dir(fmcf, (ngx_cycle_t *) ngx_cycle,
+                                       shm_zone->shm.log)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     if (ofmcf) {
-        /* a reload with the same zone: reconcile with the old state */
+        /* a reload with the same zone: prepare beside the old state */
         fmcf->sh = ofmcf->sh;
         return ngx_http_flags_reconcile(fmcf, shm_zone->shm.log);
     }
@@ -78,9 +134,9 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         return NGX_ERROR;
     }
 
+    ngx_memzero(sh, sizeof(ngx_http_flags_shctx_t));
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
     ngx_queue_init(&sh->queue);
-    sh->generation = 0;
 
     shpool->data = sh;
     fmcf->sh = sh;
@@ -159,57 +215,47 @@ ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone)
 
 
 /*
- * Binds every flag of the new configuration to its node, creating nodes
- * for new flags and clearing the rollback and override of a flag whose
- * definition changed.  Runs in the master while old workers may still
- * serve with the old configuration, so a node the new one no longer uses
- * is freed only one generation later.  Flags that keep their node are bound
- * first and unused nodes freed before new ones are made, so that memory
- * given back by removed flags is there for new ones.
+ * Prepares a new generation in the master: frees what no process can
+ * reach any more, then binds every flag of the new configuration.
  */
 
 static ngx_int_t
 ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 {
-    ngx_uint_t                  gen, unbound, cleared;
-    ngx_queue_t                *q, *next;
+    size_t                      i, n;
+    uint32_t                    window;
+    ngx_int_t                   rc;
+    ngx_uint_t                  gen, committed, unbound;
     ngx_slab_pool_t            *shpool;
-    ngx_http_flags_node_t      *node;
+    ngx_http_flags_flag_t      *flag;
     ngx_http_flags_shctx_t     *sh;
+    ngx_http_flags_project_t   *project;
 
     shpool = fmcf->shpool;
     sh = fmcf->sh;
-    cleared = 0;
+    project = fmcf->projects.elts;
+    unbound = 0;
 
     ngx_shmtx_lock(&shpool->mutex);
 
     gen = ++sh->generation;
+    committed = sh->committed;
+    fmcf->gen = gen;
 
-    (void) ngx_http_flags_bind(fmcf, gen, 0, &cleared);
+    ngx_http_flags_collect(fmcf, committed);
 
-    /* free what neither this generation nor the previous one uses */
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+            window = ngx_http_flags_window_of(fmcf, flag);
 
-    for (q = ngx_queue_head(&sh->queue);
-         q != ngx_queue_sentinel(&sh->queue);
-         q = next)
-    {
-        next = ngx_queue_next(q);
-        node = ngx_queue_data(q, ngx_http_flags_node_t, queue);
-
-        if (node->generation + 1 >= gen) {
-            continue;
+            rc = ngx_http_flags_bind(fmcf, &project[i].name, flag, window,
+                                     gen, committed, log);
+            if (rc != NGX_OK) {
+                unbound++;
+            }
         }
-
-        if (!node->retired) {
-            ngx_rbtree_delete(&sh->rbtree, &node->sn.node);
-        }
-
-        ngx_queue_remove(q);
-        ngx_slab_free_locked(shpool, node->state);
-        ngx_slab_free_locked(shpool, node);
     }
-
-    unbound = ngx_http_flags_bind(fmcf, gen, 1, &cleared);
 
     ngx_shmtx_unlock(&shpool->mutex);
 
@@ -221,130 +267,388 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
                       &fmcf->zone_name, unbound);
     }
 
-    if (cleared) {
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "flags: %ui changed flag definitions, their rollbacks "
-                      "and overrides were cleared", cleared);
-    }
-
     return NGX_OK;
 }
 
 
 /*
- * One pass over the flags of the configuration, with the zone locked.
- * Without "create", binds the flags whose node exists with the same window
- * length.  With it, makes nodes for the flags still unbound (carrying the
- * state of a node whose window length changed) and returns how many found
- * no room.
+ * With the zone locked: takes out of the tree the nodes that the committed
+ * generation no longer uses, and frees whatever no live process can reach.
  */
 
-static ngx_uint_t
-ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_uint_t gen,
-    ngx_uint_t create, ngx_uint_t *cleared)
+static void
+ngx_http_flags_collect(ngx_http_flags_main_conf_t *fmcf, ngx_uint_t committed)
 {
-    u_char                      key[64 + 1 + 128];
-    size_t                      i, n, len;
-    uint32_t                    hash, window;
-    ngx_uint_t                  unbound;
-    fl_flag_info_t              info;
+    ngx_uint_t                  live;
+    ngx_queue_t                *q, *next;
     ngx_slab_pool_t            *shpool;
-    ngx_http_flags_node_t      *node, *old;
+    ngx_http_flags_node_t      *node;
+    ngx_http_flags_window_t    *w, **wp;
     ngx_http_flags_shctx_t     *sh;
-    ngx_http_flags_flag_t      *flag;
-    ngx_http_flags_project_t   *project;
+    ngx_http_flags_version_t   *v, **vp;
 
     shpool = fmcf->shpool;
     sh = fmcf->sh;
-    project = fmcf->projects.elts;
-    unbound = 0;
 
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
+    live = ngx_http_flags_min_live(sh);
 
-            if ((create && flag->state)
-                || fl_project_flag_info(project[i].core, n, &info) != 0)
-            {
+    /* the committed generation may respawn a worker at any time */
+    if (committed && committed < live) {
+        live = committed;
+    }
+
+    for (q = ngx_queue_head(&sh->queue);
+         q != ngx_queue_sentinel(&sh->queue);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        node = ngx_queue_data(q, ngx_http_flags_node_t, queue);
+
+        if (node->last_gen < committed && node->in_tree) {
+            /* removed by a committed configuration: never bound again */
+            ngx_rbtree_delete(&sh->rbtree, &node->sn.node);
+            node->in_tree = 0;
+        }
+
+        if (node->last_gen < committed && node->last_gen < live) {
+            while (node->versions) {
+                v = node->versions;
+                node->versions = v->next;
+                ngx_http_flags_free_version(shpool, v);
+            }
+
+            ngx_queue_remove(q);
+            ngx_slab_free_locked(shpool, node);
+            sh->nnodes--;
+            continue;
+        }
+
+        for (vp = &node->versions; *vp; /* void */ ) {
+            v = *vp;
+
+            if (v->last_gen < committed && v->last_gen < live) {
+                *vp = v->next;
+                ngx_http_flags_free_version(shpool, v);
                 continue;
             }
 
-            window = (flag->policy.mode == FL_ROLLBACK_ON)
-                     ? flag->policy.window
-                     : fmcf->rollback.window;
+            /* windows replaced by a longer or shorter one: once nobody
+             * counts into them, their events move to the head */
+            for (wp = &v->windows->next; *wp; /* void */ ) {
+                w = *wp;
 
-            /* the key: "project\0flag" */
-            len = project[i].name.len + 1 + flag->name.len;
-            ngx_memcpy(key, project[i].name.data, project[i].name.len);
-            key[project[i].name.len] = '\0';
-            ngx_memcpy(key + project[i].name.len + 1, flag->name.data,
-                       flag->name.len);
-
-            hash = ngx_crc32_short(key, len);
-            old = ngx_http_flags_lookup(sh, key, len, hash);
-
-            if (old && fl_state_window(old->state) == window) {
-                if (fl_state_def_hash(old->state) != info.def_hash) {
-                    fl_state_redefine(old->state, info.def_hash);
-                    (*cleared)++;
+                if (w->retired <= live) {
+                    *wp = w->next;
+                    fl_window_merge(v->windows->block, w->block);
+                    ngx_slab_free_locked(shpool, w);
+                    continue;
                 }
 
-                old->generation = gen;
-                flag->state = old->state;
-                continue;
+                wp = &w->next;
             }
 
-            if (!create) {
-                flag->state = NULL;
-                continue;
-            }
+            vp = &v->next;
+        }
+    }
+}
 
-            node = ngx_slab_alloc_locked(shpool,
-                                   offsetof(ngx_http_flags_node_t, key) + len);
-            if (node == NULL) {
-                unbound++;
-                continue;
-            }
 
-            node->state = ngx_slab_alloc_locked(shpool, fl_state_size(window));
-            if (node->state == NULL) {
-                ngx_slab_free_locked(shpool, node);
-                unbound++;
-                continue;
-            }
+/* The oldest generation a live worker runs, or NGX_MAX_UINT32_VALUE. */
 
-            ngx_memcpy(node->key, key, len);
-            node->key_len = len;
-            node->generation = gen;
-            node->retired = 0;
-            node->sn.str.data = node->key;
-            node->sn.str.len = len;
-            node->sn.node.key = hash;
+static ngx_uint_t
+ngx_http_flags_min_live(ngx_http_flags_shctx_t *sh)
+{
+    ngx_uint_t              i, min;
+    ngx_http_flags_proc_t  *p;
 
-            fl_state_init(node->state, window, info.def_hash);
+    if (sh->untracked) {
+        return 0;
+    }
 
-            if (old) {
-                /* the window length changed: carry the state over and
-                 * leave the old node to the old workers */
-                fl_state_copy(node->state, old->state);
+    min = NGX_MAX_UINT32_VALUE;
 
-                if (fl_state_def_hash(old->state) != info.def_hash) {
-                    fl_state_redefine(node->state, info.def_hash);
-                    (*cleared)++;
-                }
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        p = &sh->procs[i];
 
-                ngx_rbtree_delete(&sh->rbtree, &old->sn.node);
-                old->retired = 1;
-            }
+        if (p->pid == 0) {
+            continue;
+        }
 
-            ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
-            ngx_queue_insert_tail(&sh->queue, &node->queue);
+        if (!ngx_http_flags_proc_alive(p->pid)) {
+            /* died without exit_process (a crash, kill -9) */
+            p->pid = 0;
+            continue;
+        }
 
-            flag->state = node->state;
+        if (p->gen < min) {
+            min = p->gen;
         }
     }
 
-    return unbound;
+    return min;
+}
+
+
+/*
+ * Is a worker still running?  Called in the master: a worker is its child,
+ * so a pid that is gone, a zombie, or now another process's child is not
+ * that worker any more.
+ */
+
+static ngx_uint_t
+ngx_http_flags_proc_alive(ngx_pid_t pid)
+{
+    u_char   buf[512], *p, *last;
+    ssize_t  n;
+    ngx_fd_t fd;
+    ngx_int_t ppid;
+    u_char   name[64];
+
+    ngx_sprintf(name, "/proc/%P/stat%Z", pid);
+
+    fd = ngx_open_file(name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        if (ngx_errno == NGX_ENOENT) {
+            return 0;
+        }
+
+        /* no /proc: ask the kernel whether the pid exists at all */
+        return kill(pid, 0) == 0 || ngx_errno != NGX_ESRCH;
+    }
+
+    n = ngx_read_fd(fd, buf, sizeof(buf) - 1);
+    ngx_close_file(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    /* "pid (comm) S ppid ...": comm may hold spaces and parentheses */
+    last = buf + n;
+    p = last;
+
+    while (p > buf && p[-1] != ')') {
+        p--;
+    }
+
+    if (p == buf || last - p < 4) {
+        return 1;
+    }
+
+    p++;                                    /* the space */
+
+    if (*p == 'Z' || *p == 'X' || *p == 'x') {
+        return 0;
+    }
+
+    p += 2;
+
+    for (ppid = 0; p < last && *p >= '0' && *p <= '9'; p++) {
+        ppid = ppid * 10 + (*p - '0');
+    }
+
+    return ppid == (ngx_int_t) getpid();
+}
+
+
+/*
+ * With the zone locked: binds one flag of generation gen to its node and
+ * version, making what is missing.  NGX_DECLINED when the zone is full:
+ * the flag is then evaluated with its configured percentage and not
+ * counted.
+ */
+
+static ngx_int_t
+ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
+    ngx_http_flags_flag_t *flag, uint32_t window, ngx_uint_t gen,
+    ngx_uint_t committed, ngx_log_t *log)
+{
+    u_char                      key[NGX_HTTP_FLAGS_KEY_LEN];
+    size_t                      len;
+    uint32_t                    hash;
+    ngx_slab_pool_t            *shpool;
+    ngx_http_flags_node_t      *node;
+    ngx_http_flags_shctx_t     *sh;
+    ngx_http_flags_window_t    *w;
+    ngx_http_flags_version_t   *v, *match;
+
+    shpool = fmcf->shpool;
+    sh = fmcf->sh;
+
+    flag->node = NULL;
+    flag->version = NULL;
+    flag->replaced = NULL;
+
+    /* the key: "project\0flag" */
+    len = project->len + 1 + flag->name.len;
+    ngx_memcpy(key, project->data, project->len);
+    key[project->len] = '\0';
+    ngx_memcpy(key + project->len + 1, flag->name.data, flag->name.len);
+
+    hash = ngx_crc32_short(key, len);
+    node = ngx_http_flags_lookup(sh, key, len, hash);
+
+    if (node == NULL) {
+        node = ngx_slab_calloc_locked(shpool,
+                                   offsetof(ngx_http_flags_node_t, key) + len);
+        if (node == NULL) {
+            return NGX_DECLINED;
+        }
+
+        v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
+        if (v == NULL) {
+            ngx_slab_free_locked(shpool, node);
+            return NGX_DECLINED;
+        }
+
+        ngx_memcpy(node->key, key, len);
+        node->key_len = len;
+        node->first_gen = gen;
+        node->last_gen = gen;
+        node->in_tree = 1;
+        node->versions = v;
+        node->sn.str.data = node->key;
+        node->sn.str.len = len;
+        node->sn.node.key = hash;
+
+        ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
+        ngx_queue_insert_tail(&sh->queue, &node->queue);
+        sh->nnodes++;
+
+        flag->node = node;
+        flag->version = v;
+
+        return NGX_OK;
+    }
+
+    node->last_gen = gen;
+    flag->node = node;
+
+    /* the version of this definition, if the running configuration still
+     * uses it; the version it uses for another definition is kept for
+     * the commit's log */
+
+    match = NULL;
+
+    for (v = node->versions; v; v = v->next) {
+        if (v->last_gen < committed) {
+            continue;
+        }
+
+        if (v->ctl.def_hash == flag->def_hash) {
+            if (match == NULL) {
+                match = v;
+            }
+
+        } else if (v->first_gen <= committed) {
+            flag->replaced = v;
+        }
+    }
+
+    v = match;
+
+    if (v == NULL) {
+        v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
+        if (v == NULL) {
+            flag->node = NULL;
+            return NGX_DECLINED;
+        }
+
+        /* published last: a reader walking the list sees it whole */
+        v->next = node->versions;
+        __atomic_store_n(&node->versions, v, __ATOMIC_RELEASE);
+
+        flag->version = v;
+        return NGX_OK;
+    }
+
+    v->last_gen = gen;
+    flag->version = v;
+
+    if (fl_window_seconds(v->windows->block) == window) {
+        return NGX_OK;
+    }
+
+    /*
+     * Another window length: a new head where every worker counts from
+     * now on; the old one is still summed, and merged into the head once
+     * no worker that could be counting into it is left.
+     */
+
+    w = ngx_http_flags_new_window(shpool, window);
+    if (w == NULL) {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "flags zone \"%V\" is full: flag \"%V\" keeps its "
+                      "window of %uD s", &fmcf->zone_name, &flag->name,
+                      fl_window_seconds(v->windows->block));
+        return NGX_OK;
+    }
+
+    v->windows->retired = gen;
+    w->next = v->windows;
+    __atomic_store_n(&v->windows, w, __ATOMIC_RELEASE);
+
+    return NGX_OK;
+}
+
+
+static ngx_http_flags_window_t *
+ngx_http_flags_new_window(ngx_slab_pool_t *shpool, uint32_t seconds)
+{
+    ngx_http_flags_window_t  *w;
+
+    w = ngx_slab_alloc_locked(shpool, offsetof(ngx_http_flags_window_t, block)
+                                      + fl_window_size(seconds));
+    if (w == NULL) {
+        return NULL;
+    }
+
+    w->next = NULL;
+    w->retired = 0;
+    fl_window_init(w->block, seconds);
+
+    return w;
+}
+
+
+static ngx_http_flags_version_t *
+ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
+    uint32_t seconds, ngx_uint_t gen)
+{
+    ngx_http_flags_version_t  *v;
+
+    v = ngx_slab_alloc_locked(shpool, sizeof(ngx_http_flags_version_t));
+    if (v == NULL) {
+        return NULL;
+    }
+
+    v->windows = ngx_http_flags_new_window(shpool, seconds);
+    if (v->windows == NULL) {
+        ngx_slab_free_locked(shpool, v);
+        return NULL;
+    }
+
+    v->next = NULL;
+    v->first_gen = gen;
+    v->last_gen = gen;
+    fl_control_init(&v->ctl, def_hash);
+
+    return v;
+}
+
+
+static void
+ngx_http_flags_free_version(ngx_slab_pool_t *shpool,
+    ngx_http_flags_version_t *v)
+{
+    ngx_http_flags_window_t  *w, *next;
+
+    for (w = v->windows; w; w = next) {
+        next = w->next;
+        ngx_slab_free_locked(shpool, w);
+    }
+
+    ngx_slab_free_locked(shpool, v);
 }
 
 
@@ -368,331 +672,400 @@ ngx_http_flags_lookup(ngx_http_flags_shctx_t *sh, u_char *key, size_t len,
 }
 
 
-/* ----------------------------------------------------------- state file */
+/*
+ * init_module: nginx commits the new cycle.  From now on its generation is
+ * the one whose state the state file describes; definition changes take
+ * effect (their old versions are left to the old workers) and are logged.
+ */
 
-
-static ngx_int_t
-ngx_http_flags_read_file(ngx_str_t *path, ngx_pool_t *pool, ngx_str_t *out,
-    ngx_log_t *log)
+ngx_int_t
+ngx_http_flags_commit(ngx_cycle_t *cycle)
 {
-    ssize_t          n;
-    ngx_fd_t         fd;
-    ngx_file_info_t  fi;
+    size_t                       i, n;
+    ngx_http_flags_flag_t       *flag;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf, *ofmcf;
 
-    fd = ngx_open_file(path->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        if (ngx_errno != NGX_ENOENT) {
-            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                          "flags: cannot open state file \"%V\", ignoring it",
-                          path);
-        }
-        return NGX_DECLINED;
+    if (ngx_test_config || cycle->conf_ctx[ngx_http_module.index] == NULL) {
+        return NGX_OK;
     }
 
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR
-        || ngx_file_size(&fi) > 64 * 1024 * 1024)
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+    if (fmcf == NULL || fmcf->sh == NULL) {
+        return NGX_OK;
+    }
+
+    /* a zone left behind by a size change: its workers stop writing the
+     * state file, which now describes the new zone */
+
+    if (cycle->old_cycle && cycle->old_cycle->conf_ctx
+        && cycle->old_cycle->conf_ctx[ngx_http_module.index])
     {
-        ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                      "flags: cannot use state file \"%V\", ignoring it",
-                      path);
-        ngx_close_file(fd);
-        return NGX_DECLINED;
+        ofmcf = ngx_http_cycle_get_module_main_conf(cycle->old_cycle,
+                                                    ngx_http_flags_module);
+
+        if (ofmcf && ofmcf->sh && ofmcf->sh != fmcf->sh) {
+            ngx_shmtx_lock(&ofmcf->shpool->mutex);
+            ofmcf->sh->retired = 1;
+            ngx_shmtx_unlock(&ofmcf->shpool->mutex);
+        }
     }
 
-    out->len = ngx_file_size(&fi);
-    out->data = ngx_pnalloc(pool, out->len + 1);
-    if (out->data == NULL) {
-        ngx_close_file(fd);
-        return NGX_ERROR;
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+    fmcf->sh->committed = fmcf->gen;
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    project = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+
+            if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
+                ngx_log_error(fmcf->log_level, cycle->log, 0,
+                              "flags: flag \"%V\" of project \"%V\" has a "
+                              "new definition: its rollback and override "
+                              "were cleared", &flag->name, &project[i].name);
+            }
+
+            flag->replaced = NULL;
+        }
     }
 
-    n = ngx_read_fd(fd, out->data, out->len);
-    ngx_close_file(fd);
+    (void) ngx_http_flags_save_state(fmcf, cycle->log, NULL, 0);
 
-    if (n != (ssize_t) out->len) {
-        ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                      "flags: short read of state file \"%V\", ignoring it",
-                      path);
-        return NGX_DECLINED;
+    return NGX_OK;
+}
+
+
+/* A worker (or the single process) records its generation. */
+
+ngx_int_t
+ngx_http_flags_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                   i;
+    ngx_http_flags_proc_t       *p, *free;
+    ngx_http_flags_shctx_t      *sh;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (ngx_process == NGX_PROCESS_HELPER
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return NGX_OK;
+    }
+
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+    if (fmcf == NULL || fmcf->sh == NULL) {
+        return NGX_OK;
+    }
+
+    sh = fmcf->sh;
+    free = NULL;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        p = &sh->procs[i];
+
+        if (p->pid == ngx_pid) {
+            free = p;
+            break;
+        }
+
+        if (p->pid == 0 && free == NULL) {
+            free = p;
+        }
+    }
+
+    if (free) {
+        free->pid = ngx_pid;
+        free->gen = fmcf->gen;
+
+    } else {
+        /* nothing can be freed safely any more until a restart */
+        sh->untracked = 1;
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    if (free == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                      "flags zone \"%V\": more than %d worker processes, "
+                      "memory of removed flags is no longer reused",
+                      &fmcf->zone_name, NGX_HTTP_FLAGS_MAX_PROCS);
     }
 
     return NGX_OK;
 }
 
 
-/*
- * At start (a fresh zone): bring back each rollback and override whose
- * flag still has the same definition.  A state file that cannot be read or
- * parsed is logged and ignored, never fatal.
- */
-
-static void
-ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
+void
+ngx_http_flags_exit_process(ngx_cycle_t *cycle)
 {
-    char                       err[512];
-    long                       idx;
-    size_t                     i, n;
-    ngx_str_t                  content, name;
-    ngx_uint_t                 rollbacks, overrides, stale;
-    fl_alloc_t                 alloc;
-    ngx_pool_t                *pool;
-    fl_status_t                st;
-    fl_flag_info_t             info;
-    fl_saved_flag_t           *saved;
-    ngx_http_flags_project_t  *project;
+    ngx_uint_t                   i;
+    ngx_http_flags_shctx_t      *sh;
+    ngx_http_flags_main_conf_t  *fmcf;
 
-    /* "nginx -t" builds a throwaway zone: nothing to restore into */
-    if (fmcf->state_file.len == 0 || ngx_test_config) {
-        return;
-    }
-
-    pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE, log);
-    if (pool == NULL) {
-        return;
-    }
-
-    if (ngx_http_flags_read_file(&fmcf->state_file, pool, &content, log)
-        != NGX_OK)
+    if (ngx_process == NGX_PROCESS_HELPER
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
     {
-        goto done;
+        return;
     }
 
-    alloc.alloc = ngx_http_flags_pool_alloc;
-    alloc.ctx = pool;
-
-    st = fl_state_file_parse((const char *) content.data, content.len,
-                             &alloc, &saved, &n, err, sizeof(err));
-    if (st != FL_OK) {
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "flags: ignoring state file \"%V\": %s",
-                      &fmcf->state_file, err);
-        goto done;
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+    if (fmcf == NULL || fmcf->sh == NULL) {
+        return;
     }
 
-    rollbacks = 0;
-    overrides = 0;
-    stale = 0;
+    sh = fmcf->sh;
 
-    for (i = 0; i < n; i++) {
-        name.data = (u_char *) saved[i].project;
-        name.len = saved[i].project_len;
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
 
-        project = ngx_http_flags_find_project(fmcf, &name);
-        if (project == NULL) {
-            stale++;
-            continue;
-        }
-
-        idx = fl_project_find_flag(project->core, saved[i].flag,
-                                   saved[i].flag_len);
-
-        if (idx < 0 || project->flags[idx].state == NULL
-            || fl_project_flag_info(project->core, idx, &info) != 0
-            || info.def_hash != saved[i].def_hash)
-        {
-            stale++;
-            continue;
-        }
-
-        if (saved[i].rolled_back) {
-            fl_state_restore_rollback(project->flags[idx].state,
-                                      saved[i].rollback_at_ms,
-                                      saved[i].rollback_errors,
-                                      saved[i].rollback_enabled);
-            rollbacks++;
-        }
-
-        if (saved[i].override_kind != FL_OVERRIDE_NONE) {
-            fl_state_set_override(project->flags[idx].state,
-                                  saved[i].override_kind,
-                                  saved[i].override_milli);
-            overrides++;
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        if (sh->procs[i].pid == ngx_pid) {
+            sh->procs[i].pid = 0;
+            break;
         }
     }
 
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "flags: state file \"%V\": restored %ui rollbacks and %ui "
-                  "overrides, skipped %ui entries of changed or removed flags",
-                  &fmcf->state_file, rollbacks, overrides, stale);
-
-done:
-
-    ngx_destroy_pool(pool);
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
 }
 
 
-/*
- * Rewrites the state file after a rollback or an override change.  Writers
- * in different workers take an fcntl() lock (released by the kernel if a
- * worker dies) and snapshot the zone only once they hold it, so the file
- * on disk is never older than the last change; a temporary file renamed
- * over the old one means a crash never leaves it half-written.
- */
+/* ------------------------------------------------- the request path */
+
+
+uint32_t
+ngx_http_flags_effective(ngx_http_flags_flag_t *flag)
+{
+    if (flag->version == NULL) {
+        return flag->rollout_milli;
+    }
+
+    return fl_control_effective(&flag->version->ctl, flag->rollout_milli);
+}
+
 
 void
-ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
+ngx_http_flags_count_eval(ngx_http_flags_flag_t *flag, int64_t now,
+    ngx_uint_t enabled)
 {
-    u_char     *lock_name;
-    ngx_fd_t    lock_fd;
+    ngx_http_flags_window_t  *w;
 
-    if (fmcf->state_file.len == 0) {
+    if (flag->node == NULL) {
         return;
     }
 
-    lock_name = ngx_alloc(fmcf->state_file.len + sizeof(".lock"), log);
-    if (lock_name == NULL) {
-        return;
+    fl_totals_count_eval(&flag->node->totals, enabled);
+
+    if (enabled) {
+        w = __atomic_load_n(&flag->version->windows, __ATOMIC_ACQUIRE);
+        fl_window_count_enabled(w->block, now);
     }
-
-    ngx_sprintf(lock_name, "%V.lock%Z", &fmcf->state_file);
-
-    lock_fd = ngx_open_file(lock_name, NGX_FILE_RDWR, NGX_FILE_CREATE_OR_OPEN,
-                            NGX_FILE_DEFAULT_ACCESS);
-    if (lock_fd == NGX_INVALID_FILE) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_open_file_n " \"%s\" failed", lock_name);
-        ngx_free(lock_name);
-        return;
-    }
-
-    if (ngx_lock_fd(lock_fd) != 0) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_lock_fd_n " \"%s\" failed", lock_name);
-        goto close;
-    }
-
-    (void) ngx_http_flags_write_state(fmcf, log);
-
-    (void) ngx_unlock_fd(lock_fd);
-
-close:
-
-    ngx_close_file(lock_fd);
-    ngx_free(lock_name);
 }
 
 
-static ngx_int_t
-ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
+/* With the lock: the head and the windows it replaced hold the events. */
+
+static void
+ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
+    uint64_t *enabled, uint64_t *errors)
 {
-    u_char                    *tmp_name, *buf;
-    size_t                     i, k, n, total, len, off;
-    int64_t                    now;
-    ssize_t                    w;
-    ngx_fd_t                   fd;
-    ngx_int_t                  rc;
-    fl_flag_info_t             info;
-    fl_saved_flag_t           *e;
-    fl_state_snapshot_t        s;
-    ngx_http_flags_project_t  *project;
+    ngx_http_flags_window_t  *w;
 
-    project = fmcf->projects.elts;
-    total = 0;
+    *enabled = 0;
+    *errors = 0;
 
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        total += project[i].nflags;
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (w = v->windows; w; w = w->next) {
+        fl_window_sums(w->block, now, seconds, enabled, errors);
     }
 
-    e = ngx_alloc((total + 1) * sizeof(fl_saved_flag_t), log);
-    if (e == NULL) {
-        return NGX_ERROR;
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+}
+
+
+/*
+ * One accepted error report; then the rollback decision (B4).  Returns 1
+ * when this report rolled the flag back, with the record in *s.
+ */
+
+ngx_uint_t
+ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s)
+{
+    int64_t                   now;
+    uint32_t                  seconds;
+    uint64_t                  enabled, errors;
+    ngx_http_flags_window_t  *w;
+
+    if (flag->node == NULL) {
+        return 0;
     }
 
-    n = 0;
     now = ngx_http_flags_now_sec();
 
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (k = 0; k < project[i].nflags; k++) {
-            if (project[i].flags[k].state == NULL
-                || fl_project_flag_info(project[i].core, k, &info) != 0)
-            {
-                continue;
+    fl_totals_count_error(&flag->node->totals);
+
+    w = __atomic_load_n(&flag->version->windows, __ATOMIC_ACQUIRE);
+    fl_window_count_error(w->block, now);
+
+    if (flag->policy.mode != FL_ROLLBACK_ON
+        || fl_control_rolled_back(&flag->version->ctl))
+    {
+        return 0;
+    }
+
+    seconds = flag->policy.window;
+
+    ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
+                               &enabled, &errors);
+
+    if (!fl_rollback_decide(errors, enabled, &flag->policy)) {
+        return 0;
+    }
+
+    if (!fl_control_try_rollback(&flag->version->ctl, ngx_http_flags_now_ms(),
+                                 errors, enabled))
+    {
+        return 0;
+    }
+
+    fl_state_snapshot(&flag->node->totals, &flag->version->ctl, seconds,
+                      enabled, errors, s);
+
+    return 1;
+}
+
+
+void
+ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s)
+{
+    uint32_t  seconds;
+    uint64_t  enabled, errors;
+
+    if (flag->node == NULL) {
+        /* the zone was full: nothing is counted for this flag */
+        ngx_memzero(s, sizeof(fl_state_snapshot_t));
+        return;
+    }
+
+    seconds = ngx_http_flags_window_of(fmcf, flag);
+
+    ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
+                               &enabled, &errors);
+
+    fl_state_snapshot(&flag->node->totals, &flag->version->ctl, seconds,
+                      enabled, errors, s);
+}
+
+
+/* Clears a rollback and empties the windows so it does not trip again at
+ * once (B8); returns 1 if there was one. */
+
+ngx_uint_t
+ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag)
+{
+    ngx_http_flags_window_t  *w;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (w = flag->version->windows; w; w = w->next) {
+        fl_window_clear(w->block);
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    return fl_control_clear_rollback(&flag->version->ctl);
+}
+
+
+void
+ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
+    fl_override_kind_t kind, uint32_t milli)
+{
+    fl_control_set_override(&flag->version->ctl, kind, milli);
+}
+
+
+/*
+ * The rollbacks and overrides of the committed generation, for the state
+ * file: at most max entries, names copied into keys (max times
+ * NGX_HTTP_FLAGS_KEY_LEN bytes) so that nothing points into the zone once
+ * it is unlocked.  Returns the number of entries, or (size_t) -1 when the
+ * zone was replaced by another (its workers must not write the file).
+ */
+
+size_t
+ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
+    fl_saved_flag_t *e, u_char *keys, size_t max)
+{
+    u_char                    *k;
+    size_t                     n, plen;
+    ngx_uint_t                 c;
+    ngx_queue_t               *q;
+    fl_state_snapshot_t        s;
+    ngx_http_flags_node_t     *node;
+    ngx_http_flags_shctx_t    *sh;
+    ngx_http_flags_version_t  *v;
+
+    sh = fmcf->sh;
+    n = 0;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    if (sh->retired) {
+        ngx_shmtx_unlock(&fmcf->shpool->mutex);
+        return (size_t) -1;
+    }
+
+    c = sh->committed;
+
+    for (q = ngx_queue_head(&sh->queue);
+         q != ngx_queue_sentinel(&sh->queue) && n < max;
+         q = ngx_queue_next(q))
+    {
+        node = ngx_queue_data(q, ngx_http_flags_node_t, queue);
+
+        if (node->first_gen > c || node->last_gen < c) {
+            continue;
+        }
+
+        for (v = node->versions; v; v = v->next) {
+            if (v->first_gen <= c && v->last_gen >= c) {
+                break;
             }
-
-            fl_state_snapshot(project[i].flags[k].state, now, &s);
-
-            if (!s.rolled_back && s.override_kind == FL_OVERRIDE_NONE) {
-                continue;
-            }
-
-            e[n].project = (const char *) project[i].name.data;
-            e[n].project_len = project[i].name.len;
-            e[n].flag = info.name;
-            e[n].flag_len = info.name_len;
-            e[n].def_hash = info.def_hash;
-            e[n].rolled_back = s.rolled_back;
-            e[n].rollback_at_ms = s.rollback_at_ms;
-            e[n].rollback_errors = s.rollback_errors;
-            e[n].rollback_enabled = s.rollback_enabled;
-            e[n].override_kind = s.override_kind;
-            e[n].override_milli = s.override_milli;
-            n++;
         }
-    }
 
-    rc = NGX_ERROR;
-    fd = NGX_INVALID_FILE;
-    buf = NULL;
-
-    tmp_name = ngx_alloc(fmcf->state_file.len + sizeof(".tmp.") + NGX_INT_T_LEN,
-                         log);
-    if (tmp_name == NULL) {
-        goto done;
-    }
-
-    ngx_sprintf(tmp_name, "%V.tmp.%P%Z", &fmcf->state_file, ngx_pid);
-
-    buf = ngx_alloc(fl_state_file_bound(e, n), log);
-    if (buf == NULL) {
-        goto done;
-    }
-
-    len = fl_state_file_write(e, n, (char *) buf);
-
-    fd = ngx_open_file(tmp_name, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE,
-                       NGX_FILE_DEFAULT_ACCESS);
-    if (fd == NGX_INVALID_FILE) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_open_file_n " \"%s\" failed", tmp_name);
-        goto done;
-    }
-
-    for (off = 0; off < len; off += w) {
-        w = ngx_write_fd(fd, buf + off, len - off);
-        if (w <= 0) {
-            ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                          ngx_write_fd_n " \"%s\" failed", tmp_name);
-            goto done;
+        if (v == NULL || !fl_control_active(&v->ctl)) {
+            continue;
         }
+
+        fl_state_snapshot(NULL, &v->ctl, 0, 0, 0, &s);
+
+        k = keys + n * NGX_HTTP_FLAGS_KEY_LEN;
+        ngx_memcpy(k, node->key, node->key_len);
+        plen = ngx_strlen(k);
+
+        e[n].project = (const char *) k;
+        e[n].project_len = plen;
+        e[n].flag = (const char *) k + plen + 1;
+        e[n].flag_len = node->key_len - plen - 1;
+        e[n].def_hash = s.def_hash;
+        e[n].rolled_back = s.rolled_back;
+        e[n].rollback_at_ms = s.rollback_at_ms;
+        e[n].rollback_errors = s.rollback_errors;
+        e[n].rollback_enabled = s.rollback_enabled;
+        e[n].override_kind = s.override_kind;
+        e[n].override_milli = s.override_milli;
+        n++;
     }
 
-    if (fsync(fd) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "fsync() \"%s\" failed", tmp_name);
-        goto done;
-    }
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
-    if (ngx_rename_file(tmp_name, fmcf->state_file.data) == NGX_FILE_ERROR) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_rename_file_n " \"%s\" to \"%V\" failed",
-                      tmp_name, &fmcf->state_file);
-        goto done;
-    }
-
-    rc = NGX_OK;
-
-done:
-
-    if (fd != NGX_INVALID_FILE) {
-        ngx_close_file(fd);
-        if (rc != NGX_OK) {
-            (void) ngx_delete_file(tmp_name);
-        }
-    }
-
-    ngx_free(tmp_name);
-    ngx_free(buf);
-    ngx_free(e);
-
-    return rc;
+    return n;
 }

@@ -65,6 +65,10 @@ __DATA__
 --- response_body_like eval
 [("^\Q$::AllOn\E\$") x 4, ("^\$") x 3, ("^\Q$::RiskyOff\E\$") x 12,
  '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,"counters":\{"evaluations":16,"enabledEvaluations":4,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":4,"errors":3\},"rollback":\{"at":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","errors":3,"enabledEvaluations":4\}\}']
+--- no_error_log
+[alert]
+[crit]
+[emerg]
 
 
 
@@ -93,6 +97,10 @@ rolled back
 --- response_body_like eval
 [("^\$") x 4, '"name":"plain","enabled":true,"rolloutPercentage":100', "^\$", ("^\$") x 30,
  '^\{"flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\]\},\{"name":"safe","enabled":true,"rolloutPercentage":100,"segments":\[\]\},\{"name":"plain","enabled":false,"rolloutPercentage":0,']
+--- no_error_log
+[alert]
+[crit]
+[emerg]
 
 
 
@@ -107,6 +115,10 @@ rolled back
 --- response_body_like eval
 ["^\Q$::AllOn\E\$", "^\$", "^\$", "^\$", "^\Q$::RiskyOff\E\$", "^\$", "^\Q$::AllOn\E\$",
  '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":3,"enabledEvaluations":2,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":1,"errors":0\},"rollback":null\}']
+--- no_error_log
+[alert]
+[crit]
+[emerg]
 
 
 
@@ -126,6 +138,10 @@ rolled back
  '"name":"half","enabled":true,"rolloutPercentage":50,"segments":\["beta"\],"effectiveRolloutPercentage":25.856,"rolledBack":false,"override":\{"rolloutPercentage":25.856\},',
  "^\$", '"name":"half","enabled":false,"rolloutPercentage":25.855,"segments":\["beta"\]\}\]\}$',
  "^\$", '"name":"half","enabled":true,"rolloutPercentage":50,"segments":\["beta"\]\}\]\}$']
+--- no_error_log
+[alert]
+[crit]
+[emerg]
 
 
 
@@ -139,6 +155,10 @@ rolled back
 [204, 204, 204, 204, 200]
 --- response_body_like eval
 ["^\$", "^\$", "^\$", "^\$", '^\{"flags":\[\{"name":"risky","enabled":false,"rolloutPercentage":0,']
+--- no_error_log
+[alert]
+[crit]
+[emerg]
 
 
 
@@ -185,3 +205,17 @@ rolled back
 [alert]
 [crit]
 [emerg]
+
+
+
+=== TEST 11: flags_log_level takes only nginx's level names
+--- http_config eval
+$::HttpConfig . "    flags_log_level debug;\n"
+--- config
+    location = /flags { flags_evaluate; }
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid value "debug" in .*nginx\.conf:\d+/
+--- no_error_log
+[alert]
+[crit]

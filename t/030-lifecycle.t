@@ -78,14 +78,16 @@ is(scalar keys %seen, 2, 'both workers answered') or diag explain \%seen;
 for my $w (sort keys %seen) {
     is_deeply([sort keys %{ $seen{$w} }], ['off'], "worker $w sees the rollback");
 }
-like($log->(), qr/\[warn\].*flags: rolled back flag "risky" of project "shop": 3 errors and 1 enabled evaluations in 60 s \(min_errors=3 rate=50%\)/,
-     'the warn line names the project, the flag and the counts');
+like($log->(), qr/\[error\].*flags: rolled back flag "risky" of project "shop": 3 errors and 1 enabled evaluations in 60 s \(min_errors=3 rate=50%\)/,
+     'the rollback line, at error by default, names the project, the flag and the counts');
 my $state = read_file("$dir/conf/state/flags-state.json") // '';
 like($state, qr/"project":"shop","flag":"risky"/, 'the state file holds the rollback');
 
 # --- override on another flag, kept in the state file -----------------------
 my ($st) = http_request(PUT => '/flags-admin/overrides/shop/tuned', body => '{"rolloutPercentage": 12.5}');
 is($st, 204, 'override set');
+like($log->(), qr/\[error\].*flags: override set for flag "tuned" of project "shop"/,
+     'the override is logged at error by default');
 like(read_file("$dir/conf/state/flags-state.json"), qr/"flag":"tuned".*"rolloutPercentage":12\.5/s,
      'the state file holds the override');
 

@@ -166,7 +166,7 @@ typedef struct {
 } fl_result_t;
 
 /* Evaluates every flag of p for u.  effective_milli[i] is flag i's
- * effective percentage as given by fl_state_effective(), or the whole
+ * effective percentage as given by fl_control_effective(), or the whole
  * array may be NULL to use the configured percentages.  out has
  * fl_project_flag_count(p) entries. */
 void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
@@ -203,11 +203,19 @@ size_t fl_format_time_ms(uint64_t ms, char *out) FL_NOEXCEPT;
 /* ----------------------------------------------- shared per-flag state */
 
 /*
- * Per-flag mutable state lives in a block of memory that the caller
- * provides (a slab of the nginx shared zone).  All operations are safe
- * between processes without a lock: counters use atomic instructions and
- * the one-second window buckets are (second, count) pairs updated with
- * compare-and-swap, so every count is exact.  The block holds no pointers.
+ * A flag's mutable state lives in memory that the caller provides (slabs of
+ * the nginx shared zone), in three kinds of block, none holding a pointer:
+ *
+ *   fl_totals_t     lifetime counters of a (project, flag); they outlive
+ *                   definition and window changes;
+ *   fl_control_t    the rollback and override of one definition of the
+ *                   flag (def_hash): a new definition gets a fresh one;
+ *   window block    one-second buckets of enabled evaluations and errors,
+ *                   fl_window_size(seconds) bytes.
+ *
+ * Every operation is safe between processes without a lock: counters use
+ * atomic instructions, and the buckets are (second, count) pairs updated
+ * with compare-and-swap, so every count is exact.
  *
  * now_sec is a monotonic clock in seconds (it may repeat, and the code
  * tolerates it going backwards: an event is never lost, and buckets stamped
@@ -219,6 +227,20 @@ typedef enum {
     FL_OVERRIDE_OFF,            /* {"enabled": false} */
     FL_OVERRIDE_PERCENT         /* {"rolloutPercentage": N} */
 } fl_override_kind_t;
+
+typedef struct {
+    uint64_t    evaluations;
+    uint64_t    enabled_evaluations;
+    uint64_t    errors;
+} fl_totals_t;
+
+typedef struct {
+    uint64_t    def_hash;
+    uint64_t    control;        /* rolled back, override kind and value */
+    uint64_t    rb_at_ms;
+    uint64_t    rb_errors;
+    uint64_t    rb_enabled;
+} fl_control_t;
 
 typedef struct {
     uint64_t    def_hash;
@@ -240,55 +262,65 @@ typedef struct {
     uint32_t            override_milli;
 } fl_state_snapshot_t;
 
-size_t fl_state_size(uint32_t window_seconds) FL_NOEXCEPT;
+/* One evaluation (enabled is its result) / one accepted error. */
+void fl_totals_count_eval(fl_totals_t *t, int enabled) FL_NOEXCEPT;
+void fl_totals_count_error(fl_totals_t *t) FL_NOEXCEPT;
 
-/* Zeroes the block and sets its window length and definition hash. */
-void fl_state_init(void *mem, uint32_t window_seconds, uint64_t def_hash)
-    FL_NOEXCEPT;
-
-uint32_t fl_state_window(const void *mem) FL_NOEXCEPT;
-uint64_t fl_state_def_hash(const void *mem) FL_NOEXCEPT;
-
-/* A new definition: clears rollback, override and window, keeps the
- * lifetime counters, stores the new hash. */
-void fl_state_redefine(void *mem, uint64_t def_hash) FL_NOEXCEPT;
-
-/* Copies the lifetime counters, rollback and override of src into dst
- * (used when a flag's window length changes and a new block is made). */
-void fl_state_copy(void *dst, const void *src) FL_NOEXCEPT;
+/* A fresh control block: not rolled back, no override. */
+void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
 
 /* 0 when rolled back or overridden off, the override percentage when
- * set, else configured_milli. */
-uint32_t fl_state_effective(const void *mem, uint32_t configured_milli)
-    FL_NOEXCEPT;
+ * set, else configured_milli: a rollback takes precedence (B8). */
+uint32_t fl_control_effective(const fl_control_t *c,
+    uint32_t configured_milli) FL_NOEXCEPT;
 
-/* One evaluation of this flag; enabled is its result. */
-void fl_state_count_eval(void *mem, int64_t now_sec, int enabled)
-    FL_NOEXCEPT;
+/* Rolls the flag back with this record; returns 1 when this call did it
+ * (exactly one caller wins), 0 when it already was. */
+int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms,
+    uint64_t errors, uint64_t enabled) FL_NOEXCEPT;
 
-/* One accepted error report; then the rollback decision of B4 with the
- * given (already resolved, mode ON or OFF) policy.  Returns 1 when this
- * call rolled the flag back (exactly one caller wins), else 0.  The
- * window used for the decision is min(policy window, block window). */
-int fl_state_record_error(void *mem, int64_t now_sec, uint64_t now_ms,
-    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
+/* Returns 1 if a rollback was cleared.  The caller empties the window. */
+int fl_control_clear_rollback(fl_control_t *c) FL_NOEXCEPT;
 
-/* Pure decision of B4, for tests and for the above. */
-int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
-    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
-
-/* Clears the rollback and empties the window; lifetime counters stay.
- * Returns 1 if a rollback was cleared. */
-int fl_state_clear_rollback(void *mem) FL_NOEXCEPT;
-
-void fl_state_set_override(void *mem, fl_override_kind_t kind,
+void fl_control_set_override(fl_control_t *c, fl_override_kind_t kind,
     uint32_t milli) FL_NOEXCEPT;
 
 /* Restores a rollback record (from the state file). */
-void fl_state_restore_rollback(void *mem, uint64_t at_ms, uint64_t errors,
-    uint64_t enabled) FL_NOEXCEPT;
+void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
+    uint64_t errors, uint64_t enabled) FL_NOEXCEPT;
 
-void fl_state_snapshot(const void *mem, int64_t now_sec,
+/* Is the flag rolled back or overridden (what a state file keeps)? */
+int fl_control_active(const fl_control_t *c) FL_NOEXCEPT;
+int fl_control_rolled_back(const fl_control_t *c) FL_NOEXCEPT;
+
+size_t fl_window_size(uint32_t seconds) FL_NOEXCEPT;
+
+/* Zeroes the block and sets its length (1 .. FL_WINDOW_MAX seconds). */
+void fl_window_init(void *w, uint32_t seconds) FL_NOEXCEPT;
+uint32_t fl_window_seconds(const void *w) FL_NOEXCEPT;
+
+void fl_window_count_enabled(void *w, int64_t now_sec) FL_NOEXCEPT;
+void fl_window_count_error(void *w, int64_t now_sec) FL_NOEXCEPT;
+
+/* Adds to *enabled and *errors the events of the last `seconds` seconds
+ * (at most the block's length) that the block holds. */
+void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
+    uint64_t *enabled, uint64_t *errors) FL_NOEXCEPT;
+
+/* Folds src's buckets into dst, by second: used when a window of another
+ * length is retired, once nobody counts into src any more. */
+void fl_window_merge(void *dst, const void *src) FL_NOEXCEPT;
+
+void fl_window_clear(void *w) FL_NOEXCEPT;
+
+/* The decision of B4 on a window's counts with a resolved (ON or OFF)
+ * policy. */
+int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
+    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
+
+/* A snapshot from the three parts; the window sums are the caller's. */
+void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
+    uint32_t window_seconds, uint64_t window_enabled, uint64_t window_errors,
     fl_state_snapshot_t *out) FL_NOEXCEPT;
 
 

@@ -1,33 +1,31 @@
 /*
- * state.cpp - the per-flag state block in shared memory (SPEC B4, B7, B8).
+ * state.cpp - per-flag state in shared memory (SPEC B4, B7, B8): lifetime
+ * totals, the control block of a definition, and window blocks.
  *
- * The block is plain data shared by every worker: no pointers, no locks
+ * The blocks are plain data shared by every worker: no pointers, no locks
  * (a worker that dies must never leave a lock behind, CRAFT pitfall 6).
- * Every field is a 64-bit word changed only with __atomic operations:
- *
- *   header   def_hash, window length, lifetime counters, the control word
- *            and the rollback record;
- *   buckets  window_seconds x { enabled, errors }, one per second.
+ * Every field is a 64-bit word changed only with __atomic operations.
  *
  * Control word: bit 0 rolled back, bits 1-2 override kind, bits 32-63
- * override milli-percent.  fl_state_effective() is one atomic load of it,
- * and every change to it is a compare-and-swap, so a rollback, an override
- * change and a clear never undo each other.
+ * override milli-percent.  fl_control_effective() is one atomic load of
+ * it, and every change to it is a compare-and-swap, so a rollback, an
+ * override change and a clear never undo each other.
  *
- * Bucket word: (32-bit second stamp << 32) | 32-bit count, updated by a CAS
- * loop, so every count is exact without a lock:
+ * Window block: its length, then length x { enabled, errors } bucket
+ * words.  A bucket word is (32-bit second stamp << 32) | 32-bit count,
+ * updated by a CAS loop, so every count is exact without a lock:
  *   stamp == now, or newer (the clock went back)  -> count + 1
  *   stamp older than now, or count 0 (empty)      -> (now, 1)
  * Seconds are the caller's monotonic clock truncated to 32 bits and
  * compared by signed 32-bit difference: correct as long as a bucket is not
  * left untouched for 2^31 s (68 years) and the workers' clocks agree to
- * within that.  The bucket index is stamp % window_seconds, so the clock
- * wrapping at 2^32 only shifts the index once.  A count saturates at
- * 2^32 - 1 per second rather than spill into the stamp.
+ * within that.  The bucket index is stamp % length, so the clock wrapping
+ * at 2^32 only shifts the index once.  A count saturates at 2^32 - 1 per
+ * second rather than spill into the stamp.
  *
- * The block must be 8-byte aligned (slab allocations are).  fl_state_init()
- * runs before the block is visible to other processes (init_zone, before
- * the workers start), so it uses plain stores.
+ * Blocks must be 8-byte aligned (slab allocations are).  The init
+ * functions run before a block is visible to other processes, so they use
+ * plain stores.
  */
 
 #include "flags_core.h"
@@ -39,16 +37,8 @@ namespace {
 static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
               "shared state needs lock-free 64-bit atomics");
 
-struct state_header {
-    uint64_t    def_hash;
-    uint64_t    window;                 /* seconds, 1 .. FL_WINDOW_MAX */
-    uint64_t    evaluations;
-    uint64_t    enabled_evaluations;
-    uint64_t    errors;
-    uint64_t    control;
-    uint64_t    rb_at_ms;
-    uint64_t    rb_errors;
-    uint64_t    rb_enabled;
+struct window_header {
+    uint64_t    seconds;                /* 1 .. FL_WINDOW_MAX */
 };
 
 struct bucket {
@@ -56,32 +46,23 @@ struct bucket {
     uint64_t    errors;
 };
 
-static_assert(sizeof(state_header) % alignof(bucket) == 0, "bucket alignment");
+static_assert(sizeof(window_header) % alignof(bucket) == 0, "bucket alignment");
+static_assert(sizeof(fl_control_t) == 5 * sizeof(uint64_t), "control block layout");
 
 constexpr uint64_t CTL_ROLLED = 1;
 constexpr uint64_t CTL_KIND_SHIFT = 1;
 constexpr uint64_t CTL_KIND_MASK = 3u << CTL_KIND_SHIFT;
 constexpr unsigned CTL_MILLI_SHIFT = 32;
 
-inline state_header *hdr(void *mem)
+inline bucket *buckets(void *w)
 {
-    return static_cast<state_header *>(mem);
+    return reinterpret_cast<bucket *>(static_cast<char *>(w) + sizeof(window_header));
 }
 
-inline const state_header *hdr(const void *mem)
-{
-    return static_cast<const state_header *>(mem);
-}
-
-inline bucket *buckets(void *mem)
-{
-    return reinterpret_cast<bucket *>(static_cast<char *>(mem) + sizeof(state_header));
-}
-
-inline const bucket *buckets(const void *mem)
+inline const bucket *buckets(const void *w)
 {
     return reinterpret_cast<const bucket *>(
-        static_cast<const char *>(mem) + sizeof(state_header));
+        static_cast<const char *>(w) + sizeof(window_header));
 }
 
 inline uint64_t load(const uint64_t *p)
@@ -109,12 +90,12 @@ inline uint32_t clamp_window(uint32_t w)
     return w == 0 ? 1 : w > FL_WINDOW_MAX ? FL_WINDOW_MAX : w;
 }
 
-/* The block's window as stored; clamped again so that a corrupted word
+/* The block's length as stored; clamped again so that a corrupted word
  * cannot send a loop beyond the block. */
-inline uint32_t block_window(const void *mem)
+inline uint32_t block_seconds(const void *w)
 {
-    uint64_t w = load(&hdr(mem)->window);
-    return clamp_window(w > FL_WINDOW_MAX ? FL_WINDOW_MAX : static_cast<uint32_t>(w));
+    uint64_t n = load(&static_cast<const window_header *>(w)->seconds);
+    return clamp_window(n > FL_WINDOW_MAX ? FL_WINDOW_MAX : static_cast<uint32_t>(n));
 }
 
 inline uint32_t stamp_of(int64_t now_sec)
@@ -159,41 +140,8 @@ inline bool in_window(uint64_t word, uint32_t now, uint32_t w)
     return age < static_cast<int32_t>(w);
 }
 
-void window_sums(const void *mem, int64_t now_sec, uint32_t w,
-    uint64_t *enabled, uint64_t *errors)
-{
-    const bucket *b = buckets(mem);
-    uint32_t n = block_window(mem);
-    uint32_t now = stamp_of(now_sec);
-    uint64_t en = 0, er = 0;
-
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t we = load(&b[i].enabled);
-        uint64_t wr = load(&b[i].errors);
-        if (in_window(we, now, w)) {
-            en += static_cast<uint32_t>(we);
-        }
-        if (in_window(wr, now, w)) {
-            er += static_cast<uint32_t>(wr);
-        }
-    }
-    *enabled = en;
-    *errors = er;
-}
-
-void window_clear(void *mem)
-{
-    bucket *b = buckets(mem);
-    uint32_t n = block_window(mem);
-
-    for (uint32_t i = 0; i < n; i++) {
-        store(&b[i].enabled, 0);
-        store(&b[i].errors, 0);
-    }
-}
-
-/* Folds src's word into dst's (used when the window length changes): the
- * newer stamp wins, equal stamps add up. */
+/* Folds src's word into dst's: the newer stamp wins, equal stamps add
+ * up. */
 void merge_word(uint64_t *dst, uint64_t src)
 {
     uint32_t scount = static_cast<uint32_t>(src);
@@ -227,9 +175,9 @@ void merge_word(uint64_t *dst, uint64_t src)
 
 /* CAS loop applying f to the control word; returns the previous value. */
 template <class F>
-uint64_t update_control(void *mem, F f)
+uint64_t update_control(fl_control_t *c, F f)
 {
-    uint64_t *ctl = &hdr(mem)->control;
+    uint64_t *ctl = &c->control;
     uint64_t old = load_acq(ctl);
 
     while (!__atomic_compare_exchange_n(ctl, &old, f(old), true,
@@ -277,58 +225,161 @@ inline uint64_t ctl_override(fl_override_kind_t kind, uint32_t milli)
 
 extern "C" {
 
-size_t fl_state_size(uint32_t window_seconds) noexcept
+void fl_totals_count_eval(fl_totals_t *t, int enabled) noexcept
 {
-    return sizeof(state_header) + clamp_window(window_seconds) * sizeof(bucket);
+    add(&t->evaluations, 1);
+    if (enabled) {
+        add(&t->enabled_evaluations, 1);
+    }
 }
 
-void fl_state_init(void *mem, uint32_t window_seconds, uint64_t def_hash) noexcept
+void fl_totals_count_error(fl_totals_t *t) noexcept
 {
-    uint32_t w = clamp_window(window_seconds);
-
-    std::memset(mem, 0, sizeof(state_header) + w * sizeof(bucket));
-    hdr(mem)->def_hash = def_hash;
-    hdr(mem)->window = w;
+    add(&t->errors, 1);
 }
 
-uint32_t fl_state_window(const void *mem) noexcept
+void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
 {
-    return block_window(mem);
+    std::memset(c, 0, sizeof(*c));
+    c->def_hash = def_hash;
 }
 
-uint64_t fl_state_def_hash(const void *mem) noexcept
+uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) noexcept
 {
-    return load_acq(&hdr(mem)->def_hash);
+    uint64_t w = load_acq(&c->control);
+
+    if (w & CTL_ROLLED) {
+        return 0;               /* a rollback takes precedence (B8) */
+    }
+    switch (ctl_kind(w)) {
+    case FL_OVERRIDE_OFF:
+        return 0;
+    case FL_OVERRIDE_PERCENT:
+        return ctl_milli(w);
+    default:
+        return configured_milli;
+    }
 }
 
-void fl_state_redefine(void *mem, uint64_t def_hash) noexcept
+int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
+    uint64_t enabled) noexcept
 {
-    __atomic_store_n(&hdr(mem)->def_hash, def_hash, __ATOMIC_RELEASE);
-    window_clear(mem);
-    update_control(mem, [](uint64_t) { return static_cast<uint64_t>(0); });
+    if (load_acq(&c->control) & CTL_ROLLED) {
+        return 0;
+    }
+    uint64_t old = update_control(c, [](uint64_t w) { return w | CTL_ROLLED; });
+    if (old & CTL_ROLLED) {
+        return 0;               /* another worker won the race */
+    }
+
+    /* Only the winner writes the record.  A status reader may briefly see
+     * the flag rolled back with the previous record: harmless. */
+    store(&c->rb_at_ms, at_ms);
+    store(&c->rb_errors, errors);
+    store(&c->rb_enabled, enabled);
+    return 1;
 }
 
-void fl_state_copy(void *dst, const void *src) noexcept
+int fl_control_clear_rollback(fl_control_t *c) noexcept
 {
-    state_header *d = hdr(dst);
-    const state_header *s = hdr(src);
+    uint64_t old = update_control(c, [](uint64_t w) { return w & ~CTL_ROLLED; });
+    return (old & CTL_ROLLED) ? 1 : 0;
+}
 
-    store(&d->evaluations, load(&s->evaluations));
-    store(&d->enabled_evaluations, load(&s->enabled_evaluations));
-    store(&d->errors, load(&s->errors));
-    store(&d->rb_at_ms, load(&s->rb_at_ms));
-    store(&d->rb_errors, load(&s->rb_errors));
-    store(&d->rb_enabled, load(&s->rb_enabled));
-    __atomic_store_n(&d->control, load_acq(&s->control), __ATOMIC_RELEASE);
+void fl_control_set_override(fl_control_t *c, fl_override_kind_t kind,
+    uint32_t milli) noexcept
+{
+    uint64_t bits = ctl_override(kind, milli);
 
-    /* The window too, re-bucketed by stamp for the new length: a reload
-     * that changes only the window length should not forget recent
-     * errors.  Seconds that no longer fit are older than the new window. */
+    update_control(c, [bits](uint64_t w) { return (w & CTL_ROLLED) | bits; });
+}
+
+void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
+    uint64_t errors, uint64_t enabled) noexcept
+{
+    /* The record before the flag: a reader that sees the flag (acquire)
+     * sees the record. */
+    store(&c->rb_at_ms, at_ms);
+    store(&c->rb_errors, errors);
+    store(&c->rb_enabled, enabled);
+    update_control(c, [](uint64_t w) { return w | CTL_ROLLED; });
+}
+
+int fl_control_active(const fl_control_t *c) noexcept
+{
+    uint64_t w = load_acq(&c->control);
+
+    return (w & CTL_ROLLED) || ctl_kind(w) != FL_OVERRIDE_NONE;
+}
+
+int fl_control_rolled_back(const fl_control_t *c) noexcept
+{
+    return (load_acq(&c->control) & CTL_ROLLED) ? 1 : 0;
+}
+
+size_t fl_window_size(uint32_t seconds) noexcept
+{
+    return sizeof(window_header) + clamp_window(seconds) * sizeof(bucket);
+}
+
+void fl_window_init(void *w, uint32_t seconds) noexcept
+{
+    uint32_t n = clamp_window(seconds);
+
+    std::memset(w, 0, sizeof(window_header) + n * sizeof(bucket));
+    static_cast<window_header *>(w)->seconds = n;
+}
+
+uint32_t fl_window_seconds(const void *w) noexcept
+{
+    return block_seconds(w);
+}
+
+void fl_window_count_enabled(void *w, int64_t now_sec) noexcept
+{
+    uint32_t now = stamp_of(now_sec);
+
+    bump(&buckets(w)[now % block_seconds(w)].enabled, now);
+}
+
+void fl_window_count_error(void *w, int64_t now_sec) noexcept
+{
+    uint32_t now = stamp_of(now_sec);
+
+    bump(&buckets(w)[now % block_seconds(w)].errors, now);
+}
+
+void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
+    uint64_t *enabled, uint64_t *errors) noexcept
+{
+    const bucket *b = buckets(w);
+    uint32_t n = block_seconds(w);
+    uint32_t len = clamp_window(seconds);
+    uint32_t now = stamp_of(now_sec);
+    uint64_t en = 0, er = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t we = load(&b[i].enabled);
+        uint64_t wr = load(&b[i].errors);
+        if (in_window(we, now, len)) {
+            en += static_cast<uint32_t>(we);
+        }
+        if (in_window(wr, now, len)) {
+            er += static_cast<uint32_t>(wr);
+        }
+    }
+    *enabled += en;
+    *errors += er;
+}
+
+void fl_window_merge(void *dst, const void *src) noexcept
+{
     const bucket *sb = buckets(src);
     bucket *db = buckets(dst);
-    uint32_t sn = block_window(src);
-    uint32_t dn = block_window(dst);
+    uint32_t sn = block_seconds(src);
+    uint32_t dn = block_seconds(dst);
 
+    /* Seconds that do not fit are older than dst's whole length. */
     for (uint32_t i = 0; i < sn; i++) {
         uint64_t we = load(&sb[i].enabled);
         uint64_t wr = load(&sb[i].errors);
@@ -337,32 +388,14 @@ void fl_state_copy(void *dst, const void *src) noexcept
     }
 }
 
-uint32_t fl_state_effective(const void *mem, uint32_t configured_milli) noexcept
+void fl_window_clear(void *w) noexcept
 {
-    uint64_t c = __atomic_load_n(&hdr(mem)->control, __ATOMIC_ACQUIRE);
+    bucket *b = buckets(w);
+    uint32_t n = block_seconds(w);
 
-    if (c & CTL_ROLLED) {
-        return 0;               /* a rollback takes precedence (B8) */
-    }
-    switch (ctl_kind(c)) {
-    case FL_OVERRIDE_OFF:
-        return 0;
-    case FL_OVERRIDE_PERCENT:
-        return ctl_milli(c);
-    default:
-        return configured_milli;
-    }
-}
-
-void fl_state_count_eval(void *mem, int64_t now_sec, int enabled) noexcept
-{
-    state_header *h = hdr(mem);
-
-    add(&h->evaluations, 1);
-    if (enabled) {
-        add(&h->enabled_evaluations, 1);
-        uint32_t now = stamp_of(now_sec);
-        bump(&buckets(mem)[now % block_window(mem)].enabled, now);
+    for (uint32_t i = 0; i < n; i++) {
+        store(&b[i].enabled, 0);
+        store(&b[i].errors, 0);
     }
 }
 
@@ -390,99 +423,36 @@ int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
     return lhs >= rhs;
 }
 
-int fl_state_record_error(void *mem, int64_t now_sec, uint64_t now_ms,
-    const fl_rollback_policy_t *policy) noexcept
-{
-    state_header *h = hdr(mem);
-    uint32_t now = stamp_of(now_sec);
-    uint32_t n = block_window(mem);
-
-    add(&h->errors, 1);
-    bump(&buckets(mem)[now % n].errors, now);
-
-    if (policy == nullptr || policy->mode == FL_ROLLBACK_OFF) {
-        return 0;
-    }
-    if (load_acq(&h->control) & CTL_ROLLED) {
-        return 0;
-    }
-
-    uint32_t w = clamp_window(policy->window);
-    if (w > n) {
-        w = n;
-    }
-    uint64_t enabled, errors;
-    window_sums(mem, now_sec, w, &enabled, &errors);
-
-    if (!fl_rollback_decide(errors, enabled, policy)) {
-        return 0;
-    }
-
-    uint64_t old = update_control(mem, [](uint64_t c) { return c | CTL_ROLLED; });
-    if (old & CTL_ROLLED) {
-        return 0;               /* another worker won the race */
-    }
-
-    /* Only the winner writes the record.  A status reader may briefly see
-     * the flag rolled back with the previous record: harmless. */
-    store(&h->rb_at_ms, now_ms);
-    store(&h->rb_errors, errors);
-    store(&h->rb_enabled, enabled);
-    return 1;
-}
-
-int fl_state_clear_rollback(void *mem) noexcept
-{
-    /* Empty the window first so that the next report, seeing the flag no
-     * longer rolled back, does not trip it again on the old counts. */
-    window_clear(mem);
-    uint64_t old = update_control(mem, [](uint64_t c) { return c & ~CTL_ROLLED; });
-    return (old & CTL_ROLLED) ? 1 : 0;
-}
-
-void fl_state_set_override(void *mem, fl_override_kind_t kind, uint32_t milli) noexcept
-{
-    uint64_t bits = ctl_override(kind, milli);
-
-    update_control(mem, [bits](uint64_t c) { return (c & CTL_ROLLED) | bits; });
-}
-
-void fl_state_restore_rollback(void *mem, uint64_t at_ms, uint64_t errors,
-    uint64_t enabled) noexcept
-{
-    state_header *h = hdr(mem);
-
-    /* The record before the flag: a reader that sees the flag (acquire)
-     * sees the record. */
-    store(&h->rb_at_ms, at_ms);
-    store(&h->rb_errors, errors);
-    store(&h->rb_enabled, enabled);
-    update_control(mem, [](uint64_t c) { return c | CTL_ROLLED; });
-}
-
-void fl_state_snapshot(const void *mem, int64_t now_sec,
+void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
+    uint32_t window_seconds, uint64_t window_enabled, uint64_t window_errors,
     fl_state_snapshot_t *out) noexcept
 {
-    const state_header *h = hdr(mem);
-    uint64_t c = load_acq(&h->control);
-
     std::memset(out, 0, sizeof(*out));
-    out->def_hash = load(&h->def_hash);
-    out->window_seconds = block_window(mem);
-    out->evaluations = load(&h->evaluations);
-    out->enabled_evaluations = load(&h->enabled_evaluations);
-    out->errors = load(&h->errors);
-    window_sums(mem, now_sec, out->window_seconds,
-                &out->window_enabled, &out->window_errors);
-    if (c & CTL_ROLLED) {
+
+    if (t != nullptr) {
+        out->evaluations = load(&t->evaluations);
+        out->enabled_evaluations = load(&t->enabled_evaluations);
+        out->errors = load(&t->errors);
+    }
+    out->window_seconds = window_seconds;
+    out->window_enabled = window_enabled;
+    out->window_errors = window_errors;
+
+    if (c == nullptr) {
+        return;
+    }
+    uint64_t w = load_acq(&c->control);
+
+    out->def_hash = load(&c->def_hash);
+    if (w & CTL_ROLLED) {
         /* The record of an earlier, cleared rollback is not shown. */
         out->rolled_back = 1;
-        out->rollback_at_ms = load(&h->rb_at_ms);
-        out->rollback_errors = load(&h->rb_errors);
-        out->rollback_enabled = load(&h->rb_enabled);
+        out->rollback_at_ms = load(&c->rb_at_ms);
+        out->rollback_errors = load(&c->rb_errors);
+        out->rollback_enabled = load(&c->rb_enabled);
     }
-    out->override_kind = ctl_kind(c);
-    out->override_milli = out->override_kind == FL_OVERRIDE_PERCENT ? ctl_milli(c) : 0;
+    out->override_kind = ctl_kind(w);
+    out->override_milli = out->override_kind == FL_OVERRIDE_PERCENT ? ctl_milli(w) : 0;
 }
 
 } // extern "C"

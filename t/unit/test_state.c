@@ -16,29 +16,98 @@
 
 #include "flags_core.h"
 
-/* A block with its own storage, 16-byte aligned like a slab. */
-static void *new_block(uint32_t window, uint64_t hash)
+/*
+ * A flag's state as the nginx glue composes it (ngx_http_flags_shm.c):
+ * lifetime totals, the control block of its definition, and its window.
+ * The window lives in its own 16-byte aligned storage, like a slab.
+ */
+typedef struct {
+    fl_totals_t     t;
+    fl_control_t    c;
+    void           *w;
+} flag_state;
+
+#define FS(m) ((flag_state *) (m))
+
+static void *new_window(uint32_t window)
 {
     void *mem = NULL;
 
-    assert_int_equal(posix_memalign(&mem, 16, fl_state_size(window)), 0);
-    memset(mem, 0xa5, fl_state_size(window));      /* init must not rely on zeroes */
-    fl_state_init(mem, window, hash);
+    assert_int_equal(posix_memalign(&mem, 16, fl_window_size(window)), 0);
+    memset(mem, 0xa5, fl_window_size(window));      /* init must not rely on zeroes */
+    fl_window_init(mem, window);
     return mem;
 }
 
-static fl_state_snapshot_t snap(const void *mem, int64_t now)
+static void *new_block(uint32_t window, uint64_t hash)
+{
+    flag_state *f = malloc(sizeof(flag_state));
+
+    assert_non_null(f);
+    memset(f, 0xa5, sizeof(*f));
+    memset(&f->t, 0, sizeof(f->t));
+    fl_control_init(&f->c, hash);
+    f->w = new_window(window);
+    return f;
+}
+
+static void free_block(void *m)
+{
+    free(FS(m)->w);
+    free(m);
+}
+
+static void count_eval(void *m, int64_t now, int enabled)
+{
+    fl_totals_count_eval(&FS(m)->t, enabled);
+    if (enabled) {
+        fl_window_count_enabled(FS(m)->w, now);
+    }
+}
+
+/* ngx_http_flags_count_error(): count, then the B4 decision. */
+static int record_error(void *m, int64_t now, uint64_t now_ms,
+    const fl_rollback_policy_t *p)
+{
+    uint64_t en = 0, er = 0;
+
+    fl_totals_count_error(&FS(m)->t);
+    fl_window_count_error(FS(m)->w, now);
+
+    if (p == NULL || p->mode != FL_ROLLBACK_ON
+        || fl_control_rolled_back(&FS(m)->c))
+    {
+        return 0;
+    }
+    fl_window_sums(FS(m)->w, now, p->window, &en, &er);
+    if (!fl_rollback_decide(er, en, p)) {
+        return 0;
+    }
+    return fl_control_try_rollback(&FS(m)->c, now_ms, er, en);
+}
+
+/* ngx_http_flags_clear_rollback(): the window is emptied too (B8). */
+static int clear_rollback(void *m)
+{
+    fl_window_clear(FS(m)->w);
+    return fl_control_clear_rollback(&FS(m)->c);
+}
+
+static fl_state_snapshot_t snap(const void *m, int64_t now)
 {
     fl_state_snapshot_t s;
+    uint64_t en = 0, er = 0;
+    uint32_t w = fl_window_seconds(FS(m)->w);
 
-    fl_state_snapshot(mem, now, &s);
+    fl_window_sums(FS(m)->w, now, w, &en, &er);
+    fl_state_snapshot(&FS(m)->t, &FS(m)->c, w, en, er, &s);
     return s;
 }
 
 static void eval_n(void *mem, int64_t now, int enabled, int n)
 {
     for (int i = 0; i < n; i++) {
-        fl_state_count_eval(mem, now, enabled);
+        count_eval(mem, now, enabled);
     }
 }
 
@@ -50,15 +119,15 @@ static const fl_rollback_policy_t off_policy = { FL_ROLLBACK_OFF, 1, 0, 60 };
 static void test_size_and_init(void **state)
 {
     (void) state;
-    /* 9 header words, then 2 words per second. */
-    assert_int_equal(fl_state_size(60), 72 + 60 * 16);
-    assert_int_equal(fl_state_size(1), 72 + 16);
-    assert_int_equal(fl_state_size(0), fl_state_size(1));
-    assert_int_equal(fl_state_size(100000), fl_state_size(FL_WINDOW_MAX));
+    /* 1 header word, then 2 words per second. */
+    assert_int_equal(fl_window_size(60), 8 + 60 * 16);
+    assert_int_equal(fl_window_size(1), 8 + 16);
+    assert_int_equal(fl_window_size(0), fl_window_size(1));
+    assert_int_equal(fl_window_size(100000), fl_window_size(FL_WINDOW_MAX));
 
     void *m = new_block(60, 0x0123456789abcdefULL);
-    assert_int_equal(fl_state_window(m), 60);
-    assert_true(fl_state_def_hash(m) == 0x0123456789abcdefULL);
+    assert_int_equal(fl_window_seconds(FS(m)->w), 60);
+    assert_true(FS(m)->c.def_hash == 0x0123456789abcdefULL);
 
     fl_state_snapshot_t s = snap(m, 1000);
     assert_int_equal(s.window_seconds, 60);
@@ -70,12 +139,12 @@ static void test_size_and_init(void **state)
     assert_int_equal(s.window_errors, 0);
     assert_int_equal(s.rolled_back, 0);
     assert_int_equal(s.override_kind, FL_OVERRIDE_NONE);
-    assert_int_equal(fl_state_effective(m, 25000), 25000);
-    free(m);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 25000);
+    free_block(m);
 
     m = new_block(0, 1);
-    assert_int_equal(fl_state_window(m), 1);
-    free(m);
+    assert_int_equal(fl_window_seconds(FS(m)->w), 1);
+    free_block(m);
 }
 
 
@@ -89,7 +158,7 @@ static void test_exact_counts(void **state)
     eval_n(m, 500, 1, 1000);
     eval_n(m, 500, 0, 234);
     for (int i = 0; i < 17; i++) {
-        fl_state_record_error(m, 500, 0, &off_policy);
+        record_error(m, 500, 0, &off_policy);
     }
 
     fl_state_snapshot_t s = snap(m, 500);
@@ -98,7 +167,7 @@ static void test_exact_counts(void **state)
     assert_int_equal(s.errors, 17);
     assert_int_equal(s.window_enabled, 1000);     /* only enabled ones */
     assert_int_equal(s.window_errors, 17);
-    free(m);
+    free_block(m);
 }
 
 static void test_one_second_buckets_and_rotation(void **state)
@@ -134,7 +203,7 @@ static void test_one_second_buckets_and_rotation(void **state)
         }
         assert_int_equal(s.window_enabled, want);
     }
-    free(m);
+    free_block(m);
 }
 
 static void test_expiry_after_window(void **state)
@@ -143,13 +212,13 @@ static void test_expiry_after_window(void **state)
     void *m = new_block(60, 1);
 
     eval_n(m, 1000, 1, 10);
-    fl_state_record_error(m, 1000, 0, &off_policy);
+    record_error(m, 1000, 0, &off_policy);
     assert_int_equal(snap(m, 1059).window_enabled, 10);
     assert_int_equal(snap(m, 1059).window_errors, 1);
     assert_int_equal(snap(m, 1060).window_enabled, 0);
     assert_int_equal(snap(m, 1060).window_errors, 0);
     assert_int_equal(snap(m, 1060).enabled_evaluations, 10);
-    free(m);
+    free_block(m);
 }
 
 static void test_long_idle_gap(void **state)
@@ -171,7 +240,7 @@ static void test_long_idle_gap(void **state)
     eval_n(m, t3, 1, 2);
     assert_int_equal(snap(m, t3).window_enabled, 2);
     assert_int_equal(snap(m, t3).enabled_evaluations, 13);
-    free(m);
+    free_block(m);
 }
 
 static void test_clock_backwards(void **state)
@@ -191,8 +260,8 @@ static void test_clock_backwards(void **state)
     assert_int_equal(snap(m, 1000).window_enabled, 9);
 
     /* Far back: the future stamps count as current. */
-    fl_state_record_error(m, 1000, 0, &off_policy);
-    fl_state_record_error(m, 100, 0, &off_policy);
+    record_error(m, 1000, 0, &off_policy);
+    record_error(m, 100, 0, &off_policy);
     assert_int_equal(snap(m, 100).window_errors, 2);
     assert_int_equal(snap(m, 100).window_enabled, 9);
 
@@ -201,7 +270,7 @@ static void test_clock_backwards(void **state)
     assert_int_equal(snap(m, 1060).window_errors, 0);
     assert_int_equal(snap(m, 1060).enabled_evaluations, 9);
     assert_int_equal(snap(m, 1060).errors, 2);
-    free(m);
+    free_block(m);
 }
 
 static void test_32bit_stamps(void **state)
@@ -222,7 +291,7 @@ static void test_32bit_stamps(void **state)
     assert_int_equal(snap(m, t + 1).window_enabled, 7);
     assert_int_equal(snap(m, t + 60).window_enabled, 4);
     assert_int_equal(snap(m, t + 61).window_enabled, 0);
-    free(m);
+    free_block(m);
 }
 
 
@@ -283,12 +352,12 @@ static void test_record_error_trips_once(void **state)
     fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 50000, 60 };     /* 3, 50 % */
 
     eval_n(m, 100, 1, 4);
-    assert_int_equal(fl_state_record_error(m, 100, 1000, &p), 0);
-    assert_int_equal(fl_state_record_error(m, 101, 2000, &p), 0);
-    assert_int_equal(fl_state_effective(m, 25000), 25000);
-    assert_int_equal(fl_state_record_error(m, 102, 1795352709123ULL, &p), 1);
-    assert_int_equal(fl_state_record_error(m, 102, 9999, &p), 0);
-    assert_int_equal(fl_state_record_error(m, 103, 9999, &p), 0);
+    assert_int_equal(record_error(m, 100, 1000, &p), 0);
+    assert_int_equal(record_error(m, 101, 2000, &p), 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 25000);
+    assert_int_equal(record_error(m, 102, 1795352709123ULL, &p), 1);
+    assert_int_equal(record_error(m, 102, 9999, &p), 0);
+    assert_int_equal(record_error(m, 103, 9999, &p), 0);
 
     fl_state_snapshot_t s = snap(m, 103);
     assert_int_equal(s.rolled_back, 1);
@@ -297,9 +366,9 @@ static void test_record_error_trips_once(void **state)
     assert_int_equal(s.rollback_enabled, 4);
     assert_int_equal(s.errors, 5);
     assert_int_equal(s.window_errors, 5);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
-    assert_int_equal(fl_state_effective(m, 100000), 0);
-    free(m);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 100000), 0);
+    free_block(m);
 }
 
 static void test_record_error_rate_not_reached(void **state)
@@ -310,10 +379,10 @@ static void test_record_error_rate_not_reached(void **state)
 
     eval_n(m, 100, 1, 100);
     for (int i = 0; i < 9; i++) {
-        assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
+        assert_int_equal(record_error(m, 100, 0, &p), 0);
     }
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);   /* 10 of 100 */
-    free(m);
+    assert_int_equal(record_error(m, 100, 0, &p), 1);   /* 10 of 100 */
+    free_block(m);
 }
 
 static void test_record_error_mode_off(void **state)
@@ -322,14 +391,14 @@ static void test_record_error_mode_off(void **state)
     void *m = new_block(60, 1);
 
     for (int i = 0; i < 1000; i++) {
-        assert_int_equal(fl_state_record_error(m, 100, 0, &off_policy), 0);
+        assert_int_equal(record_error(m, 100, 0, &off_policy), 0);
     }
-    assert_int_equal(fl_state_record_error(m, 100, 0, NULL), 0);
+    assert_int_equal(record_error(m, 100, 0, NULL), 0);
     fl_state_snapshot_t s = snap(m, 100);
     assert_int_equal(s.rolled_back, 0);
     assert_int_equal(s.errors, 1001);
     assert_int_equal(s.window_errors, 1001);
-    free(m);
+    free_block(m);
 }
 
 static void test_record_error_window(void **state)
@@ -340,22 +409,22 @@ static void test_record_error_window(void **state)
 
     /* The policy's shorter window: errors 15 s apart do not add up. */
     void *m = new_block(60, 1);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p10), 0);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p10), 0);
-    assert_int_equal(fl_state_record_error(m, 115, 0, &p10), 0);
-    assert_int_equal(fl_state_record_error(m, 115, 0, &p10), 0);
-    assert_int_equal(fl_state_record_error(m, 116, 0, &p10), 1);
+    assert_int_equal(record_error(m, 100, 0, &p10), 0);
+    assert_int_equal(record_error(m, 100, 0, &p10), 0);
+    assert_int_equal(record_error(m, 115, 0, &p10), 0);
+    assert_int_equal(record_error(m, 115, 0, &p10), 0);
+    assert_int_equal(record_error(m, 116, 0, &p10), 1);
     assert_int_equal(snap(m, 116).rollback_errors, 3);
-    free(m);
+    free_block(m);
 
     /* A longer policy window is cut to the block's. */
     m = new_block(60, 1);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p600), 0);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p600), 0);
-    assert_int_equal(fl_state_record_error(m, 160, 0, &p600), 0);
-    assert_int_equal(fl_state_record_error(m, 161, 0, &p600), 0);
-    assert_int_equal(fl_state_record_error(m, 161, 0, &p600), 1);
-    free(m);
+    assert_int_equal(record_error(m, 100, 0, &p600), 0);
+    assert_int_equal(record_error(m, 100, 0, &p600), 0);
+    assert_int_equal(record_error(m, 160, 0, &p600), 0);
+    assert_int_equal(record_error(m, 161, 0, &p600), 0);
+    assert_int_equal(record_error(m, 161, 0, &p600), 1);
+    free_block(m);
 }
 
 
@@ -369,10 +438,10 @@ static void test_clear_rollback(void **state)
 
     eval_n(m, 100, 1, 7);
     eval_n(m, 100, 0, 3);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);
+    assert_int_equal(record_error(m, 100, 0, &p), 0);
+    assert_int_equal(record_error(m, 100, 0, &p), 1);
 
-    assert_int_equal(fl_state_clear_rollback(m), 1);
+    assert_int_equal(clear_rollback(m), 1);
     fl_state_snapshot_t s = snap(m, 100);
     assert_int_equal(s.rolled_back, 0);
     assert_int_equal(s.rollback_at_ms, 0);
@@ -381,13 +450,13 @@ static void test_clear_rollback(void **state)
     assert_int_equal(s.evaluations, 10);        /* lifetime kept */
     assert_int_equal(s.enabled_evaluations, 7);
     assert_int_equal(s.errors, 2);
-    assert_int_equal(fl_state_effective(m, 30000), 30000);
-    assert_int_equal(fl_state_clear_rollback(m), 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 30000), 30000);
+    assert_int_equal(clear_rollback(m), 0);
 
     /* It does not trip again at once: the window starts from zero. */
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 0);
-    assert_int_equal(fl_state_record_error(m, 100, 0, &p), 1);
-    free(m);
+    assert_int_equal(record_error(m, 100, 0, &p), 0);
+    assert_int_equal(record_error(m, 100, 0, &p), 1);
+    free_block(m);
 }
 
 static void test_override_precedence(void **state)
@@ -396,68 +465,77 @@ static void test_override_precedence(void **state)
     void *m = new_block(60, 1);
     fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
 
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 12345);
-    assert_int_equal(fl_state_effective(m, 25000), 12345);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 12345);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 12345);
     fl_state_snapshot_t s = snap(m, 0);
     assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
     assert_int_equal(s.override_milli, 12345);
 
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 0);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 100000);
-    assert_int_equal(fl_state_effective(m, 25000), 100000);
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 500000);     /* clamped */
-    assert_int_equal(fl_state_effective(m, 25000), 100000);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 100000);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 100000);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 500000);     /* clamped */
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 100000);
 
-    fl_state_set_override(m, FL_OVERRIDE_OFF, 777);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_OFF, 777);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
     s = snap(m, 0);
     assert_int_equal(s.override_kind, FL_OVERRIDE_OFF);
     assert_int_equal(s.override_milli, 0);
 
-    fl_state_set_override(m, FL_OVERRIDE_NONE, 0);
-    assert_int_equal(fl_state_effective(m, 25000), 25000);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 25000);
     assert_int_equal(snap(m, 0).override_kind, FL_OVERRIDE_NONE);
 
     /* A rollback wins over an override, which comes back when cleared. */
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 50000);
-    assert_int_equal(fl_state_record_error(m, 5, 1, &p), 1);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 50000);
+    assert_int_equal(record_error(m, 5, 1, &p), 1);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
     s = snap(m, 5);
     assert_int_equal(s.rolled_back, 1);
     assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
     assert_int_equal(s.override_milli, 50000);
     /* Changing the override keeps the rollback. */
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 60000);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
-    assert_int_equal(fl_state_clear_rollback(m), 1);
-    assert_int_equal(fl_state_effective(m, 25000), 60000);
-    free(m);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 60000);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
+    assert_int_equal(clear_rollback(m), 1);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 60000);
+    free_block(m);
 }
 
-static void test_redefine(void **state)
+/* A new definition is a fresh control block beside the old one (the glue
+ * keeps the old one for workers that still run the old definition); the
+ * lifetime totals are the flag's and stay. */
+static void test_new_definition(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
     fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
 
     eval_n(m, 100, 1, 5);
-    fl_state_set_override(m, FL_OVERRIDE_OFF, 0);
-    assert_int_equal(fl_state_record_error(m, 100, 1, &p), 1);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_OFF, 0);
+    assert_int_equal(record_error(m, 100, 1, &p), 1);
+    assert_int_equal(fl_control_active(&FS(m)->c), 1);
 
-    fl_state_redefine(m, 0xfeedULL);
-    fl_state_snapshot_t s = snap(m, 100);
+    fl_control_t fresh;
+    memset(&fresh, 0xa5, sizeof(fresh));
+    fl_control_init(&fresh, 0xfeedULL);
+    assert_int_equal(fl_control_active(&fresh), 0);
+    assert_int_equal(fl_control_rolled_back(&fresh), 0);
+    assert_int_equal(fl_control_effective(&fresh, 40000), 40000);
+
+    fl_state_snapshot_t s;
+    fl_state_snapshot(&FS(m)->t, &fresh, 60, 0, 0, &s);
     assert_true(s.def_hash == 0xfeedULL);
-    assert_true(fl_state_def_hash(m) == 0xfeedULL);
     assert_int_equal(s.rolled_back, 0);
     assert_int_equal(s.override_kind, FL_OVERRIDE_NONE);
-    assert_int_equal(s.window_enabled, 0);
-    assert_int_equal(s.window_errors, 0);
     assert_int_equal(s.enabled_evaluations, 5);
     assert_int_equal(s.errors, 1);
-    assert_int_equal(fl_state_effective(m, 40000), 40000);
-    assert_int_equal(fl_state_window(m), 60);
-    free(m);
+
+    /* the old definition keeps its rollback for its own workers */
+    assert_int_equal(fl_control_effective(&FS(m)->c, 40000), 0);
+    free_block(m);
 }
 
 static void test_restore_rollback(void **state)
@@ -465,55 +543,46 @@ static void test_restore_rollback(void **state)
     (void) state;
     void *m = new_block(60, 1);
 
-    fl_state_restore_rollback(m, 1795352709123ULL, 25, 100);
+    fl_control_restore_rollback(&FS(m)->c, 1795352709123ULL, 25, 100);
     fl_state_snapshot_t s = snap(m, 0);
     assert_int_equal(s.rolled_back, 1);
     assert_true(s.rollback_at_ms == 1795352709123ULL);
     assert_int_equal(s.rollback_errors, 25);
     assert_int_equal(s.rollback_enabled, 100);
-    assert_int_equal(fl_state_effective(m, 25000), 0);
+    assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
 
     /* Already rolled back: record_error does not trip again. */
     fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
-    assert_int_equal(fl_state_record_error(m, 0, 5, &p), 0);
+    assert_int_equal(record_error(m, 0, 5, &p), 0);
     assert_true(snap(m, 0).rollback_at_ms == 1795352709123ULL);
-    free(m);
+    free_block(m);
 }
 
-static void test_copy(void **state)
+/* A window of another length replaces the head: once nobody counts into
+ * the old one, its buckets are merged by second into the new one. */
+static void test_merge(void **state)
 {
     (void) state;
     void *src = new_block(60, 1);
     void *dst = new_block(10, 2);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 0, 60 };
 
     eval_n(src, 100, 1, 5);        /* older than dst's window at 150 */
     eval_n(src, 145, 1, 6);
     eval_n(src, 150, 1, 7);
     eval_n(src, 150, 0, 2);
-    fl_state_record_error(src, 150, 0, &p);
-    fl_state_record_error(src, 150, 0, &p);
-    assert_int_equal(fl_state_record_error(src, 150, 42, &p), 1);
-    fl_state_set_override(src, FL_OVERRIDE_PERCENT, 1000);
+    fl_window_count_error(FS(src)->w, 150);
+    fl_window_count_error(FS(src)->w, 150);
+    fl_window_count_error(FS(src)->w, 150);
+    eval_n(dst, 150, 1, 1);        /* dst already counted this second */
 
-    fl_state_copy(dst, src);
+    fl_window_merge(FS(dst)->w, FS(src)->w);
     fl_state_snapshot_t s = snap(dst, 150);
-    assert_true(s.def_hash == 2);                   /* dst's own */
     assert_int_equal(s.window_seconds, 10);
-    assert_int_equal(s.evaluations, 20);
-    assert_int_equal(s.enabled_evaluations, 18);
-    assert_int_equal(s.errors, 3);
-    assert_int_equal(s.rolled_back, 1);
-    assert_int_equal(s.rollback_at_ms, 42);
-    assert_int_equal(s.rollback_errors, 3);
-    assert_int_equal(s.rollback_enabled, 18);
-    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
-    assert_int_equal(s.override_milli, 1000);
-    assert_int_equal(s.window_enabled, 13);         /* 145 and 150 */
+    assert_int_equal(s.window_enabled, 14);         /* 145 and 150 */
     assert_int_equal(s.window_errors, 3);
-    assert_int_equal(snap(dst, 155).window_enabled, 7);
-    free(src);
-    free(dst);
+    assert_int_equal(snap(dst, 155).window_enabled, 8);
+    free_block(src);
+    free_block(dst);
 
     /* Into a longer window everything of the shorter one fits. */
     src = new_block(5, 1);
@@ -521,12 +590,18 @@ static void test_copy(void **state)
     for (int64_t t = 1000; t < 1010; t++) {
         eval_n(src, t, 1, 1);
     }
-    fl_state_copy(dst, src);
+    fl_window_merge(FS(dst)->w, FS(src)->w);
     assert_int_equal(snap(dst, 1009).window_enabled, 5);  /* 1005..1009 */
     eval_n(dst, 1010, 1, 1);
     assert_int_equal(snap(dst, 1010).window_enabled, 6);
-    free(src);
-    free(dst);
+
+    /* A summed pair (head and the retired window) counts each event once. */
+    uint64_t en = 0, er = 0;
+    fl_window_sums(FS(dst)->w, 1010, 300, &en, &er);
+    fl_window_sums(FS(src)->w, 1010, 300, &en, &er);
+    assert_int_equal(en, 6 + 5);
+    free_block(src);
+    free_block(dst);
 }
 
 
@@ -547,9 +622,9 @@ static void *hammer(void *arg)
 
     for (int i = 0; i < PER_THREAD; i++) {
         /* Two seconds interleaved: two buckets under contention. */
-        fl_state_count_eval(w->mem, 1000 + (i & 1), i % 3 == 0);
+        count_eval(w->mem, 1000 + (i & 1), i % 3 == 0);
         if (i % 100 == 0) {
-            w->wins += fl_state_record_error(w->mem, 1000 + (i & 1), 7, w->policy);
+            w->wins += record_error(w->mem, 1000 + (i & 1), 7, w->policy);
         }
     }
     return NULL;
@@ -589,7 +664,7 @@ static void test_concurrent_exact(void **state)
      * increment and its sum. */
     assert_true(s.rollback_errors >= 500);
     assert_true(s.rollback_errors < 500 + THREADS);
-    free(m);
+    free_block(m);
 }
 
 
@@ -630,7 +705,7 @@ static void test_status_json(void **state)
 
     eval_n(m, 100, 1, 3);
     eval_n(m, 100, 0, 1);
-    fl_state_record_error(m, 100, 0, &pol);
+    record_error(m, 100, 0, &pol);
     fl_state_snapshot_t s = snap(m, 100);
     status_for(p, 0, &s,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
@@ -640,8 +715,8 @@ static void test_status_json(void **state)
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1},"
         "\"rollback\":null}");
 
-    assert_int_equal(fl_state_record_error(m, 100, 1795352709123ULL, &pol), 1);
-    fl_state_set_override(m, FL_OVERRIDE_PERCENT, 33333);
+    assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
+    fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 33333);
     s = snap(m, 100);
     status_for(p, 0, &s,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
@@ -652,7 +727,7 @@ static void test_status_json(void **state)
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
         "\"enabledEvaluations\":3}}");
 
-    fl_state_clear_rollback(m);
+    clear_rollback(m);
     s = snap(m, 100);
     status_for(p, 0, &s,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
@@ -664,7 +739,7 @@ static void test_status_json(void **state)
 
     /* A flag off in its file keeps its configured percentage (B8). */
     void *m2 = new_block(30, 1);
-    fl_state_set_override(m2, FL_OVERRIDE_OFF, 0);
+    fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_OFF, 0);
     s = snap(m2, 100);
     status_for(p, 1, &s,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
@@ -673,7 +748,7 @@ static void test_status_json(void **state)
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
         "\"rollback\":null}");
-    fl_state_set_override(m2, FL_OVERRIDE_NONE, 0);
+    fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_NONE, 0);
     s = snap(m2, 100);
     s.evaluations = UINT64_MAX;             /* the widest numbers fit */
     s.enabled_evaluations = UINT64_MAX;
@@ -700,7 +775,7 @@ static void test_status_json(void **state)
     char small[8];
     assert_int_equal(fl_status_flag_json(p, 2, &s, small), 0);
 
-    free(m);
+    free_block(m);
     free(m2);
     fl_project_free(p);
 }
@@ -722,9 +797,9 @@ int main(void)
         cmocka_unit_test(test_record_error_window),
         cmocka_unit_test(test_clear_rollback),
         cmocka_unit_test(test_override_precedence),
-        cmocka_unit_test(test_redefine),
+        cmocka_unit_test(test_new_definition),
         cmocka_unit_test(test_restore_rollback),
-        cmocka_unit_test(test_copy),
+        cmocka_unit_test(test_merge),
         cmocka_unit_test(test_concurrent_exact),
         cmocka_unit_test(test_status_json),
     };
