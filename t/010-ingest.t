@@ -181,7 +181,7 @@ Content-Type: application/json
  '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid string in json text. (near byte 1)"}',
  '{"error":"invalid_json","message":"request body must be a JSON object"}',
  '{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (near byte 15)"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid bytes in UTF8 string. (near byte 14)"}',
+ '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 13)"}',
  '{"error":"invalid_json","message":"JSON nesting is deeper than 64 levels"}']
 
 
