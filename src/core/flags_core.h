@@ -185,10 +185,12 @@ size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
 /* Bytes needed to escape len bytes (worst case, without quotes). */
 size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
 
-/* Escapes a UTF-8 string for use inside JSON quotes: '"', '\\' and the
+/* Escapes a string for use inside JSON quotes: '"', '\\' and the
  * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
- * U+2029 as \u2028 / \u2029; everything else is copied.  Returns bytes
- * written. */
+ * U+2029 as \u2028 / \u2029; well-formed UTF-8 is copied as it is, and
+ * each ill-formed part (overlong, surrogate, past U+10FFFF, cut or stray
+ * bytes) becomes \ufffd, so the output is always valid UTF-8.  Returns
+ * bytes written. */
 size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
 /* Writes a percentage given in milli-percent as a JSON number: 25000 ->
