@@ -126,6 +126,19 @@ const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
 long fl_project_find_flag(const fl_project_t *p, const char *name,
     size_t len) FL_NOEXCEPT;
 
+/* Unknown fields are loaded and ignored, each named in a warning for
+ * nginx -t (B8): "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
+ * with "PATH: segment \"NAME\": rule N: ", "PATH: flag \"NAME\":
+ * rollback: " or just "PATH: " before "unknown field" for the other
+ * objects.  At most FL_MAX_PROJECT_WARNINGS are kept, then one
+ * "PATH: and N more unknown fields ignored". */
+#define FL_MAX_PROJECT_WARNINGS  32u
+
+size_t fl_project_warning_count(const fl_project_t *p) FL_NOEXCEPT;
+
+/* Warning i (NUL-terminated, owned by p), NULL when out of range. */
+const char *fl_project_warning(const fl_project_t *p, size_t i) FL_NOEXCEPT;
+
 
 /* ------------------------------------------------- caller (query string) */
 

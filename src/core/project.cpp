@@ -14,16 +14,26 @@
  *
  * Duplicate keys in an object: the last one wins (as in JavaScript),
  * except in "segments", where a name defined twice is an error.
+ *
+ * Unknown fields are ignored (B2) but each is named in a warning (B8), so
+ * that a misspelt optional field ("stickyness") does not go unnoticed;
+ * the warnings come in the order the loader meets them: the top level,
+ * then segments, then flags.
  */
 
 #include "project.hpp"
 
 #include <yajl/yajl_parse.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <unordered_set>
 
@@ -351,19 +361,47 @@ private:
         return false;
     }
 
+    void warn_unknown(const JVal &obj,
+        std::initializer_list<std::string_view> known,
+        const std::string &where);
+
     bool parse_json(const char *data, size_t len, JVal &root);
     bool load_segments(const JVal *segs);
-    bool load_rule(const JVal &v, Rule &r, std::string &why);
+    bool load_rule(const JVal &v, Rule &r, std::string &why,
+        const std::string &where);
     bool load_flag(const JVal &v, size_t index, Flag &f);
     bool load_rollback(const JVal &v, fl_rollback_policy_t &rb,
-        std::string &why);
+        std::string &why, const std::string &where);
     void finish_flag(Flag &f);
 
     const std::string   &source_;
     fl_project_s        &p_;
     std::unordered_map<std::string_view, uint32_t>  segment_index_;
     bool                 any_regex_ = false;
+    size_t               warnings_dropped_ = 0;
 };
+
+/* One warning per unknown key of obj (a key written twice warns once).
+ * where is "" or "flag \"x\": " and the like. */
+void Loader::warn_unknown(const JVal &obj,
+    std::initializer_list<std::string_view> known, const std::string &where)
+{
+    std::unordered_set<std::string_view> seen;
+
+    for (const std::string &key : obj.keys) {
+        if (std::find(known.begin(), known.end(), key) != known.end()
+            || !seen.insert(key).second)
+        {
+            continue;
+        }
+        if (p_.warnings.size() >= FL_MAX_PROJECT_WARNINGS) {
+            warnings_dropped_++;
+            continue;
+        }
+        p_.warnings.push_back(source_ + ": " + where + "unknown field "
+                              + quoted(key) + " ignored");
+    }
+}
 
 struct YajlFree {
     void operator()(yajl_handle_t *h) const noexcept { yajl_free(h); }
@@ -448,12 +486,14 @@ bool Loader::parse_json(const char *data, size_t len, JVal &root)
     return false;
 }
 
-bool Loader::load_rule(const JVal &v, Rule &r, std::string &why)
+bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
+    const std::string &where)
 {
     if (v.type != JVal::obj_t) {
         why = "not an object";
         return false;
     }
+    warn_unknown(v, {"trait", "op", "value", "values", "ignoreCase"}, where);
 
     const JVal *t = v.get("trait");
     if (t == nullptr) {
@@ -635,6 +675,7 @@ bool Loader::load_segments(const JVal *segs)
         if (v.type != JVal::obj_t) {
             return fail(where + "not an object");
         }
+        warn_unknown(v, {"rules"}, where);
         const JVal *rules = v.get("rules");
         if (rules == nullptr) {
             return fail(where + "\"rules\" is missing");
@@ -646,9 +687,9 @@ bool Loader::load_segments(const JVal *segs)
         s.rules.resize(rules->items.size());
         for (size_t j = 0; j < rules->items.size(); j++) {
             std::string why;
-            if (!load_rule(rules->items[j], s.rules[j], why)) {
-                return fail(where + "rule " + std::to_string(j + 1) + ": "
-                            + why);
+            std::string rule = where + "rule " + std::to_string(j + 1) + ": ";
+            if (!load_rule(rules->items[j], s.rules[j], why, rule)) {
+                return fail(rule + why);
             }
         }
     }
@@ -657,7 +698,7 @@ bool Loader::load_segments(const JVal *segs)
 }
 
 bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
-    std::string &why)
+    std::string &why, const std::string &where)
 {
     rb = fl_rollback_policy_t();
 
@@ -670,6 +711,7 @@ bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
         return false;
     }
     rb.mode = FL_ROLLBACK_ON;
+    warn_unknown(v, {"minErrors", "rate", "window"}, where + "rollback: ");
 
     DecimalView d;
     uint64_t n;
@@ -738,6 +780,8 @@ bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
     }
     f.name = name->s;
     where = "flag " + quoted(f.name) + ": ";
+    warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
+                     "stickiness", "rollback"}, where);
 
     const JVal *en = v.get("enabled");
     if (en == nullptr) {
@@ -799,7 +843,7 @@ bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
     f.rollback = fl_rollback_policy_t();
     if (const JVal *rb = v.get("rollback")) {
         std::string why;
-        if (!load_rollback(*rb, f.rollback, why)) {
+        if (!load_rollback(*rb, f.rollback, why, where)) {
             return fail(where + why);
         }
     }
@@ -882,6 +926,7 @@ bool Loader::load(const char *data, size_t len)
     if (root.type != JVal::obj_t) {
         return fail("the top level must be an object");
     }
+    warn_unknown(root, {"flags", "segments"}, "");
 
     const JVal *flags = root.get("flags");
     if (flags == nullptr) {
@@ -918,6 +963,12 @@ bool Loader::load(const char *data, size_t len)
                  + f.json_tail.size() + 1;
     }
     p_.json_bound = bound;
+
+    if (warnings_dropped_ > 0) {
+        p_.warnings.push_back(source_ + ": and "
+                              + std::to_string(warnings_dropped_)
+                              + " more unknown fields ignored");
+    }
 
     if (any_regex_) {
         p_.match_data.reset(pcre2_match_data_create(1, nullptr));
@@ -1066,6 +1117,19 @@ const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
         *len = s.size();
     }
     return s.c_str();
+}
+
+size_t fl_project_warning_count(const fl_project_t *p) noexcept
+{
+    return p ? p->warnings.size() : 0;
+}
+
+const char *fl_project_warning(const fl_project_t *p, size_t i) noexcept
+{
+    if (p == nullptr || i >= p->warnings.size()) {
+        return nullptr;
+    }
+    return p->warnings[i].c_str();
 }
 
 long fl_project_find_flag(const fl_project_t *p, const char *name,
