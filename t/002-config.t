@@ -110,6 +110,26 @@ is($body, '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100,"segment
    'still the old configuration');
 nginx_stop($pid);
 
+# A FIFO named as the flags file fails nginx -t at once, naming the file,
+# instead of waiting for a writer forever.
+unlink "$dir/conf/fifo.json";
+system('mkfifo', "$dir/conf/fifo.json") == 0 or die "mkfifo: $?";
+write_file("$dir/conf/nginx.conf", nginx_conf(
+    http => "    flags_project p token=t1 file=fifo.json;\n",
+    server => "location = /flags { flags_evaluate; }"));
+{
+    my $t0 = time;
+    local $SIG{ALRM} = sub { die "nginx -t hangs on a FIFO\n" };
+    alarm 30;
+    ($rc, $out) = nginx_test($dir);
+    alarm 0;
+    isnt($rc, 0, 'FIFO as flags file: nginx -t fails');
+    like($out, qr{\[emerg\].*\Q$dir/conf/fifo.json: not a regular file\E in \S+nginx\.conf:\d+},
+         'FIFO as flags file: the message names the file');
+    cmp_ok(time - $t0, '<', 5, 'FIFO as flags file: at once');
+}
+unlink "$dir/conf/fifo.json";
+
 # Unknown fields load, but nginx -t names each one (B8), with the place of
 # the flags_project directive, and still succeeds.
 write_file("$dir/conf/warn.json",

@@ -51,6 +51,7 @@ typedef struct {
 #define FL_MAX_VALUE_LEN      1024u     /* userId and trait values */
 #define FL_MAX_TRAIT_NAME_LEN 128u
 #define FL_WINDOW_MAX         3600u     /* seconds */
+#define FL_MAX_FLAGS_FILE_SIZE  (32u * 1024 * 1024)   /* bytes; larger is refused */
 
 
 /* ---------------------------------------------------------------- hashing */
@@ -88,7 +89,11 @@ typedef struct {
 
 typedef struct fl_project_s  fl_project_t;   /* immutable after loading */
 
-/* Loads and validates a flags file.  On failure *out is NULL and err holds
+/* Loads and validates a flags file.  Only a regular file of at most
+ * FL_MAX_FLAGS_FILE_SIZE bytes is read: anything else (a FIFO, a device, a
+ * directory) is FL_ERR_IO "PATH: not a regular file" and a larger one
+ * "PATH: larger than 33554432 bytes", both before a byte is read; a FIFO
+ * never blocks.  On failure *out is NULL and err holds
  * "PATH:LINE:COL: reason" for JSON syntax errors, or
  * "PATH: flag \"NAME\": reason" / "PATH: segment \"NAME\": reason" /
  * "PATH: reason" for schema errors. */

@@ -984,6 +984,77 @@ bool Loader::load(const char *data, size_t len)
     return true;
 }
 
+struct FdClose {
+    int fd;
+    ~FdClose() { if (fd >= 0) { ::close(fd); } }
+};
+
+/*
+ * The whole file into data.  O_NONBLOCK so that a FIFO named as a flags
+ * file cannot hang nginx -t waiting for a writer; fstat before any read,
+ * so that only a regular file of at most FL_MAX_FLAGS_FILE_SIZE bytes is
+ * read (/dev/zero is refused without reading a byte).  A file that grows
+ * after the fstat is still cut off at the cap.
+ */
+fl_status_t read_flags_file(const char *path, const std::string &source,
+    std::string &data, char *err, size_t err_len)
+{
+    FdClose f{::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+    if (f.fd < 0) {
+        set_error(err, err_len, source + ": cannot open: " + std::strerror(errno));
+        return FL_ERR_IO;
+    }
+
+    struct stat st;
+    if (::fstat(f.fd, &st) != 0) {
+        set_error(err, err_len, source + ": cannot stat: " + std::strerror(errno));
+        return FL_ERR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_error(err, err_len, source + ": not a regular file");
+        return FL_ERR_IO;
+    }
+
+    const std::string too_large = source + ": larger than "
+                                  + std::to_string(FL_MAX_FLAGS_FILE_SIZE)
+                                  + " bytes";
+    if (st.st_size > static_cast<off_t>(FL_MAX_FLAGS_FILE_SIZE)) {
+        set_error(err, err_len, too_large);
+        return FL_ERR_IO;
+    }
+
+    data.resize(static_cast<size_t>(st.st_size) + 1);
+    size_t have = 0;
+    for ( ;; ) {
+        if (have == data.size()) {
+            if (have > FL_MAX_FLAGS_FILE_SIZE) {
+                set_error(err, err_len, too_large);
+                return FL_ERR_IO;
+            }
+            data.resize(std::min<size_t>(have * 2 + 4096,
+                                         FL_MAX_FLAGS_FILE_SIZE + 1));
+        }
+        ssize_t n = ::read(f.fd, &data[have], data.size() - have);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            set_error(err, err_len, source + ": cannot read: " + std::strerror(errno));
+            return FL_ERR_IO;
+        }
+        if (n == 0) {
+            break;
+        }
+        have += static_cast<size_t>(n);
+    }
+    if (have > FL_MAX_FLAGS_FILE_SIZE) {
+        set_error(err, err_len, too_large);
+        return FL_ERR_IO;
+    }
+    data.resize(have);
+    return FL_OK;
+}
+
 fl_status_t load_buffer(const char *data, size_t len,
     const std::string &source, fl_project_t **out, char *err, size_t err_len)
 {
@@ -1038,31 +1109,10 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
 
     try {
         std::string source(path);
-        std::FILE *f = std::fopen(path, "rb");
-        if (f == nullptr) {
-            fl::set_error(err, err_len,
-                source + ": cannot open: " + std::strerror(errno));
-            return FL_ERR_IO;
-        }
-
         std::string data;
-        char buf[16384];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-            try {
-                data.append(buf, n);
-            } catch (...) {
-                std::fclose(f);
-                throw;
-            }
-        }
-        int failed = std::ferror(f);
-        int saved = errno;
-        std::fclose(f);
-        if (failed) {
-            fl::set_error(err, err_len,
-                source + ": cannot read: " + std::strerror(saved));
-            return FL_ERR_IO;
+        fl_status_t rc = fl::read_flags_file(path, source, data, err, err_len);
+        if (rc != FL_OK) {
+            return rc;
         }
 
         return fl::load_buffer(data.data(), data.size(), source, out, err,

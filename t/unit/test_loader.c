@@ -3,6 +3,8 @@
  * exact percentages, rollback policies, the definition hash, the accessors.
  */
 
+#define _XOPEN_SOURCE 700      /* mkdtemp, mkfifo, ftruncate */
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flags_core.h"
 
@@ -734,6 +740,67 @@ static void test_warning_cap(void **state)
     fl_project_free(p);
 }
 
+/* ------------------------------------------ special and huge files */
+
+static void expect_file_error(const char *path, const char *why)
+{
+    fl_project_t *p = (fl_project_t *) 1;
+    char err[512], want[1024];
+
+    snprintf(want, sizeof(want), "%s: %s", path, why);
+    assert_int_equal(fl_project_load(path, &p, err, sizeof(err)), FL_ERR_IO);
+    assert_null(p);
+    assert_string_equal(err, want);
+}
+
+static void test_special_files(void **state)
+{
+    char dir[] = "/tmp/fl-loader-XXXXXX", path[256];
+    fl_project_t *p = NULL;
+    char err[512];
+    int fd;
+    (void) state;
+
+    assert_non_null(mkdtemp(dir));
+
+    /* a FIFO without a writer: refused at once, never waited on (a hang
+     * is turned into a failure by the alarm) */
+    snprintf(path, sizeof(path), "%s/fifo.json", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    expect_file_error(path, "not a regular file");
+    alarm(0);
+    unlink(path);
+
+    /* endless, so it must be refused before a byte is read */
+    expect_file_error("/dev/zero", "not a regular file");
+    expect_file_error(dir, "not a regular file");
+
+    /* over the cap: sparse, so it takes no disk */
+    snprintf(path, sizeof(path), "%s/huge.json", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t) FL_MAX_FLAGS_FILE_SIZE + 1), 0);
+    close(fd);
+    expect_file_error(path, "larger than 33554432 bytes");
+    unlink(path);
+
+    /* a regular file still loads through the same path */
+    snprintf(path, sizeof(path), "%s/ok.json", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    static const char good[] =
+        "{\"flags\":[{\"name\":\"a\",\"enabled\":true,\"rolloutPercentage\":1}]}";
+    assert_int_equal(write(fd, good, sizeof(good) - 1), (ssize_t) sizeof(good) - 1);
+    close(fd);
+    assert_int_equal(fl_project_load(path, &p, err, sizeof(err)), FL_OK);
+    assert_int_equal(fl_project_flag_count(p), 1);
+    fl_project_free(p);
+    unlink(path);
+
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -750,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_def_hash),
         cmocka_unit_test(test_unknown_field_warnings),
         cmocka_unit_test(test_warning_cap),
+        cmocka_unit_test(test_special_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
