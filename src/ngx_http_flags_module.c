@@ -608,6 +608,12 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* unknown fields load, but a misspelt one should not pass unseen */
+    for (n = 0; n < fl_project_warning_count(project->core); n++) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "%s",
+                           fl_project_warning(project->core, n));
+    }
+
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
         fl_project_free(project->core);

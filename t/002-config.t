@@ -61,6 +61,16 @@ my @cases = (
      qr{flags_state_file ".*conf/no/such/dir/state\.json": directory ".*conf/no/such/dir" does not exist}],
 );
 
+# The line of nginx.conf that holds text.
+sub nginx_conf_line {
+    my ($d, $text) = @_;
+    my @lines = split /\n/, read_file("$d/conf/nginx.conf");
+    for my $i (0 .. $#lines) {
+        return $i + 1 if index($lines[$i], $text) >= 0;
+    }
+    return 0;
+}
+
 for my $c (@cases) {
     my ($name, $content, $extra, $re, $before) = @$c;
     unlink "$dir/conf/bad.json";
@@ -99,5 +109,46 @@ is($st, 200, 'still serving after the failed reload');
 is($body, '{"flags":[{"name":"a","enabled":true,"rolloutPercentage":100,"segments":[]}]}',
    'still the old configuration');
 nginx_stop($pid);
+
+# A FIFO named as the flags file fails nginx -t at once, naming the file,
+# instead of waiting for a writer forever.
+unlink "$dir/conf/fifo.json";
+system('mkfifo', "$dir/conf/fifo.json") == 0 or die "mkfifo: $?";
+write_file("$dir/conf/nginx.conf", nginx_conf(
+    http => "    flags_project p token=t1 file=fifo.json;\n",
+    server => "location = /flags { flags_evaluate; }"));
+{
+    my $t0 = time;
+    local $SIG{ALRM} = sub { die "nginx -t hangs on a FIFO\n" };
+    alarm 30;
+    ($rc, $out) = nginx_test($dir);
+    alarm 0;
+    isnt($rc, 0, 'FIFO as flags file: nginx -t fails');
+    like($out, qr{\[emerg\].*\Q$dir/conf/fifo.json: not a regular file\E in \S+nginx\.conf:\d+},
+         'FIFO as flags file: the message names the file');
+    cmp_ok(time - $t0, '<', 5, 'FIFO as flags file: at once');
+}
+unlink "$dir/conf/fifo.json";
+
+# Unknown fields load, but nginx -t names each one (B8), with the place of
+# the flags_project directive, and still succeeds.
+write_file("$dir/conf/warn.json",
+    '{"flags":[{"name":"new-checkout","enabled":true,"rolloutPercentage":5,'
+    . '"stickyness":"plan","rollback":{"windw":30}}],'
+    . '"segments":{"beta":{"rules":[{"trait":"p","op":"eq","valeu":"x","value":"y"}]}}}');
+write_file("$dir/conf/nginx.conf", nginx_conf(
+    http => "    flags_project p token=t1 file=warn.json;\n",
+    server => "location = /flags { flags_evaluate; }"));
+($rc, $out) = nginx_test($dir);
+is($rc, 0, 'unknown fields: nginx -t succeeds') or diag $out;
+# "2026/11/22 13:05:09 [warn] 123#123: " comes first (error_log is set)
+my @warn = map { s{^.*?\[warn\] \d+#\d+: }{}r } grep { /\[warn\]/ } split /\n/, $out;
+is_deeply(\@warn, [map { "$dir/conf/warn.json: $_ in $dir/conf/nginx.conf:"
+                          . nginx_conf_line($dir, 'flags_project p ') }
+    'segment "beta": rule 1: unknown field "valeu" ignored',
+    'flag "new-checkout": unknown field "stickyness" ignored',
+    'flag "new-checkout": rollback: unknown field "windw" ignored'],
+    'unknown fields: one warning line each, naming file, flag or rule, and field')
+    or diag $out;
 
 done_testing();

@@ -181,7 +181,7 @@ Content-Type: application/json
  '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid string in json text. (near byte 1)"}',
  '{"error":"invalid_json","message":"request body must be a JSON object"}',
  '{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (near byte 15)"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid bytes in UTF8 string. (near byte 14)"}',
+ '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 13)"}',
  '{"error":"invalid_json","message":"JSON nesting is deeper than 64 levels"}']
 
 
@@ -287,3 +287,17 @@ Content-Type: application/json
 --- error_code: 404
 --- response_body eval
 '{"error":"unknown_flag","message":"project \"shop\" has no flag \"' . ("a" x 127) . '\""}'
+
+
+
+=== TEST 15: an unknown flag's name with a NUL (\u0000) is echoed whole, closing quote included
+--- request eval
+["POST /ingest/errors\n{\"flagName\":\"a\\u0000b\",\"message\":\"m\"}",
+ "POST /ingest/errors\n{\"flagName\":\"\\u0000\",\"message\":\"m\"}"]
+--- more_headers eval
+[("Authorization: Bearer pub_shop_1\nContent-Type: application/json") x 2]
+--- error_code eval
+[404, 404]
+--- response_body eval
+['{"error":"unknown_flag","message":"project \"shop\" has no flag \"a\\u0000b\\""}',
+ '{"error":"unknown_flag","message":"project \"shop\" has no flag \"\\u0000\\""}']

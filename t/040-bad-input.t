@@ -48,13 +48,14 @@ __DATA__
 --- more_headers eval
 [($::Json) x 5, $::Auth]
 --- error_code eval
-[400, 400, 400, 400, 204, 200]
+[400, 400, 400, 400, 400, 200]
 --- response_body eval
 ['{"error":"invalid_json","message":"request body is not valid JSON: parse error: premature EOF (near byte 35)"}',
  '{"error":"invalid_json","message":"JSON nesting is deeper than 64 levels"}',
- '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid bytes in UTF8 string. (near byte 34)"}',
+ '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
  '{"error":"invalid_json","message":"request body is not valid JSON: lexical error: invalid character inside string. (near byte 33)"}',
- '', $::GoodBody]
+ '{"error":"invalid_json","message":"request body has a lone surrogate escape \\\\ud800 (byte 32)"}',
+ $::GoodBody]
 
 
 
@@ -142,3 +143,33 @@ Authorization: Bearer pub_shop_1
 [200, 200]
 --- response_body eval
 [$::GoodBody, $::GoodBody]
+
+
+
+
+=== TEST 7: reports: what yajl lets through is not UTF-8 either (B8); a good report still goes through, and only it is logged
+--- http_config eval
+$::HttpConfig =~ s{flags_error_log off;}{flags_error_log html/reports-utf8.log;}r
+--- config eval
+$::Config . "    location = /reports-utf8.log { root html; default_type text/plain; }\n"
+--- request eval
+[map({ "POST /ingest/errors\n{\"flagName\":\"killed\",\"message\":\"$_\"}" }
+     "\xc0\x80", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+     "\\ud800", "\\udc00", "\\ud800\\u0041", "ok \\ud83d\\ude00 \xf0\x9f\x98\x80"),
+ "GET /reports-utf8.log"]
+--- more_headers eval
+[($::Json) x 9, ""]
+--- error_code eval
+[(400) x 8, 204, 200]
+--- response_body_like eval
+[(map { '^' . quotemeta($_) . '$' }
+  '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body is not valid UTF-8 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body has a lone surrogate escape \\\\ud800 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body has a lone surrogate escape \\\\udc00 (byte 32)"}',
+  '{"error":"invalid_json","message":"request body has a lone surrogate escape \\\\ud800 (byte 32)"}'),
+ '^$',
+ '^\{"time":"[^"]+","project":"shop","flagName":"killed","message":"ok \xf0\x9f\x98\x80 \xf0\x9f\x98\x80"\}\n$']

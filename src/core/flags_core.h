@@ -51,6 +51,7 @@ typedef struct {
 #define FL_MAX_VALUE_LEN      1024u     /* userId and trait values */
 #define FL_MAX_TRAIT_NAME_LEN 128u
 #define FL_WINDOW_MAX         3600u     /* seconds */
+#define FL_MAX_FLAGS_FILE_SIZE  (32u * 1024 * 1024)   /* bytes; larger is refused */
 
 
 /* ---------------------------------------------------------------- hashing */
@@ -88,7 +89,11 @@ typedef struct {
 
 typedef struct fl_project_s  fl_project_t;   /* immutable after loading */
 
-/* Loads and validates a flags file.  On failure *out is NULL and err holds
+/* Loads and validates a flags file.  Only a regular file of at most
+ * FL_MAX_FLAGS_FILE_SIZE bytes is read: anything else (a FIFO, a device, a
+ * directory) is FL_ERR_IO "PATH: not a regular file" and a larger one
+ * "PATH: larger than 33554432 bytes", both before a byte is read; a FIFO
+ * never blocks.  On failure *out is NULL and err holds
  * "PATH:LINE:COL: reason" for JSON syntax errors, or
  * "PATH: flag \"NAME\": reason" / "PATH: segment \"NAME\": reason" /
  * "PATH: reason" for schema errors. */
@@ -125,6 +130,19 @@ const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
 /* Index of the flag with that name, or -1. */
 long fl_project_find_flag(const fl_project_t *p, const char *name,
     size_t len) FL_NOEXCEPT;
+
+/* Unknown fields are loaded and ignored, each named in a warning for
+ * nginx -t (B8): "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
+ * with "PATH: segment \"NAME\": rule N: ", "PATH: flag \"NAME\":
+ * rollback: " or just "PATH: " before "unknown field" for the other
+ * objects.  At most FL_MAX_PROJECT_WARNINGS are kept, then one
+ * "PATH: and N more unknown fields ignored". */
+#define FL_MAX_PROJECT_WARNINGS  32u
+
+size_t fl_project_warning_count(const fl_project_t *p) FL_NOEXCEPT;
+
+/* Warning i (NUL-terminated, owned by p), NULL when out of range. */
+const char *fl_project_warning(const fl_project_t *p, size_t i) FL_NOEXCEPT;
 
 
 /* ------------------------------------------------- caller (query string) */
@@ -185,10 +203,12 @@ size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
 /* Bytes needed to escape len bytes (worst case, without quotes). */
 size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
 
-/* Escapes a UTF-8 string for use inside JSON quotes: '"', '\\' and the
+/* Escapes a string for use inside JSON quotes: '"', '\\' and the
  * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
- * U+2029 as \u2028 / \u2029; everything else is copied.  Returns bytes
- * written. */
+ * U+2029 as \u2028 / \u2029; well-formed UTF-8 is copied as it is, and
+ * each ill-formed part (overlong, surrogate, past U+10FFFF, cut or stray
+ * bytes) becomes \ufffd, so the output is always valid UTF-8.  Returns
+ * bytes written. */
 size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
 /* Writes a percentage given in milli-percent as a JSON number: 25000 ->

@@ -8,6 +8,7 @@
 
 #include "flags_core.h"
 #include "number.hpp"
+#include "utf8.hpp"
 
 #include <cstring>
 
@@ -15,8 +16,9 @@ namespace {
 
 const char hex_digits[] = "0123456789abcdef";
 
-/* Bytes fl_json_escape() cannot copy as they are: control characters, '"',
- * '\\', and 0xE2 (the lead byte of U+2028 / U+2029). */
+/* Bytes fl_json_escape() cannot copy without a look: control characters,
+ * '"', '\\', and every non-ASCII byte (its sequence must be checked, and
+ * E2 may start U+2028 / U+2029).  ASCII text stays one memcpy per run. */
 constexpr struct SpecialTable {
     bool v[256];
     constexpr SpecialTable() : v()
@@ -24,9 +26,11 @@ constexpr struct SpecialTable {
         for (int c = 0; c < 0x20; c++) {
             v[c] = true;
         }
+        for (int c = 0x80; c < 0x100; c++) {
+            v[c] = true;
+        }
         v[static_cast<unsigned char>('"')] = true;
         v[static_cast<unsigned char>('\\')] = true;
-        v[0xe2] = true;
     }
     constexpr bool operator[](unsigned char c) const { return v[c]; }
 } special;
@@ -46,8 +50,9 @@ extern "C" {
 
 size_t fl_json_escape_bound(size_t len) noexcept
 {
-    /* A control byte becomes "\u00XX" (6 bytes); U+2028 is 3 bytes that
-     * become 6, so 6 per input byte covers every case. */
+    /* A control byte becomes "\u00XX" (6 bytes), an ill-formed byte or
+     * run at most "\ufffd" (6); U+2028 is 3 bytes that become 6, so 6 per
+     * input byte covers every case. */
     return len * 6;
 }
 
@@ -55,7 +60,7 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
 {
     const unsigned char *p = reinterpret_cast<const unsigned char *>(s);
     char *o = out;
-    size_t i = 0;
+    size_t i = 0, n, bad;
 
     while (i < len) {
         /* copy the run of bytes that need nothing in one go: reports are
@@ -82,24 +87,36 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
         case '\t': *o++ = '\\'; *o++ = 't';  break;
         case '\b': *o++ = '\\'; *o++ = 'b';  break;
         case '\f': *o++ = '\\'; *o++ = 'f';  break;
-        case 0xe2:
-            /* U+2028 / U+2029 (E2 80 A8 / E2 80 A9) are valid in JSON but
-             * end a line in JavaScript: escape them for JSONP-ish readers. */
-            if (i + 2 < len && p[i + 1] == 0x80
+        default:
+            if (c < 0x80) {
+                *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hex_digits[c >> 4];
+                *o++ = hex_digits[c & 0xf];
+                break;
+            }
+            n = fl::utf8_seq(p + i, len - i, &bad);
+            if (n == 0) {
+                /* the output must stay UTF-8 whatever came in (query
+                 * trait names, operator files): one U+FFFD per maximal
+                 * ill-formed subpart, as Unicode recommends */
+                std::memcpy(o, "\\ufffd", 6);
+                o += 6;
+                i += bad;
+                continue;
+            }
+            if (n == 3 && c == 0xe2 && p[i + 1] == 0x80
                 && (p[i + 2] == 0xa8 || p[i + 2] == 0xa9))
             {
+                /* U+2028 / U+2029 are valid in JSON but end a line in
+                 * JavaScript: escape them for JSONP-ish readers. */
                 std::memcpy(o, p[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
                 o += 6;
-                i += 2;
             } else {
-                *o++ = static_cast<char>(c);
+                std::memcpy(o, p + i, n);
+                o += n;
             }
-            break;
-        default:
-            *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
-            *o++ = hex_digits[c >> 4];
-            *o++ = hex_digits[c & 0xf];
-            break;
+            i += n;
+            continue;
         }
 
         i++;

@@ -14,16 +14,26 @@
  *
  * Duplicate keys in an object: the last one wins (as in JavaScript),
  * except in "segments", where a name defined twice is an error.
+ *
+ * Unknown fields are ignored (B2) but each is named in a warning (B8), so
+ * that a misspelt optional field ("stickyness") does not go unnoticed;
+ * the warnings come in the order the loader meets them: the top level,
+ * then segments, then flags.
  */
 
 #include "project.hpp"
 
 #include <yajl/yajl_parse.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <unordered_set>
 
@@ -351,19 +361,47 @@ private:
         return false;
     }
 
+    void warn_unknown(const JVal &obj,
+        std::initializer_list<std::string_view> known,
+        const std::string &where);
+
     bool parse_json(const char *data, size_t len, JVal &root);
     bool load_segments(const JVal *segs);
-    bool load_rule(const JVal &v, Rule &r, std::string &why);
+    bool load_rule(const JVal &v, Rule &r, std::string &why,
+        const std::string &where);
     bool load_flag(const JVal &v, size_t index, Flag &f);
     bool load_rollback(const JVal &v, fl_rollback_policy_t &rb,
-        std::string &why);
+        std::string &why, const std::string &where);
     void finish_flag(Flag &f);
 
     const std::string   &source_;
     fl_project_s        &p_;
     std::unordered_map<std::string_view, uint32_t>  segment_index_;
     bool                 any_regex_ = false;
+    size_t               warnings_dropped_ = 0;
 };
+
+/* One warning per unknown key of obj (a key written twice warns once).
+ * where is "" or "flag \"x\": " and the like. */
+void Loader::warn_unknown(const JVal &obj,
+    std::initializer_list<std::string_view> known, const std::string &where)
+{
+    std::unordered_set<std::string_view> seen;
+
+    for (const std::string &key : obj.keys) {
+        if (std::find(known.begin(), known.end(), key) != known.end()
+            || !seen.insert(key).second)
+        {
+            continue;
+        }
+        if (p_.warnings.size() >= FL_MAX_PROJECT_WARNINGS) {
+            warnings_dropped_++;
+            continue;
+        }
+        p_.warnings.push_back(source_ + ": " + where + "unknown field "
+                              + quoted(key) + " ignored");
+    }
+}
 
 struct YajlFree {
     void operator()(yajl_handle_t *h) const noexcept { yajl_free(h); }
@@ -448,12 +486,14 @@ bool Loader::parse_json(const char *data, size_t len, JVal &root)
     return false;
 }
 
-bool Loader::load_rule(const JVal &v, Rule &r, std::string &why)
+bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
+    const std::string &where)
 {
     if (v.type != JVal::obj_t) {
         why = "not an object";
         return false;
     }
+    warn_unknown(v, {"trait", "op", "value", "values", "ignoreCase"}, where);
 
     const JVal *t = v.get("trait");
     if (t == nullptr) {
@@ -635,6 +675,7 @@ bool Loader::load_segments(const JVal *segs)
         if (v.type != JVal::obj_t) {
             return fail(where + "not an object");
         }
+        warn_unknown(v, {"rules"}, where);
         const JVal *rules = v.get("rules");
         if (rules == nullptr) {
             return fail(where + "\"rules\" is missing");
@@ -646,9 +687,9 @@ bool Loader::load_segments(const JVal *segs)
         s.rules.resize(rules->items.size());
         for (size_t j = 0; j < rules->items.size(); j++) {
             std::string why;
-            if (!load_rule(rules->items[j], s.rules[j], why)) {
-                return fail(where + "rule " + std::to_string(j + 1) + ": "
-                            + why);
+            std::string rule = where + "rule " + std::to_string(j + 1) + ": ";
+            if (!load_rule(rules->items[j], s.rules[j], why, rule)) {
+                return fail(rule + why);
             }
         }
     }
@@ -657,7 +698,7 @@ bool Loader::load_segments(const JVal *segs)
 }
 
 bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
-    std::string &why)
+    std::string &why, const std::string &where)
 {
     rb = fl_rollback_policy_t();
 
@@ -670,6 +711,7 @@ bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
         return false;
     }
     rb.mode = FL_ROLLBACK_ON;
+    warn_unknown(v, {"minErrors", "rate", "window"}, where + "rollback: ");
 
     DecimalView d;
     uint64_t n;
@@ -738,6 +780,8 @@ bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
     }
     f.name = name->s;
     where = "flag " + quoted(f.name) + ": ";
+    warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
+                     "stickiness", "rollback"}, where);
 
     const JVal *en = v.get("enabled");
     if (en == nullptr) {
@@ -799,7 +843,7 @@ bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
     f.rollback = fl_rollback_policy_t();
     if (const JVal *rb = v.get("rollback")) {
         std::string why;
-        if (!load_rollback(*rb, f.rollback, why)) {
+        if (!load_rollback(*rb, f.rollback, why, where)) {
             return fail(where + why);
         }
     }
@@ -882,6 +926,7 @@ bool Loader::load(const char *data, size_t len)
     if (root.type != JVal::obj_t) {
         return fail("the top level must be an object");
     }
+    warn_unknown(root, {"flags", "segments"}, "");
 
     const JVal *flags = root.get("flags");
     if (flags == nullptr) {
@@ -919,6 +964,12 @@ bool Loader::load(const char *data, size_t len)
     }
     p_.json_bound = bound;
 
+    if (warnings_dropped_ > 0) {
+        p_.warnings.push_back(source_ + ": and "
+                              + std::to_string(warnings_dropped_)
+                              + " more unknown fields ignored");
+    }
+
     if (any_regex_) {
         p_.match_data.reset(pcre2_match_data_create(1, nullptr));
         p_.match_ctx.reset(pcre2_match_context_create(nullptr));
@@ -931,6 +982,77 @@ bool Loader::load(const char *data, size_t len)
 
     status = FL_OK;
     return true;
+}
+
+struct FdClose {
+    int fd;
+    ~FdClose() { if (fd >= 0) { ::close(fd); } }
+};
+
+/*
+ * The whole file into data.  O_NONBLOCK so that a FIFO named as a flags
+ * file cannot hang nginx -t waiting for a writer; fstat before any read,
+ * so that only a regular file of at most FL_MAX_FLAGS_FILE_SIZE bytes is
+ * read (/dev/zero is refused without reading a byte).  A file that grows
+ * after the fstat is still cut off at the cap.
+ */
+fl_status_t read_flags_file(const char *path, const std::string &source,
+    std::string &data, char *err, size_t err_len)
+{
+    FdClose f{::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+    if (f.fd < 0) {
+        set_error(err, err_len, source + ": cannot open: " + std::strerror(errno));
+        return FL_ERR_IO;
+    }
+
+    struct stat st;
+    if (::fstat(f.fd, &st) != 0) {
+        set_error(err, err_len, source + ": cannot stat: " + std::strerror(errno));
+        return FL_ERR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        set_error(err, err_len, source + ": not a regular file");
+        return FL_ERR_IO;
+    }
+
+    const std::string too_large = source + ": larger than "
+                                  + std::to_string(FL_MAX_FLAGS_FILE_SIZE)
+                                  + " bytes";
+    if (st.st_size > static_cast<off_t>(FL_MAX_FLAGS_FILE_SIZE)) {
+        set_error(err, err_len, too_large);
+        return FL_ERR_IO;
+    }
+
+    data.resize(static_cast<size_t>(st.st_size) + 1);
+    size_t have = 0;
+    for ( ;; ) {
+        if (have == data.size()) {
+            if (have > FL_MAX_FLAGS_FILE_SIZE) {
+                set_error(err, err_len, too_large);
+                return FL_ERR_IO;
+            }
+            data.resize(std::min<size_t>(have * 2 + 4096,
+                                         FL_MAX_FLAGS_FILE_SIZE + 1));
+        }
+        ssize_t n = ::read(f.fd, &data[have], data.size() - have);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            set_error(err, err_len, source + ": cannot read: " + std::strerror(errno));
+            return FL_ERR_IO;
+        }
+        if (n == 0) {
+            break;
+        }
+        have += static_cast<size_t>(n);
+    }
+    if (have > FL_MAX_FLAGS_FILE_SIZE) {
+        set_error(err, err_len, too_large);
+        return FL_ERR_IO;
+    }
+    data.resize(have);
+    return FL_OK;
 }
 
 fl_status_t load_buffer(const char *data, size_t len,
@@ -987,31 +1109,10 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
 
     try {
         std::string source(path);
-        std::FILE *f = std::fopen(path, "rb");
-        if (f == nullptr) {
-            fl::set_error(err, err_len,
-                source + ": cannot open: " + std::strerror(errno));
-            return FL_ERR_IO;
-        }
-
         std::string data;
-        char buf[16384];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-            try {
-                data.append(buf, n);
-            } catch (...) {
-                std::fclose(f);
-                throw;
-            }
-        }
-        int failed = std::ferror(f);
-        int saved = errno;
-        std::fclose(f);
-        if (failed) {
-            fl::set_error(err, err_len,
-                source + ": cannot read: " + std::strerror(saved));
-            return FL_ERR_IO;
+        fl_status_t rc = fl::read_flags_file(path, source, data, err, err_len);
+        if (rc != FL_OK) {
+            return rc;
         }
 
         return fl::load_buffer(data.data(), data.size(), source, out, err,
@@ -1066,6 +1167,19 @@ const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
         *len = s.size();
     }
     return s.c_str();
+}
+
+size_t fl_project_warning_count(const fl_project_t *p) noexcept
+{
+    return p ? p->warnings.size() : 0;
+}
+
+const char *fl_project_warning(const fl_project_t *p, size_t i) noexcept
+{
+    if (p == nullptr || i >= p->warnings.size()) {
+        return nullptr;
+    }
+    return p->warnings[i].c_str();
 }
 
 long fl_project_find_flag(const fl_project_t *p, const char *name,

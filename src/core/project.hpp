@@ -129,6 +129,10 @@ struct fl_project_s {
 
     size_t                    json_bound = 0;
 
+    /* Unknown fields met by the loader, for nginx -t (B8): at most
+     * FL_MAX_PROJECT_WARNINGS, then one "and N more" line. */
+    std::vector<std::string>  warnings;
+
     /* Scratch memory of regex rules (see the top of this file), allocated
      * at load time so that matching does not allocate. */
     std::unique_ptr<pcre2_match_data, fl::Pcre2MatchDataFree>     match_data;

@@ -20,6 +20,10 @@
  *  - An empty flagName is valid here: no flag has that name, the caller
  *    answers 404 unknown_flag.
  *  - A body of only whitespace counts as empty.
+ *  - UTF-8 is checked strictly before yajl sees a byte (utf8.hpp): yajl
+ *    lets overlong forms, surrogates and lone surrogate escapes through.
+ *    Where both a syntax error and bad UTF-8 exist, the earlier one is
+ *    reported: yajl is given the bytes before the bad ones first.
  *
  * Memory: everything, yajl included, comes from the caller's allocator and
  * is bounded by a small multiple of the body size; unknown fields are
@@ -28,6 +32,7 @@
 
 #include "flags_core.h"
 #include "alloc.hpp"
+#include "utf8.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -102,6 +107,7 @@ struct fl_report_parser_s {
     const char     *trait_key;
     size_t          trait_key_len;
     uint64_t        fed;            /* bytes before the current piece */
+    fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs (B8) */
     field           fields[F_COUNT];
     trait          *traits;
     trait          *traits_tail;
@@ -498,6 +504,11 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
                    && p->status == FL_OK)
         {
             syntax_error(p, p->fed);
+        } else if (p->status == FL_OK && !p->utf8.complete()) {
+            /* unreachable with a JSON text yajl accepted: kept so that
+             * no open sequence can ever pass */
+            p->status = FL_ERR_JSON;
+            p->utf8.message(p->msg, sizeof(p->msg));
         }
     }
     if (p->status == FL_OK && p->top != TOP_OBJECT) {
@@ -607,9 +618,17 @@ fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
             }
         }
 
-        yajl_status st = yajl_parse(p->yajl, data, len);
-        if (st != yajl_status_ok && p->status == FL_OK) {
-            syntax_error(p, p->fed + yajl_get_bytes_consumed(p->yajl));
+        size_t good = p->utf8.feed(data, len);
+
+        if (good > 0) {
+            yajl_status st = yajl_parse(p->yajl, data, good);
+            if (st != yajl_status_ok && p->status == FL_OK) {
+                syntax_error(p, p->fed + yajl_get_bytes_consumed(p->yajl));
+            }
+        }
+        if (good < len && p->status == FL_OK) {
+            p->status = FL_ERR_JSON;
+            p->utf8.message(p->msg, sizeof(p->msg));
         }
         p->fed += len;
         return p->status;

@@ -85,7 +85,7 @@ static void test_json_escape(void **state)
     out[n] = '\0';
     assert_string_equal(out,
         "a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001f z\\u2028\\u2029"
-        "\xe2\x82\xac\xe2\x80");
+        "\xe2\x82\xac\\ufffd");                 /* a cut sequence: U+FFFD */
 
     /* worst case fits the bound */
     char ctl[10], big[60];
@@ -93,6 +93,60 @@ static void test_json_escape(void **state)
     assert_int_equal(fl_json_escape(ctl, sizeof(ctl), big), 60);
     assert_int_equal(fl_json_escape_bound(10), 60);
     assert_int_equal(fl_json_escape("", 0, big), 0);
+}
+
+static void escape_is(const char *in, size_t len, const char *want)
+{
+    char out[256];
+    size_t n;
+
+    assert_true(fl_json_escape_bound(len) <= sizeof(out));
+    n = fl_json_escape(in, len, out);
+    assert_true(n <= fl_json_escape_bound(len));
+    out[n] = '\0';
+    assert_string_equal(out, want);
+}
+
+#define ESCAPE_IS(in, want)  escape_is(in, sizeof(in) - 1, want)
+
+/* The output is always UTF-8: each maximal ill-formed part becomes one
+ * \ufffd; well-formed sequences are copied as they are. */
+static void test_json_escape_invalid_utf8(void **state)
+{
+    char ff[10], big[60];
+    (void) state;
+
+    /* overlong forms */
+    ESCAPE_IS("\xc0\x80", "\\ufffd\\ufffd");
+    ESCAPE_IS("a\xc1\xbf" "b", "a\\ufffd\\ufffdb");
+    ESCAPE_IS("\xe0\x80\x80", "\\ufffd\\ufffd\\ufffd");
+    ESCAPE_IS("\xf0\x8f\xbf\xbf", "\\ufffd\\ufffd\\ufffd\\ufffd");
+    /* surrogates */
+    ESCAPE_IS("\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd");
+    ESCAPE_IS("\xed\xb0\x80x", "\\ufffd\\ufffd\\ufffdx");
+    /* past U+10FFFF, bytes that never appear */
+    ESCAPE_IS("\xf4\x90\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd");
+    ESCAPE_IS("\xf5\xff\xfe", "\\ufffd\\ufffd\\ufffd");
+    /* stray continuation, cut sequences (one U+FFFD for the cut part) */
+    ESCAPE_IS("\x80\xbf", "\\ufffd\\ufffd");
+    ESCAPE_IS("\xe2\x82", "\\ufffd");
+    ESCAPE_IS("\xe2\x82x", "\\ufffdx");
+    ESCAPE_IS("\xf0\x9f\x98\"", "\\ufffd\\\"");
+    ESCAPE_IS("\xf0\x9f\x98\xf0\x9f\x98\x80", "\\ufffd\xf0\x9f\x98\x80");
+
+    /* well-formed, at the edges of the ranges, kept */
+    ESCAPE_IS("\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
+              "\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf",
+              "\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80"
+              "\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
+    ESCAPE_IS("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+              "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    /* a NUL byte is escaped, not an end */
+    ESCAPE_IS("a\0b", "a\\u0000b");
+
+    /* ill-formed bytes fit the bound too */
+    memset(ff, 0xff, sizeof(ff));
+    assert_int_equal(fl_json_escape(ff, sizeof(ff), big), 60);
 }
 
 static void check_milli(uint32_t milli, const char *want)
@@ -148,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_bucket_matches_concatenation),
         cmocka_unit_test(test_bucket_distribution),
         cmocka_unit_test(test_json_escape),
+        cmocka_unit_test(test_json_escape_invalid_utf8),
         cmocka_unit_test(test_json_milli),
         cmocka_unit_test(test_format_time),
     };

@@ -3,6 +3,8 @@
  * exact percentages, rollback policies, the definition hash, the accessors.
  */
 
+#define _XOPEN_SOURCE 700      /* mkdtemp, mkfifo, ftruncate */
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "flags_core.h"
 
@@ -639,6 +645,162 @@ static void test_def_hash(void **state)
                 "-10}]}}}", "f"));
 }
 
+/* ------------------------------------------------ unknown fields (B8) */
+
+static void expect_warnings(const char *json, const char *const *want,
+                            size_t n)
+{
+    fl_project_t *p = load(json);
+    size_t count = fl_project_warning_count(p);
+
+    for (size_t i = 0; i < count && i < n; i++) {
+        assert_string_equal(fl_project_warning(p, i), want[i]);
+    }
+    if (count != n) {
+        fail_msg("%zu warnings, wanted %zu: %s", count, n, json);
+    }
+    assert_null(fl_project_warning(p, n));
+    fl_project_free(p);
+}
+
+#define WARNINGS(json, ...) do { \
+        static const char *const w_[] = { __VA_ARGS__ }; \
+        expect_warnings(json, w_, sizeof(w_) / sizeof(w_[0])); \
+    } while (0)
+
+static void test_unknown_field_warnings(void **state)
+{
+    (void) state;
+
+    expect_warnings(FLAG(",\"stickiness\":\"plan\",\"segments\":[],"
+                         "\"rollback\":{\"minErrors\":1,\"rate\":5,\"window\":9}"),
+                    NULL, 0);
+    expect_warnings(RULE("{\"trait\":\"b\",\"op\":\"in\",\"values\":[\"x\"],"
+                         "\"ignoreCase\":true,\"value\":\"y\"}"), NULL, 0);
+
+    WARNINGS(FLAG(",\"stickyness\":\"plan\",\"segment\":[\"s\"]"),
+             "t.json: flag \"f\": unknown field \"stickyness\" ignored",
+             "t.json: flag \"f\": unknown field \"segment\" ignored");
+    WARNINGS(FLAG(",\"rollback\":{\"minErrors\":3,\"windw\":30}"),
+             "t.json: flag \"f\": rollback: unknown field \"windw\" ignored");
+    WARNINGS(RULE("{\"trait\":\"b\",\"op\":\"eq\",\"value\":\"x\",\"valeu\":\"y\"}"),
+             "t.json: segment \"s\": rule 2: unknown field \"valeu\" ignored");
+    WARNINGS("{\"flags\":[],\"segments\":{\"s\":{\"rules\":[],\"note\":1}}}",
+             "t.json: segment \"s\": unknown field \"note\" ignored");
+    /* the top level first, then segments, then flags; a key written twice
+     * warns once; a name with odd bytes is escaped */
+    WARNINGS("{\"version\":2,\"flags\":[{\"name\":\"f\",\"enabled\":true,"
+             "\"rolloutPercentage\":1,\"x\":1,\"x\":2}],\"segments\":{\"s\":"
+             "{\"rules\":[],\"a\\nb\":0}},\"version\":3}",
+             "t.json: unknown field \"version\" ignored",
+             "t.json: segment \"s\": unknown field \"a\\nb\" ignored",
+             "t.json: flag \"f\": unknown field \"x\" ignored");
+
+    /* the file still loads with what it knows, and the definition hash
+     * does not see unknown fields */
+    fl_project_t *a = load(FLAG(""));
+    fl_project_t *b = load(FLAG(",\"stickyness\":\"plan\""));
+    fl_flag_info_t ia, ib;
+    assert_int_equal(fl_project_flag_info(a, 0, &ia), 0);
+    assert_int_equal(fl_project_flag_info(b, 0, &ib), 0);
+    assert_true(ia.def_hash == ib.def_hash);
+    assert_int_equal(fl_project_warning_count(a), 0);
+    fl_project_free(a);
+    fl_project_free(b);
+
+    assert_int_equal(fl_project_warning_count(NULL), 0);
+    assert_null(fl_project_warning(NULL, 0));
+}
+
+static void test_warning_cap(void **state)
+{
+    char json[4096];
+    size_t len = 0;
+    fl_project_t *p;
+    (void) state;
+
+    len += (size_t) snprintf(json + len, sizeof(json) - len,
+                             "{\"flags\":[{\"name\":\"f\",\"enabled\":true,"
+                             "\"rolloutPercentage\":1");
+    for (int i = 0; i < 40; i++) {
+        len += (size_t) snprintf(json + len, sizeof(json) - len, ",\"u%d\":%d",
+                                 i, i);
+    }
+    snprintf(json + len, sizeof(json) - len, "}]}");
+
+    p = load(json);
+    assert_int_equal(fl_project_warning_count(p), FL_MAX_PROJECT_WARNINGS + 1);
+    assert_string_equal(fl_project_warning(p, 0),
+                        "t.json: flag \"f\": unknown field \"u0\" ignored");
+    assert_string_equal(fl_project_warning(p, 31),
+                        "t.json: flag \"f\": unknown field \"u31\" ignored");
+    assert_string_equal(fl_project_warning(p, 32),
+                        "t.json: and 8 more unknown fields ignored");
+    assert_null(fl_project_warning(p, 33));
+    fl_project_free(p);
+}
+
+/* ------------------------------------------ special and huge files */
+
+static void expect_file_error(const char *path, const char *why)
+{
+    fl_project_t *p = (fl_project_t *) 1;
+    char err[512], want[1024];
+
+    snprintf(want, sizeof(want), "%s: %s", path, why);
+    assert_int_equal(fl_project_load(path, &p, err, sizeof(err)), FL_ERR_IO);
+    assert_null(p);
+    assert_string_equal(err, want);
+}
+
+static void test_special_files(void **state)
+{
+    char dir[] = "/tmp/fl-loader-XXXXXX", path[256];
+    fl_project_t *p = NULL;
+    char err[512];
+    int fd;
+    (void) state;
+
+    assert_non_null(mkdtemp(dir));
+
+    /* a FIFO without a writer: refused at once, never waited on (a hang
+     * is turned into a failure by the alarm) */
+    snprintf(path, sizeof(path), "%s/fifo.json", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    expect_file_error(path, "not a regular file");
+    alarm(0);
+    unlink(path);
+
+    /* endless, so it must be refused before a byte is read */
+    expect_file_error("/dev/zero", "not a regular file");
+    expect_file_error(dir, "not a regular file");
+
+    /* over the cap: sparse, so it takes no disk */
+    snprintf(path, sizeof(path), "%s/huge.json", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (off_t) FL_MAX_FLAGS_FILE_SIZE + 1), 0);
+    close(fd);
+    expect_file_error(path, "larger than 33554432 bytes");
+    unlink(path);
+
+    /* a regular file still loads through the same path */
+    snprintf(path, sizeof(path), "%s/ok.json", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    static const char good[] =
+        "{\"flags\":[{\"name\":\"a\",\"enabled\":true,\"rolloutPercentage\":1}]}";
+    assert_int_equal(write(fd, good, sizeof(good) - 1), (ssize_t) sizeof(good) - 1);
+    close(fd);
+    assert_int_equal(fl_project_load(path, &p, err, sizeof(err)), FL_OK);
+    assert_int_equal(fl_project_flag_count(p), 1);
+    fl_project_free(p);
+    unlink(path);
+
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,6 +815,9 @@ int main(void)
         cmocka_unit_test(test_rollback_policies),
         cmocka_unit_test(test_file_and_accessors),
         cmocka_unit_test(test_def_hash),
+        cmocka_unit_test(test_unknown_field_warnings),
+        cmocka_unit_test(test_warning_cap),
+        cmocka_unit_test(test_special_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

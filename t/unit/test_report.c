@@ -415,7 +415,7 @@ static void test_syntax_errors(void **state)
         "{", "}", "{\"flagName\":\"f\",}", "{\"flagName\" \"f\"}", "{flagName:1}",
         "{\"flagName\":\"f\",\"message\":\"m\"} x", "{\"a\":1}{\"b\":2}",
         "{\"a\":'x'}", "{\"a\":01}", "{\"a\":1.}", "{\"a\":\"\\x\"}",
-        "{\"a\":\"tab\there\"}", "{\"a\":\"\\ud800\"", "/* c */ {}", "[1,2",
+        "{\"a\":\"tab\there\"}", "{\"a\":\"\\ud800\\udc00\"", "/* c */ {}", "[1,2",
         "\"unterminated", "nul", "{\"a\":tru}", "{\"a\":NaN}",
     };
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
@@ -528,22 +528,110 @@ static void test_depth_limit(void **state)
 static void test_invalid_utf8(void **state)
 {
     (void) state;
-    static const char *const bodies[] = {
-        "{\"flagName\":\"\xff\",\"message\":\"m\"}",
-        "{\"flagName\":\"f\",\"message\":\"\xe2\x82\"}",        /* cut sequence */
-        "{\"flagName\":\"f\",\"message\":\"m\",\"\xc3\":1}",    /* in a key */
-        "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":\"\x80\"}}",
-        "{\"flagName\":\"f\",\"message\":\"m\",\"x\":\"\xf8\x88\x80\x80\x80\"}",
+    static const struct {
+        const char *body;
+        const char *msg;
+    } cases[] = {
+        { "{\"flagName\":\"\xff\",\"message\":\"m\"}",
+          "request body is not valid UTF-8 (byte 13)" },
+        { "{\"flagName\":\"f\",\"message\":\"\xe2\x82\"}",       /* cut sequence */
+          "request body is not valid UTF-8 (byte 27)" },
+        { "{\"flagName\":\"f\",\"message\":\"m\",\"\xc3\":1}",   /* in a key */
+          "request body is not valid UTF-8 (byte 31)" },
+        { "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":\"\x80\"}}",
+          "request body is not valid UTF-8 (byte 45)" },
+        { "{\"flagName\":\"f\",\"message\":\"m\",\"x\":\"\xf8\x88\x80\x80\x80\"}",
+          "request body is not valid UTF-8 (byte 35)" },
     };
-    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-        result res = parse(bodies[i]);
-        if (res.rc != FL_ERR_JSON || strstr(res.err, "UTF8") == NULL) {
-            fail_msg("body %zu: got %d \"%s\"", i, res.rc, res.err);
-        }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        expect_json(cases[i].body, cases[i].msg);
     }
-    /* Invalid bytes outside strings are plain syntax errors. */
-    expect_json("{\"flagName\":\"f\",\"message\":\"m\"}\xff", NULL);
+    /* Invalid bytes outside strings: the earlier of the two errors wins,
+     * here the bad byte, which yajl never sees. */
+    expect_json("{\"flagName\":\"f\",\"message\":\"m\"}\xff",
+                "request body is not valid UTF-8 (byte 30)");
 }
+
+#define PRE "{\"flagName\":\"f\",\"message\":\""     /* 27 bytes */
+
+/* B8: what yajl lets through must be refused too, whole, byte by byte and
+ * in 7-byte pieces (parse() does all three and wants the same message). */
+static void test_strict_utf8(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *body;
+        const char *msg;
+    } cases[] = {
+        /* overlong forms */
+        { PRE "\xc0\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "x\xc1\xbf\"}", "request body is not valid UTF-8 (byte 28)" },
+        { PRE "\xe0\x80\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "\xe0\x9f\xbf\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "\xf0\x8f\xbf\xbf\"}", "request body is not valid UTF-8 (byte 27)" },
+        /* raw surrogates */
+        { PRE "\xed\xa0\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "ab\xed\xbf\xbf\"}", "request body is not valid UTF-8 (byte 29)" },
+        /* above U+10FFFF */
+        { PRE "\xf4\x90\x80\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "\xf5\x80\x80\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "\xfe\"}", "request body is not valid UTF-8 (byte 27)" },
+        /* stray continuation, cut sequence */
+        { PRE "\x80\"}", "request body is not valid UTF-8 (byte 27)" },
+        { PRE "\xf0\x9f\x98\"}", "request body is not valid UTF-8 (byte 27)" },
+        /* lone surrogate escapes */
+        { PRE "\\ud800\"}", "request body has a lone surrogate escape \\ud800 (byte 27)" },
+        { PRE "\\udc00\"}", "request body has a lone surrogate escape \\udc00 (byte 27)" },
+        { PRE "ab\\uDBFFx\"}", "request body has a lone surrogate escape \\udbff (byte 29)" },
+        { PRE "\\ud800\\u0041\"}", "request body has a lone surrogate escape \\ud800 (byte 27)" },
+        { PRE "\\ud800\\ud800\\udc00\"}", "request body has a lone surrogate escape \\ud800 (byte 27)" },
+        { PRE "\\ud800\\n\"}", "request body has a lone surrogate escape \\ud800 (byte 27)" },
+        { PRE "\\ud83d\\ude00\\ude00\"}", "request body has a lone surrogate escape \\ude00 (byte 39)" },
+        { "{\"\\udfff\":1}", "request body has a lone surrogate escape \\udfff (byte 2)" },
+        { "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\":\"\\ud800\"}}",
+          "request body has a lone surrogate escape \\ud800 (byte 45)" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        expect_json(cases[i].body, cases[i].msg);
+    }
+
+    /* A syntax error before the bad bytes is reported first. */
+    result res = parse("{\"a\" x \"\xc0\x80\"}");
+    assert_int_equal(res.rc, FL_ERR_JSON);
+    assert_non_null(strstr(res.err, "not valid JSON"));
+    res = parse("{\"a\":\"\\uzzzz\\ud800\"}");      /* bad hex: yajl's */
+    assert_int_equal(res.rc, FL_ERR_JSON);
+    assert_non_null(strstr(res.err, "not valid JSON"));
+}
+
+static void test_valid_utf8_kept(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *in;         /* the message as written in the body */
+        const char *out;        /* decoded */
+    } cases[] = {
+        { "\\ud83d\\ude00", "\xf0\x9f\x98\x80" },
+        { "\\uD83D\\uDE00x", "\xf0\x9f\x98\x80x" },
+        { "\\udbff\\udfff", "\xf4\x8f\xbf\xbf" },
+        { "\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", "\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf" },
+        { "\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf", "\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf" },
+        { "\xc2\x80\xdf\xbf\xe0\xa0\x80\xf0\x90\x80\x80", "\xc2\x80\xdf\xbf\xe0\xa0\x80\xf0\x90\x80\x80" },
+        { "\\\\ud800", "\\ud800" },                /* an escaped backslash */
+        { "\\\"\\ud7ff\\ue000", "\"\xed\x9f\xbf\xee\x80\x80" },
+    };
+    char body[256];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(body, sizeof(body), PRE "%s\"}", cases[i].in);
+        result res = parse(body);
+        if (res.rc != FL_OK) {
+            fail_msg("case %zu: got %d \"%s\"", i, res.rc, res.err);
+        }
+        expect_str(res.r.message, res.r.message_len, cases[i].out);
+    }
+}
+
+#undef PRE
 
 static void test_errors_are_sticky(void **state)
 {
@@ -700,6 +788,8 @@ int main(void)
         cmocka_unit_test_teardown(test_syntax_error_after_field_error, arena_teardown),
         cmocka_unit_test_teardown(test_depth_limit, arena_teardown),
         cmocka_unit_test_teardown(test_invalid_utf8, arena_teardown),
+        cmocka_unit_test_teardown(test_strict_utf8, arena_teardown),
+        cmocka_unit_test_teardown(test_valid_utf8_kept, arena_teardown),
         cmocka_unit_test_teardown(test_errors_are_sticky, arena_teardown),
         cmocka_unit_test_teardown(test_allocation_failure, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_minimal, arena_teardown),

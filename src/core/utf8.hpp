@@ -1,0 +1,155 @@
+/*
+ * utf8.hpp - strict UTF-8 for the core (internal, not part of the C API).
+ *
+ * yajl's own check lets through overlong forms (C0 80, E0 80 80), encoded
+ * surrogates (ED A0 80), code points above U+10FFFF (F4 90 80 80) and
+ * escapes that are lone surrogates ("\ud800" becomes "?", "\udc00" raw
+ * ED B0 80).  B8 wants all of these refused, so the report parser runs
+ * every raw piece of a body through a Utf8JsonCheck before yajl sees it;
+ * and the JSON escaper replaces what is not well-formed with U+FFFD.
+ *
+ * Well-formed means the table of the Unicode standard (3.9, table 3-7):
+ *   00..7F | C2..DF 80..BF | E0 A0..BF 80..BF | E1..EC 80..BF 80..BF
+ *   | ED 80..9F 80..BF | EE..EF 80..BF 80..BF | F0 90..BF 80..BF 80..BF
+ *   | F1..F3 80..BF 80..BF 80..BF | F4 80..8F 80..BF 80..BF
+ */
+
+#ifndef FLAGS_UTF8_HPP
+#define FLAGS_UTF8_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fl {
+
+/* For a lead byte: the number of continuation bytes it wants and the range
+ * of the first one (the later ones are always 80..BF).  False for bytes
+ * that cannot start a sequence: 80..BF, C0, C1, F5..FF. */
+inline bool utf8_lead(unsigned char c, unsigned *need, unsigned char *lo,
+    unsigned char *hi) noexcept
+{
+    *lo = 0x80;
+    *hi = 0xbf;
+
+    if (c < 0xc2) {
+        *need = 0;
+        return c < 0x80;
+    }
+    if (c < 0xe0) {
+        *need = 1;
+    } else if (c < 0xf0) {
+        *need = 2;
+        if (c == 0xe0) {
+            *lo = 0xa0;             /* shorter forms are overlong */
+        } else if (c == 0xed) {
+            *hi = 0x9f;             /* ED A0.. are surrogates */
+        }
+    } else if (c < 0xf5) {
+        *need = 3;
+        if (c == 0xf0) {
+            *lo = 0x90;
+        } else if (c == 0xf4) {
+            *hi = 0x8f;             /* past U+10FFFF */
+        }
+    } else {
+        *need = 0;
+        return false;
+    }
+    return true;
+}
+
+/* The length (1..4) of the well-formed sequence at s[0..n), or 0; then
+ * *bad holds the length of its maximal ill-formed prefix (at least 1),
+ * which is what one U+FFFD replaces (Unicode's "maximal subpart"). */
+inline size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad) noexcept
+{
+    unsigned need;
+    unsigned char lo, hi;
+
+    if (!utf8_lead(s[0], &need, &lo, &hi)) {
+        *bad = 1;
+        return 0;
+    }
+    size_t i = 1;
+    for (; i <= need; i++) {
+        if (i >= n || s[i] < lo || s[i] > hi) {
+            *bad = i;
+            return 0;
+        }
+        lo = 0x80;
+        hi = 0xbf;
+    }
+    return i;
+}
+
+
+/*
+ * A streaming check of a JSON text's bytes, fed in pieces of any size:
+ * strict UTF-8 everywhere, and inside strings, \uXXXX escapes that pair
+ * up (a high surrogate escape followed at once by a low one).  It follows
+ * only string boundaries and escapes; all other syntax is yajl's, and
+ * after something yajl is bound to refuse (a non-hex digit in \u) it
+ * stops checking.  Value-initialise it; it holds no pointers.
+ */
+class Utf8JsonCheck {
+public:
+    enum error_t : uint8_t {
+        E_NONE = 0,
+        E_UTF8,                     /* ill-formed byte sequence */
+        E_LONE_HIGH,                /* \ud800 not followed by \udc00.. */
+        E_LONE_LOW                  /* \udc00 without a \ud800 before */
+    };
+
+    /* Checks d[0..len).  Returns len, or the index in d of the byte at
+     * which an error became certain (the bytes before it may hold a
+     * syntax error that yajl should report first).  After an error it
+     * returns 0 for every call. */
+    size_t feed(const unsigned char *d, size_t len) noexcept;
+
+    /* At the end of the text: false when a sequence or escape is open.
+     * A well-formed JSON text never ends so; yajl refuses it first. */
+    bool complete() const noexcept
+    {
+        return error_ == E_NONE && need_ == 0 && !high_pending_
+               && js_ == J_OUT;
+    }
+
+    error_t error() const noexcept { return error_; }
+
+    /* A message for a person, e.g. "request body is not valid UTF-8
+     * (byte 17)", with the 0-based offset of the sequence or escape. */
+    void message(char *buf, size_t len) const noexcept;
+
+private:
+    enum js_t : uint8_t { J_OUT = 0, J_IN, J_ESC, J_HEX, J_OFF };
+
+    bool fail(error_t e, uint64_t at, uint32_t code) noexcept
+    {
+        error_ = e;
+        error_at_ = at;
+        error_code_ = code;
+        return false;
+    }
+
+    bool json_byte(unsigned char c) noexcept;
+
+    uint64_t        pos_ = 0;       /* offset of the next byte */
+    uint64_t        seq_at_ = 0;    /* of the open UTF-8 sequence */
+    uint64_t        esc_at_ = 0;    /* of the open \u escape */
+    uint64_t        high_at_ = 0;   /* of the pending high surrogate */
+    uint64_t        error_at_ = 0;
+    uint32_t        code_ = 0;      /* hex digits read so far */
+    uint32_t        high_code_ = 0;
+    uint32_t        error_code_ = 0;
+    unsigned        need_ = 0;      /* continuation bytes still wanted */
+    unsigned        nhex_ = 0;
+    unsigned char   lo_ = 0x80;     /* range of the next continuation */
+    unsigned char   hi_ = 0xbf;
+    js_t            js_ = J_OUT;
+    bool            high_pending_ = false;
+    error_t         error_ = E_NONE;
+};
+
+} // namespace fl
+
+#endif /* FLAGS_UTF8_HPP */
