@@ -204,10 +204,13 @@ sub nginx_test {
     return ($rc, $out);
 }
 
+# nginx_start($dir, wrap => 'prlimit --fsize=4000'): the command runs nginx
+# under another one (a resource limit, say).
 sub nginx_start {
-    my ($dir) = @_;
+    my ($dir, %o) = @_;
     return nginx_start_valgrind($dir) if $Valgrind;
-    my $out = `$Binary -p $dir/ -c conf/nginx.conf 2>&1`;
+    my $wrap = $o{wrap} ? "$o{wrap} " : '';
+    my $out = `$wrap$Binary -p $dir/ -c conf/nginx.conf 2>&1`;
     die "nginx failed to start: $out" if $?;
     my $pid;
     wait_for(sub { $pid = read_file("$dir/logs/nginx.pid"); $pid }, 5)
