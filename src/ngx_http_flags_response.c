@@ -185,6 +185,14 @@ ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     size_t      code_len, msg_len;
     ngx_int_t   rc;
 
+    /*
+     * An error is final whether or not the body was read: a client that
+     * waits for "100 Continue" gets this status instead (RFC 7231 5.1.1),
+     * as nginx answers an over-long client_max_body_size; the body it may
+     * still send is discarded, so keep-alive goes on.
+     */
+    r->expect_tested = 1;
+
     /* unread bodies would be taken for the next request on keep-alive */
     rc = ngx_http_discard_request_body(r);
     if (rc != NGX_OK) {
