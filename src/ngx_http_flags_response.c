@@ -70,8 +70,16 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
     p = h->value.data;
     last = p + h->value.len;
 
-    if (h->value.len < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
-        || (h->value.len > 6 && p[6] != ' ' && p[6] != '\t'))
+    /*
+     * RFC 7230 OWS around the value: nginx's parser drops leading spaces
+     * but keeps a leading tab, and HTTP/2 hands the value over untouched
+     */
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if (last - p < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
+        || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
                    "the Authorization scheme must be Bearer");
