@@ -8,7 +8,7 @@
 
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
     const char *code, const char *challenge, const char *message);
-static ngx_int_t ngx_http_flags_add_header(ngx_http_request_t *r,
+static ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, const char *value);
 
 
@@ -135,11 +135,15 @@ static ngx_int_t
 ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
     const char *challenge, const char *message)
 {
-    if (ngx_http_flags_add_header(r, "WWW-Authenticate", challenge)
-        != NGX_OK)
-    {
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_flags_add_header(r, "WWW-Authenticate", challenge);
+    if (h == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    /* auth_request copies the challenge of a 401 from this pointer only */
+    r->headers_out.www_authenticate = h;
 
     return ngx_http_flags_send_error(r, NGX_HTTP_UNAUTHORIZED, code, message);
 }
@@ -148,7 +152,7 @@ ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
 ngx_int_t
 ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 {
-    if (ngx_http_flags_add_header(r, "Allow", allow) != NGX_OK) {
+    if (ngx_http_flags_add_header(r, "Allow", allow) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -158,7 +162,7 @@ ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 }
 
 
-static ngx_int_t
+static ngx_table_elt_t *
 ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
     const char *value)
 {
@@ -166,7 +170,7 @@ ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     h->hash = 1;
@@ -176,7 +180,7 @@ ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
     h->value.len = ngx_strlen(value);
     h->lowcase_key = NULL;
 
-    return NGX_OK;
+    return h;
 }
 
 
@@ -245,7 +249,7 @@ ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     r->headers_out.content_type_lowcase = NULL;
 
     /* answers are per user and per moment: no cache may keep them */
-    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") != NGX_OK) {
+    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -313,3 +313,29 @@ Connection: close\r
 --- error_code: 200
 --- response_body chomp
 {"flags":[{"name":"comments","enabled":true,"rolloutPercentage":100,"segments":[]}]}
+
+
+
+=== TEST 21: behind auth_request the challenge of our 401 reaches the client
+--- config
+    location = /flags-auth {
+        internal;
+        flags_evaluate;
+    }
+    location = /protected.txt {
+        auth_request /flags-auth;
+        root html;
+    }
+--- user_files
+>>> protected.txt
+the protected page
+--- request eval
+["GET /protected.txt", "GET /protected.txt", "GET /protected.txt"]
+--- more_headers eval
+["", "Authorization: Bearer pub_nope", "Authorization: Bearer pub_shop_1"]
+--- error_code eval
+[401, 401, 200]
+--- response_headers eval
+["WWW-Authenticate: Bearer", 'WWW-Authenticate: Bearer error="invalid_token"', "!WWW-Authenticate"]
+--- response_body_like eval
+["401 Authorization Required", "401 Authorization Required", "^the protected page\n\$"]
