@@ -306,6 +306,10 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
 
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
+    flcf->handler = NULL;
+    flcf->handler_directive = NULL;
+    ngx_str_null(&flcf->handler_file);
+    flcf->handler_line = 0;
 
     return flcf;
 }
@@ -317,6 +321,8 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_flags_loc_conf_t *prev = parent;
     ngx_http_flags_loc_conf_t *conf = child;
 
+    ngx_http_core_loc_conf_t  *clcf;
+
     ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
@@ -325,6 +331,27 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"flags_max_report_size\" must be at least 1");
         return NGX_CONF_ERROR;
+    }
+
+    /*
+     * proxy_pass, fastcgi_pass, stub_status and the like replace
+     * clcf->handler without looking: a directive of ours written before
+     * them would be dropped in silence.  The handlers are final only now.
+     * The handler is not inherited, so only the location that named the
+     * directive is checked.
+     */
+
+    if (conf->handler) {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+        if (clcf->handler != conf->handler) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"%V\" conflicts with another content handler "
+                          "(such as proxy_pass) in this location in %V:%ui",
+                          conf->handler_directive, &conf->handler_file,
+                          conf->handler_line);
+            return NGX_CONF_ERROR;
+        }
     }
 
     return NGX_CONF_OK;
@@ -850,15 +877,27 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_http_flags_loc_conf_t *flcf = conf;
+
     ngx_http_core_loc_conf_t  *clcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
+    /* the same words whichever comes first (the other order: merge) */
     if (clcf->handler) {
-        return "is duplicate: the location already has a content handler";
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" conflicts with another content handler "
+                           "(such as proxy_pass) in this location",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
     }
 
     clcf->handler = (ngx_http_handler_pt) cmd->post;
+
+    flcf->handler = clcf->handler;
+    flcf->handler_directive = &cmd->name;
+    flcf->handler_file = cf->conf_file->file.name;
+    flcf->handler_line = cf->conf_file->line;
 
     return NGX_CONF_OK;
 }

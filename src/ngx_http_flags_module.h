@@ -81,6 +81,12 @@ typedef struct {
 typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
+
+    /* the content handler one of our directives set, and where */
+    ngx_http_handler_pt         handler;
+    ngx_str_t                  *handler_directive;
+    ngx_str_t                   handler_file;
+    ngx_uint_t                  handler_line;
 } ngx_http_flags_loc_conf_t;
 
 

@@ -76,6 +76,29 @@ for my $c (@cases) {
     unlike($out, qr{t1}, "$name: no token in the output") if $name =~ /token/;
 }
 
+# A content handler of ours and another one (proxy_pass) in one location:
+# whichever comes second would win in silence, so both orders fail, naming
+# our directive and where it is.
+for my $c (['flags_evaluate', 'proxy_pass http://127.0.0.1:9;'],
+           ['flags_status', 'proxy_pass http://127.0.0.1:9;'],
+           ['flags_ingest_errors', 'stub_status;']) {
+    my ($ours, $other) = @$c;
+    for my $order ('ours first', 'ours second') {
+        my $loc = $order eq 'ours first' ? "location /x {\n            $ours;\n            $other\n        }"
+                                          : "location /x {\n            $other\n            $ours;\n        }";
+        write_file("$dir/conf/good.json", $good);
+        my $conf = nginx_conf(http => "    flags_project p token=t1 file=good.json;\n",
+                              server => "        $loc");
+        write_file("$dir/conf/nginx.conf", $conf);
+        my @lines = split /\n/, $conf;
+        my ($line) = grep { $lines[$_ - 1] =~ /^\s*\Q$ours\E;/ } 1 .. @lines;
+        my ($rc, $out) = nginx_test($dir);
+        isnt($rc, 0, "$ours with $other, $order: nginx -t fails");
+        like($out, qr{\[emerg\] (?:\d+#\d+: )?"\Q$ours\E" conflicts with another content handler \(such as proxy_pass\) in this location in \Q$dir\E/conf/nginx\.conf:$line\n},
+             "$ours with $other, $order: the message names the directive and its line") or diag $out;
+    }
+}
+
 # Every setting that has a default works without being written.
 write_file("$dir/conf/good.json", $good);
 write_file("$dir/conf/nginx.conf", nginx_conf(
