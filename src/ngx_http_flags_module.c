@@ -435,6 +435,38 @@ ngx_http_flags_valid_name(ngx_str_t *name)
 }
 
 
+/*
+ * What an [emerg] may show of a flags_project parameter: tokens are
+ * secrets, and a mistyped "Token=..." or a bare word may well be one.
+ * Only a short name made of [A-Za-z_] before "=" is shown, never a value.
+ */
+
+static ngx_uint_t
+ngx_http_flags_param_name(ngx_str_t *value, ngx_str_t *name)
+{
+    u_char  *eq, *p;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+
+    if (eq == NULL || eq == value->data || eq - value->data > 32) {
+        return 0;
+    }
+
+    for (p = value->data; p < eq; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || *p == '_'))
+        {
+            return 0;
+        }
+    }
+
+    name->data = value->data;
+    name->len = eq + 1 - value->data;
+
+    return 1;
+}
+
+
 /* flags_project NAME token=T [token=T ...] file=PATH; */
 
 static char *
@@ -444,7 +476,7 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     char                       err[1024];
     size_t                     n, k;
-    ngx_str_t                 *value, *token, *other;
+    ngx_str_t                 *value, *token, *other, name;
     ngx_uint_t                 i, j, t;
     fl_status_t                rc;
     fl_flag_info_t             info;
@@ -452,6 +484,22 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_flags_project_t  *project, *projects;
 
     value = cf->args->elts;
+
+    /* "flags_project token=T ..." without a name: the token is no name */
+    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '=')) {
+        if (ngx_http_flags_param_name(&value[1], &name)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name \"%V\" "
+                               "(parameter 1); the name comes first",
+                               &name);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name "
+                               "(parameter 1); the name comes first");
+        }
+
+        return NGX_CONF_ERROR;
+    }
 
     if (!ngx_http_flags_valid_name(&value[1])) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -544,8 +592,18 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+        if (ngx_http_flags_param_name(&value[i], &name)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: unknown parameter \"%V\" "
+                               "(parameter %ui); expected token= or file=",
+                               &name, i);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: unknown parameter "
+                               "(parameter %ui); expected token= or file=",
+                               i);
+        }
+
         return NGX_CONF_ERROR;
     }
 

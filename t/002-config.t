@@ -50,6 +50,18 @@ my @cases = (
      qr{invalid project name "a b"}],
     ['project without a file', $good, "flags_project q token=z;",
      qr{project "q" has no "file="}],
+    ['unknown parameter holding a secret', $good,
+     "flags_project q Token=SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter "Token=" \(parameter 2\); expected token= or file= in \S+/nginx\.conf:\d+\n}],
+    ['a bare word may be a secret', $good,
+     "flags_project q SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter \(parameter 2\); expected token= or file= in \S+/nginx\.conf:\d+\n}],
+    ['a long or odd parameter name is not shown', $good,
+     "flags_project q file=good.json secret-key=SuperSecret123;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter \(parameter 3\); expected token= or file= in }],
+    ['a token where the name goes', $good,
+     "flags_project token=SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: invalid project name "token=" \(parameter 1\); the name comes first in }],
     ['bad rollback rate', $good, "flags_rollback min_errors=5 rate=101%;",
      qr{invalid rate "rate=101%"}],
     ['bad rollback window', $good, "flags_rollback window=2h;",
@@ -74,6 +86,7 @@ for my $c (@cases) {
     isnt($rc, 0, "$name: nginx -t fails");
     like($out, $re, "$name: the message names what is wrong");
     unlike($out, qr{t1}, "$name: no token in the output") if $name =~ /token/;
+    unlike($out, qr{Secret}, "$name: nothing of the secret in the output") if $extra =~ /Secret/;
 }
 
 # A content handler of ours and another one (proxy_pass) in one location:
