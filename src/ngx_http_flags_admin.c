@@ -89,7 +89,9 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
                 ngx_memzero(&s, sizeof(fl_state_snapshot_t));
             }
 
-            p += fl_status_flag_json(project[i].core, n, &s, (char *) p);
+            p += fl_status_flag_json(project[i].core, n, &s,
+                                     project[i].flags[n].state != NULL,
+                                     (char *) p);
         }
 
         p = ngx_cpymem(p, "]}", 2);
