@@ -27,6 +27,9 @@ static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
+static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli);
 
@@ -260,10 +263,9 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
-        ngx_str_set(&name, NGX_HTTP_FLAGS_ERROR_LOG);
+        ngx_str_null(&name);
 
-        fmcf->error_log = ngx_conf_open_file(cf->cycle, &name);
-        if (fmcf->error_log == NULL) {
+        if (ngx_http_flags_open_log(cf, fmcf, &name) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
     }
@@ -524,6 +526,12 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     project = ngx_array_push(&fmcf->projects);
     if (project == NULL) {
         return NGX_CONF_ERROR;
+    }
+
+    /* where errors about the default flags_error_log point to */
+    if (fmcf->projects.nelts == 1) {
+        fmcf->project_file = cf->conf_file->file.name;
+        fmcf->project_line = cf->conf_file->line;
     }
 
     ngx_memzero(project, sizeof(ngx_http_flags_project_t));
@@ -866,13 +874,143 @@ ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* resolved against the prefix and reopened on USR1, like access_log */
-    fmcf->error_log = ngx_conf_open_file(cf->cycle, &value[1]);
-    if (fmcf->error_log == NULL) {
+    if (ngx_http_flags_open_log(cf, fmcf, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The report log, name given or (empty name) the default: the file beside
+ * nginx's compiled-in access log (on Debian /var/log/nginx/), since the
+ * prefix's logs/ may not exist.  Resolved against the prefix and reopened
+ * on USR1 like access_log.
+ *
+ * nginx opens its log files itself after the configuration is read, and
+ * creates them 0644; reports hold personal data, so a missing file is
+ * created here first, 0640 (less the umask).  An existing file keeps its
+ * mode: an operator who chose one is not overruled.  Creating it also
+ * proves now, with the directive's line, that the file can be written,
+ * where nginx's own failure would name neither.
+ */
+
+static ngx_int_t
+ngx_http_flags_open_log(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *name)
+{
+    u_char           *p, errstr[NGX_MAX_ERROR_STR];
+    size_t            len;
+    ngx_fd_t          fd;
+    ngx_err_t         err;
+    ngx_str_t         path;
+    ngx_open_file_t  *file;
+
+    path = *name;
+
+    if (path.len == 0) {
+        len = sizeof(NGX_HTTP_LOG_PATH) - 1;
+
+        while (len && NGX_HTTP_LOG_PATH[len - 1] != '/') {
+            len--;
+        }
+
+        path.len = len + sizeof(NGX_HTTP_FLAGS_ERROR_LOG) - 1;
+        path.data = ngx_pnalloc(cf->pool, path.len + 1);
+        if (path.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(path.data, NGX_HTTP_LOG_PATH, len);
+        ngx_memcpy(p, NGX_HTTP_FLAGS_ERROR_LOG,
+                   sizeof(NGX_HTTP_FLAGS_ERROR_LOG));
+    }
+
+    /* the full, NUL-terminated name is file->name */
+    file = ngx_conf_open_file(cf->cycle, &path);
+    if (file == NULL) {
+        return NGX_ERROR;
+    }
+
+    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
+                       NGX_FILE_CREATE_OR_OPEN,
+                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
+
+    if (fd == NGX_INVALID_FILE) {
+        err = ngx_errno;
+        p = ngx_strerror(err, errstr, sizeof(errstr));
+
+        if (name->len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_error_log \"%V\" cannot be opened: "
+                               "%*s (set flags_error_log to a writable file "
+                               "or \"off\")",
+                               &file->name, p - errstr, errstr);
+
+        } else {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "the default flags_error_log \"%V\" cannot be "
+                          "opened: %*s (set flags_error_log to a writable "
+                          "file or \"off\") in %V:%ui",
+                          &file->name, p - errstr, errstr,
+                          &fmcf->project_file, fmcf->project_line);
+        }
+
+        return NGX_ERROR;
+    }
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
+                           ngx_close_file_n " \"%V\" failed", &file->name);
+    }
+
+    /*
+     * A file shared with a buffered access_log keeps that log's flush:
+     * its buffer matters more than the mode of a file it created anyway.
+     */
+    if (file->flush == NULL) {
+        file->flush = ngx_http_flags_log_flush;
+    }
+
+    fmcf->error_log = file;
+
+    return NGX_OK;
+}
+
+
+/*
+ * ngx_reopen_files() calls this right before it reopens the file on USR1:
+ * the log was usually just renamed away, and nginx would create the new
+ * one 0644.  It is called at process exit too (ngx_conf_flush_files),
+ * where nothing is reopened: then it does nothing.  Otherwise it only
+ * creates a missing file (a worker that may not create it leaves that to
+ * the master, which reopens first); it never writes, truncates or changes
+ * an existing file, and it never holds a descriptor.
+ */
+
+static void
+ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
+{
+    ngx_fd_t  fd;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
+                       NGX_FILE_CREATE_OR_OPEN,
+                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
+
+    if (fd == NGX_INVALID_FILE) {
+        /* nginx's own open() right after reports the failure */
+        return;
+    }
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      ngx_close_file_n " \"%V\" failed", &file->name);
+    }
 }
 
 

@@ -19,7 +19,10 @@
 
 #define NGX_HTTP_FLAGS_ZONE_NAME      "flags"
 #define NGX_HTTP_FLAGS_ZONE_SIZE      (8 * 1024 * 1024)
-#define NGX_HTTP_FLAGS_ERROR_LOG      "logs/flags-errors.log"
+/* in the directory of nginx's compiled-in access log */
+#define NGX_HTTP_FLAGS_ERROR_LOG      "flags-errors.log"
+/* reports hold personal data: not readable by everyone */
+#define NGX_HTTP_FLAGS_ERROR_LOG_ACCESS  0640
 
 
 /* A flag's node in the shared zone: found by "project\0flag". */
@@ -73,6 +76,8 @@ typedef struct {
 
     ngx_open_file_t            *error_log;   /* NULL when "off" */
     ngx_str_t                   error_log_name;
+    ngx_str_t                   project_file; /* of the first flags_project */
+    ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
     ngx_uint_t                  rollback_set;
 } ngx_http_flags_main_conf_t;
