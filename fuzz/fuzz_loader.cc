@@ -22,11 +22,13 @@ void check_status_json(const fl_project_t *p, size_t i,
     FUZZ_CHECK(bound > 0, "status bound 0 for flag %zu", i);
     char *buf = static_cast<char *>(std::malloc(bound));
     FUZZ_CHECK(buf != nullptr, "malloc");
-    size_t n = fl_status_flag_json(p, i, s, buf);
-    FUZZ_CHECK(n <= bound, "fl_status_flag_json wrote %zu bytes, bound %zu",
-               n, bound);
-    FUZZ_CHECK(fuzz::json_valid(buf, n), "status object is not valid JSON: %.*s",
-               static_cast<int>(n), buf);
+    for (int counted = 0; counted <= 1; counted++) {
+        size_t n = fl_status_flag_json(p, i, s, counted, buf);
+        FUZZ_CHECK(n <= bound, "fl_status_flag_json wrote %zu bytes, bound %zu",
+                   n, bound);
+        FUZZ_CHECK(fuzz::json_valid(buf, n), "status object is not valid JSON: %.*s",
+                   static_cast<int>(n), buf);
+    }
     std::free(buf);
 }
 

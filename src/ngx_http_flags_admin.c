@@ -83,7 +83,9 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
 
             ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
 
-            p += fl_status_flag_json(project[i].core, n, &s, (char *) p);
+            p += fl_status_flag_json(project[i].core, n, &s,
+                                     project[i].flags[n].node != NULL,
+                                     (char *) p);
         }
 
         p = ngx_cpymem(p, "]}", 2);

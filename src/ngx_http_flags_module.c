@@ -27,6 +27,9 @@ static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
+static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli);
 
@@ -286,10 +289,9 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     }
 
     if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
-        ngx_str_set(&name, NGX_HTTP_FLAGS_ERROR_LOG);
+        ngx_str_null(&name);
 
-        fmcf->error_log = ngx_conf_open_file(cf->cycle, &name);
-        if (fmcf->error_log == NULL) {
+        if (ngx_http_flags_open_log(cf, fmcf, &name) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
     }
@@ -333,6 +335,10 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
     flcf->log_level = NGX_CONF_UNSET_UINT;
+    flcf->handler = NULL;
+    flcf->handler_directive = NULL;
+    ngx_str_null(&flcf->handler_file);
+    flcf->handler_line = 0;
 
     return flcf;
 }
@@ -344,6 +350,8 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_flags_loc_conf_t *prev = parent;
     ngx_http_flags_loc_conf_t *conf = child;
 
+    ngx_http_core_loc_conf_t  *clcf;
+
     ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
@@ -353,6 +361,27 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"flags_max_report_size\" must be at least 1");
         return NGX_CONF_ERROR;
+    }
+
+    /*
+     * proxy_pass, fastcgi_pass, stub_status and the like replace
+     * clcf->handler without looking: a directive of ours written before
+     * them would be dropped in silence.  The handlers are final only now.
+     * The handler is not inherited, so only the location that named the
+     * directive is checked.
+     */
+
+    if (conf->handler) {
+        clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+        if (clcf->handler != conf->handler) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"%V\" conflicts with another content handler "
+                          "(such as proxy_pass) in this location in %V:%ui",
+                          conf->handler_directive, &conf->handler_file,
+                          conf->handler_line);
+            return NGX_CONF_ERROR;
+        }
     }
 
     return NGX_CONF_OK;
@@ -436,6 +465,38 @@ ngx_http_flags_valid_name(ngx_str_t *name)
 }
 
 
+/*
+ * What an [emerg] may show of a flags_project parameter: tokens are
+ * secrets, and a mistyped "Token=..." or a bare word may well be one.
+ * Only a short name made of [A-Za-z_] before "=" is shown, never a value.
+ */
+
+static ngx_uint_t
+ngx_http_flags_param_name(ngx_str_t *value, ngx_str_t *name)
+{
+    u_char  *eq, *p;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+
+    if (eq == NULL || eq == value->data || eq - value->data > 32) {
+        return 0;
+    }
+
+    for (p = value->data; p < eq; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || *p == '_'))
+        {
+            return 0;
+        }
+    }
+
+    name->data = value->data;
+    name->len = eq + 1 - value->data;
+
+    return 1;
+}
+
+
 /* flags_project NAME token=T [token=T ...] file=PATH; */
 
 static char *
@@ -445,7 +506,7 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     char                       err[1024];
     size_t                     n, k;
-    ngx_str_t                 *value, *token, *other;
+    ngx_str_t                 *value, *token, *other, name;
     ngx_uint_t                 i, j, t;
     fl_status_t                rc;
     fl_flag_info_t             info;
@@ -453,6 +514,22 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_flags_project_t  *project, *projects;
 
     value = cf->args->elts;
+
+    /* "flags_project token=T ..." without a name: the token is no name */
+    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '=')) {
+        if (ngx_http_flags_param_name(&value[1], &name)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name \"%V\" "
+                               "(parameter 1); the name comes first",
+                               &name);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name "
+                               "(parameter 1); the name comes first");
+        }
+
+        return NGX_CONF_ERROR;
+    }
 
     if (!ngx_http_flags_valid_name(&value[1])) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -477,6 +554,12 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     project = ngx_array_push(&fmcf->projects);
     if (project == NULL) {
         return NGX_CONF_ERROR;
+    }
+
+    /* where errors about the default flags_error_log point to */
+    if (fmcf->projects.nelts == 1) {
+        fmcf->project_file = cf->conf_file->file.name;
+        fmcf->project_line = cf->conf_file->line;
     }
 
     ngx_memzero(project, sizeof(ngx_http_flags_project_t));
@@ -545,8 +628,18 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+        if (ngx_http_flags_param_name(&value[i], &name)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: unknown parameter \"%V\" "
+                               "(parameter %ui); expected token= or file=",
+                               &name, i);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: unknown parameter "
+                               "(parameter %ui); expected token= or file=",
+                               i);
+        }
+
         return NGX_CONF_ERROR;
     }
 
@@ -816,13 +909,143 @@ ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* resolved against the prefix and reopened on USR1, like access_log */
-    fmcf->error_log = ngx_conf_open_file(cf->cycle, &value[1]);
-    if (fmcf->error_log == NULL) {
+    if (ngx_http_flags_open_log(cf, fmcf, &value[1]) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The report log, name given or (empty name) the default: the file beside
+ * nginx's compiled-in access log (on Debian /var/log/nginx/), since the
+ * prefix's logs/ may not exist.  Resolved against the prefix and reopened
+ * on USR1 like access_log.
+ *
+ * nginx opens its log files itself after the configuration is read, and
+ * creates them 0644; reports hold personal data, so a missing file is
+ * created here first, 0640 (less the umask).  An existing file keeps its
+ * mode: an operator who chose one is not overruled.  Creating it also
+ * proves now, with the directive's line, that the file can be written,
+ * where nginx's own failure would name neither.
+ */
+
+static ngx_int_t
+ngx_http_flags_open_log(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *name)
+{
+    u_char           *p, errstr[NGX_MAX_ERROR_STR];
+    size_t            len;
+    ngx_fd_t          fd;
+    ngx_err_t         err;
+    ngx_str_t         path;
+    ngx_open_file_t  *file;
+
+    path = *name;
+
+    if (path.len == 0) {
+        len = sizeof(NGX_HTTP_LOG_PATH) - 1;
+
+        while (len && NGX_HTTP_LOG_PATH[len - 1] != '/') {
+            len--;
+        }
+
+        path.len = len + sizeof(NGX_HTTP_FLAGS_ERROR_LOG) - 1;
+        path.data = ngx_pnalloc(cf->pool, path.len + 1);
+        if (path.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(path.data, NGX_HTTP_LOG_PATH, len);
+        ngx_memcpy(p, NGX_HTTP_FLAGS_ERROR_LOG,
+                   sizeof(NGX_HTTP_FLAGS_ERROR_LOG));
+    }
+
+    /* the full, NUL-terminated name is file->name */
+    file = ngx_conf_open_file(cf->cycle, &path);
+    if (file == NULL) {
+        return NGX_ERROR;
+    }
+
+    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
+                       NGX_FILE_CREATE_OR_OPEN,
+                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
+
+    if (fd == NGX_INVALID_FILE) {
+        err = ngx_errno;
+        p = ngx_strerror(err, errstr, sizeof(errstr));
+
+        if (name->len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_error_log \"%V\" cannot be opened: "
+                               "%*s (set flags_error_log to a writable file "
+                               "or \"off\")",
+                               &file->name, p - errstr, errstr);
+
+        } else {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "the default flags_error_log \"%V\" cannot be "
+                          "opened: %*s (set flags_error_log to a writable "
+                          "file or \"off\") in %V:%ui",
+                          &file->name, p - errstr, errstr,
+                          &fmcf->project_file, fmcf->project_line);
+        }
+
+        return NGX_ERROR;
+    }
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
+                           ngx_close_file_n " \"%V\" failed", &file->name);
+    }
+
+    /*
+     * A file shared with a buffered access_log keeps that log's flush:
+     * its buffer matters more than the mode of a file it created anyway.
+     */
+    if (file->flush == NULL) {
+        file->flush = ngx_http_flags_log_flush;
+    }
+
+    fmcf->error_log = file;
+
+    return NGX_OK;
+}
+
+
+/*
+ * ngx_reopen_files() calls this right before it reopens the file on USR1:
+ * the log was usually just renamed away, and nginx would create the new
+ * one 0644.  It is called at process exit too (ngx_conf_flush_files),
+ * where nothing is reopened: then it does nothing.  Otherwise it only
+ * creates a missing file (a worker that may not create it leaves that to
+ * the master, which reopens first); it never writes, truncates or changes
+ * an existing file, and it never holds a descriptor.
+ */
+
+static void
+ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
+{
+    ngx_fd_t  fd;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
+                       NGX_FILE_CREATE_OR_OPEN,
+                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
+
+    if (fd == NGX_INVALID_FILE) {
+        /* nginx's own open() right after reports the failure */
+        return;
+    }
+
+    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      ngx_close_file_n " \"%V\" failed", &file->name);
+    }
 }
 
 
@@ -875,15 +1098,27 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_http_flags_loc_conf_t *flcf = conf;
+
     ngx_http_core_loc_conf_t  *clcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
+    /* the same words whichever comes first (the other order: merge) */
     if (clcf->handler) {
-        return "is duplicate: the location already has a content handler";
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"%V\" conflicts with another content handler "
+                           "(such as proxy_pass) in this location",
+                           &cmd->name);
+        return NGX_CONF_ERROR;
     }
 
     clcf->handler = (ngx_http_handler_pt) cmd->post;
+
+    flcf->handler = clcf->handler;
+    flcf->handler_directive = &cmd->name;
+    flcf->handler_file = cf->conf_file->file.name;
+    flcf->handler_line = cf->conf_file->line;
 
     return NGX_CONF_OK;
 }

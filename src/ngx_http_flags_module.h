@@ -19,7 +19,10 @@
 
 #define NGX_HTTP_FLAGS_ZONE_NAME      "flags"
 #define NGX_HTTP_FLAGS_ZONE_SIZE      (8 * 1024 * 1024)
-#define NGX_HTTP_FLAGS_ERROR_LOG      "logs/flags-errors.log"
+/* in the directory of nginx's compiled-in access log */
+#define NGX_HTTP_FLAGS_ERROR_LOG      "flags-errors.log"
+/* reports hold personal data: not readable by everyone */
+#define NGX_HTTP_FLAGS_ERROR_LOG_ACCESS  0640
 #define NGX_HTTP_FLAGS_STATE_FILE_MAX (16 * 1024 * 1024)
 
 
@@ -125,6 +128,8 @@ typedef struct {
 
     ngx_open_file_t            *error_log;   /* NULL when "off" */
     ngx_str_t                   error_log_name;
+    ngx_str_t                   project_file; /* of the first flags_project */
+    ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
     ngx_str_t                   state_file_conf;  /* "file:line" */
     ngx_uint_t                  rollback_set;
@@ -137,6 +142,12 @@ typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
     ngx_uint_t                  log_level;
+
+    /* the content handler one of our directives set, and where */
+    ngx_http_handler_pt         handler;
+    ngx_str_t                  *handler_directive;
+    ngx_str_t                   handler_file;
+    ngx_uint_t                  handler_line;
 } ngx_http_flags_loc_conf_t;
 
 

@@ -8,7 +8,7 @@
 
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
     const char *code, const char *challenge, const char *message);
-static ngx_int_t ngx_http_flags_add_header(ngx_http_request_t *r,
+static ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, const char *value);
 
 
@@ -70,8 +70,16 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
     p = h->value.data;
     last = p + h->value.len;
 
-    if (h->value.len < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
-        || (h->value.len > 6 && p[6] != ' ' && p[6] != '\t'))
+    /*
+     * RFC 7230 OWS around the value: nginx's parser drops leading spaces
+     * but keeps a leading tab, and HTTP/2 hands the value over untouched
+     */
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if (last - p < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
+        || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
                    "the Authorization scheme must be Bearer");
@@ -127,11 +135,15 @@ static ngx_int_t
 ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
     const char *challenge, const char *message)
 {
-    if (ngx_http_flags_add_header(r, "WWW-Authenticate", challenge)
-        != NGX_OK)
-    {
+    ngx_table_elt_t  *h;
+
+    h = ngx_http_flags_add_header(r, "WWW-Authenticate", challenge);
+    if (h == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    /* auth_request copies the challenge of a 401 from this pointer only */
+    r->headers_out.www_authenticate = h;
 
     return ngx_http_flags_send_error(r, NGX_HTTP_UNAUTHORIZED, code, message);
 }
@@ -140,7 +152,7 @@ ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
 ngx_int_t
 ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 {
-    if (ngx_http_flags_add_header(r, "Allow", allow) != NGX_OK) {
+    if (ngx_http_flags_add_header(r, "Allow", allow) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -150,7 +162,7 @@ ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 }
 
 
-static ngx_int_t
+static ngx_table_elt_t *
 ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
     const char *value)
 {
@@ -158,7 +170,7 @@ ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     h->hash = 1;
@@ -168,7 +180,7 @@ ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
     h->value.len = ngx_strlen(value);
     h->lowcase_key = NULL;
 
-    return NGX_OK;
+    return h;
 }
 
 
@@ -184,6 +196,14 @@ ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     u_char     *body, *p;
     size_t      code_len, msg_len;
     ngx_int_t   rc;
+
+    /*
+     * An error is final whether or not the body was read: a client that
+     * waits for "100 Continue" gets this status instead (RFC 7231 5.1.1),
+     * as nginx answers an over-long client_max_body_size; the body it may
+     * still send is discarded, so keep-alive goes on.
+     */
+    r->expect_tested = 1;
 
     /* unread bodies would be taken for the next request on keep-alive */
     rc = ngx_http_discard_request_body(r);
@@ -229,7 +249,7 @@ ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     r->headers_out.content_type_lowcase = NULL;
 
     /* answers are per user and per moment: no cache may keep them */
-    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") != NGX_OK) {
+    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

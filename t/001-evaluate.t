@@ -285,3 +285,57 @@ Authorization: Bearer pub_shop_1
 [(200) x 20]
 --- response_body eval
 [('{"flags":[{"name":"new-checkout","enabled":true,"rolloutPercentage":25,"segments":["beta"]},{"name":"dark-mode","enabled":true,"rolloutPercentage":60,"segments":[]},{"name":"always-on","enabled":true,"rolloutPercentage":100,"segments":[]},{"name":"killed","enabled":false,"rolloutPercentage":100,"segments":[]},{"name":"by-account","enabled":false,"rolloutPercentage":50,"segments":[]}]}') x 20]
+
+
+
+=== TEST 19: optional whitespace (RFC 7230 OWS) before the value: a tab, which nginx keeps
+--- raw_request eval
+"GET /flags?userId=user-2 HTTP/1.1\r
+Host: localhost\r
+Authorization:\tBearer pub_blog_1\r
+Connection: close\r
+\r
+"
+--- error_code: 200
+--- response_body chomp
+{"flags":[{"name":"comments","enabled":true,"rolloutPercentage":100,"segments":[]}]}
+
+
+
+=== TEST 20: optional whitespace on both sides: tab and space before, space and tab after
+--- raw_request eval
+"GET /flags?userId=user-2 HTTP/1.1\r
+Host: localhost\r
+Authorization: \t Bearer pub_blog_1 \t\r
+Connection: close\r
+\r
+"
+--- error_code: 200
+--- response_body chomp
+{"flags":[{"name":"comments","enabled":true,"rolloutPercentage":100,"segments":[]}]}
+
+
+
+=== TEST 21: behind auth_request the challenge of our 401 reaches the client
+--- config
+    location = /flags-auth {
+        internal;
+        flags_evaluate;
+    }
+    location = /protected.txt {
+        auth_request /flags-auth;
+        root html;
+    }
+--- user_files
+>>> protected.txt
+the protected page
+--- request eval
+["GET /protected.txt", "GET /protected.txt", "GET /protected.txt"]
+--- more_headers eval
+["", "Authorization: Bearer pub_nope", "Authorization: Bearer pub_shop_1"]
+--- error_code eval
+[401, 401, 200]
+--- response_headers eval
+["WWW-Authenticate: Bearer", 'WWW-Authenticate: Bearer error="invalid_token"', "!WWW-Authenticate"]
+--- response_body_like eval
+["401 Authorization Required", "401 Authorization Required", "^the protected page\n\$"]

@@ -50,6 +50,18 @@ my @cases = (
      qr{invalid project name "a b"}],
     ['project without a file', $good, "flags_project q token=z;",
      qr{project "q" has no "file="}],
+    ['unknown parameter holding a secret', $good,
+     "flags_project q Token=SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter "Token=" \(parameter 2\); expected token= or file= in \S+/nginx\.conf:\d+\n}],
+    ['a bare word may be a secret', $good,
+     "flags_project q SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter \(parameter 2\); expected token= or file= in \S+/nginx\.conf:\d+\n}],
+    ['a long or odd parameter name is not shown', $good,
+     "flags_project q file=good.json secret-key=SuperSecret123;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: unknown parameter \(parameter 3\); expected token= or file= in }],
+    ['a token where the name goes', $good,
+     "flags_project token=SuperSecret123 file=good.json;",
+     qr{\[emerg\] (?:\d+#\d+: )?flags_project: invalid project name "token=" \(parameter 1\); the name comes first in }],
     ['bad rollback rate', $good, "flags_rollback min_errors=5 rate=101%;",
      qr{invalid rate "rate=101%"}],
     ['bad rollback window', $good, "flags_rollback window=2h;",
@@ -84,6 +96,30 @@ for my $c (@cases) {
     isnt($rc, 0, "$name: nginx -t fails");
     like($out, $re, "$name: the message names what is wrong");
     unlike($out, qr{t1}, "$name: no token in the output") if $name =~ /token/;
+    unlike($out, qr{Secret}, "$name: nothing of the secret in the output") if $extra =~ /Secret/;
+}
+
+# A content handler of ours and another one (proxy_pass) in one location:
+# whichever comes second would win in silence, so both orders fail, naming
+# our directive and where it is.
+for my $c (['flags_evaluate', 'proxy_pass http://127.0.0.1:9;'],
+           ['flags_status', 'proxy_pass http://127.0.0.1:9;'],
+           ['flags_ingest_errors', 'stub_status;']) {
+    my ($ours, $other) = @$c;
+    for my $order ('ours first', 'ours second') {
+        my $loc = $order eq 'ours first' ? "location /x {\n            $ours;\n            $other\n        }"
+                                          : "location /x {\n            $other\n            $ours;\n        }";
+        write_file("$dir/conf/good.json", $good);
+        my $conf = nginx_conf(http => "    flags_project p token=t1 file=good.json;\n",
+                              server => "        $loc");
+        write_file("$dir/conf/nginx.conf", $conf);
+        my @lines = split /\n/, $conf;
+        my ($line) = grep { $lines[$_ - 1] =~ /^\s*\Q$ours\E;/ } 1 .. @lines;
+        my ($rc, $out) = nginx_test($dir);
+        isnt($rc, 0, "$ours with $other, $order: nginx -t fails");
+        like($out, qr{\[emerg\] (?:\d+#\d+: )?"\Q$ours\E" conflicts with another content handler \(such as proxy_pass\) in this location in \Q$dir\E/conf/nginx\.conf:$line\n},
+             "$ours with $other, $order: the message names the directive and its line") or diag $out;
+    }
 }
 
 # Every setting that has a default works without being written.

@@ -48,6 +48,14 @@ is(scalar @names, 100, 'all 100 flags are evaluated');
 (undef, undef, $body) = http_request(GET => '/flags-status');
 my @counted = $body =~ /"counters":\{"evaluations":1,/g;
 is(scalar @counted, $capacity, "the $capacity flags with room were counted");
+my @objs = $body =~ /(\{"name":"a\d+".*?"zoneFull":(?:true|false)\})/g;
+is(scalar @objs, 100, 'every flag has a status object that ends in zoneFull');
+my @nofit = grep { /"zoneFull":true\}$/ } @objs;
+is(scalar @nofit, $unbound, "the $unbound flags without room say zoneFull: true");
+is(scalar(grep { /"counters":\{"evaluations":0,/ } @nofit), $unbound,
+   'and they are the ones not counted');
+is(scalar(grep { /"zoneFull":false\}$/ && /"counters":\{"evaluations":1,/ } @objs), $capacity,
+   "the $capacity counted flags say zoneFull: false");
 nginx_stop($master);
 
 # --- removed flags release their memory ---------------------------------------
@@ -72,6 +80,7 @@ http_request(GET => '/flags?userId=u', headers => ['Authorization: Bearer tok'])
 (undef, undef, $body) = http_request(GET => '/flags-status');
 @counted = $body =~ /"name":"b\d+"[^}]*?"counters":\{"evaluations":1,/g;
 is(scalar @counted, $capacity, 'every new flag is counted');
+unlike($body, qr/"zoneFull":true/, 'no flag is left without room');
 
 unlike($log->(), qr/\[(alert|crit|emerg)\]/, 'no alert, crit or emerg');
 nginx_stop($master);

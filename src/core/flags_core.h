@@ -426,11 +426,13 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf)
 /* ----------------------------------------------------------- status JSON */
 
 /* Upper bound and writer of one flag's object in the flags_status answer
- * (B7), from the definition (flag i of p) and a snapshot of its state. */
+ * (B7), from the definition (flag i of p) and a snapshot of its state.
+ * counted is 0 for a flag that found no room in the shared zone (its
+ * snapshot is then all zeroes): the object says "zoneFull": true. */
 size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)
     FL_NOEXCEPT;
 size_t fl_status_flag_json(const fl_project_t *p, size_t i,
-    const fl_state_snapshot_t *s, char *buf) FL_NOEXCEPT;
+    const fl_state_snapshot_t *s, int counted, char *buf) FL_NOEXCEPT;
 
 #ifdef __cplusplus
 }

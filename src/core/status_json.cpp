@@ -6,11 +6,14 @@
  *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
  *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N},
  *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
- *                "enabledEvaluations":N}}
+ *                "enabledEvaluations":N},
+ *    "zoneFull":false}
  *
  * "enabled", "rolloutPercentage" and "segments" are the definition's;
- * everything after comes from the state snapshot.  Only the public project
- * API is used.
+ * everything after comes from the state snapshot.  "zoneFull" is true for a
+ * flag that found no room in the shared zone (counted == 0): it is
+ * evaluated but nothing is counted and it cannot roll back, so its
+ * counters read 0.  Only the public project API is used.
  */
 
 #include "flags_core.h"
@@ -19,7 +22,7 @@
 namespace {
 
 /* Every fixed byte of the object (member names, punctuation, literals),
- * with room to spare: about 300 bytes, plus 6 integers of at most 20
+ * with room to spare: about 320 bytes, plus 6 integers of at most 20
  * digits, 2 percentages of at most 8 bytes and a 24-byte time. */
 constexpr size_t fixed_bound = 512;
 
@@ -64,7 +67,7 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i) noexcept
 }
 
 size_t fl_status_flag_json(const fl_project_t *p, size_t i,
-    const fl_state_snapshot_t *s, char *buf) noexcept
+    const fl_state_snapshot_t *s, int counted, char *buf) noexcept
 {
     try {
         fl_flag_info_t info;
@@ -142,7 +145,8 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         } else {
             o = fl::put_lit(o, "null");
         }
-        *o++ = '}';
+        o = counted ? fl::put_lit(o, ",\"zoneFull\":false}")
+                    : fl::put_lit(o, ",\"zoneFull\":true}");
         return static_cast<size_t>(o - buf);
     } catch (...) {
         return 0;

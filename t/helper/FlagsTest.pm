@@ -30,7 +30,8 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test
                  nginx_start nginx_signal nginx_stop http_request
-                 wait_for wait_port worker_pids valgrind_clean);
+                 wait_for wait_port worker_pids valgrind_clean
+                 default_report_log);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -46,6 +47,18 @@ my $OwnFiles = join '|', map { quotemeta basename($_) }
     glob("$Here/../../src/*.[ch] $Here/../../src/core/*.[ch]pp $Here/../../src/core/*.h");
 
 my @Started;
+
+# Without flags_error_log, reports go beside nginx's compiled-in access log
+# (--http-log-path; on Debian /var/log/nginx/flags-errors.log).  A test run
+# must not leave that file behind if it was not there before.
+sub default_report_log {
+    my ($log) = `$Binary -V 2>&1` =~ /--http-log-path=(\S+)/;
+    $log //= 'logs/access.log';
+    $log =~ s{[^/]*$}{flags-errors.log};
+    return $log;
+}
+my $DefaultLog = default_report_log();
+my $DefaultLogExisted = $DefaultLog !~ m{^/} || -e $DefaultLog;
 my %Child;       # under valgrind: pid => its valgrind log pattern
 my $Runs = 0;    # valgrind runs so far (names the log files)
 
@@ -298,6 +311,7 @@ sub nginx_stop {
 END {
     my $status = $?;
     nginx_stop($_) for @Started;
+    unlink $DefaultLog unless $DefaultLogExisted;
     $? = $status;
 }
 

@@ -680,12 +680,12 @@ static const char flags_file[] =
     " \"staff\":{\"rules\":[{\"trait\":\"staff\",\"op\":\"exists\"}]}}}";
 
 static void status_for(const fl_project_t *p, size_t i, const fl_state_snapshot_t *s,
-    const char *want)
+    int counted, const char *want)
 {
     size_t bound = fl_status_flag_json_bound(p, i);
     char *buf = malloc(bound);
     assert_non_null(buf);
-    size_t n = fl_status_flag_json(p, i, s, buf);
+    size_t n = fl_status_flag_json(p, i, s, counted, buf);
     assert_true(n <= bound);
     assert_int_equal(n, strlen(want));
     assert_memory_equal(buf, want, n);
@@ -707,47 +707,47 @@ static void test_status_json(void **state)
     eval_n(m, 100, 0, 1);
     record_error(m, 100, 0, &pol);
     fl_state_snapshot_t s = snap(m, 100);
-    status_for(p, 0, &s,
+    status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":1},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1},"
-        "\"rollback\":null}");
+        "\"rollback\":null,\"zoneFull\":false}");
 
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 33333);
     s = snap(m, 100);
-    status_for(p, 0, &s,
+    status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":true,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
-        "\"enabledEvaluations\":3}}");
+        "\"enabledEvaluations\":3},\"zoneFull\":false}");
 
     clear_rollback(m);
     s = snap(m, 100);
-    status_for(p, 0, &s,
+    status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":33.333,"
         "\"rolledBack\":false,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"rollback\":null}");
+        "\"rollback\":null,\"zoneFull\":false}");
 
     /* A flag off in its file keeps its configured percentage (B8). */
     void *m2 = new_block(30, 1);
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_OFF, 0);
     s = snap(m2, 100);
-    status_for(p, 1, &s,
+    status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":false,\"override\":{\"enabled\":false},"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"rollback\":null}");
+        "\"rollback\":null,\"zoneFull\":false}");
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_NONE, 0);
     s = snap(m2, 100);
     s.evaluations = UINT64_MAX;             /* the widest numbers fit */
@@ -759,7 +759,7 @@ static void test_status_json(void **state)
     s.rollback_errors = UINT64_MAX;
     s.rollback_enabled = UINT64_MAX;
     s.rollback_at_ms = 253402300799999ULL;
-    status_for(p, 1, &s,
+    status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":true,\"override\":null,"
@@ -768,12 +768,23 @@ static void test_status_json(void **state)
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":18446744073709551615,"
         "\"errors\":18446744073709551615},"
         "\"rollback\":{\"at\":\"9999-12-31T23:59:59.999Z\","
-        "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615}}");
+        "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615},"
+        "\"zoneFull\":false}");
+
+    /* A flag without room in the zone: a zeroed snapshot, zoneFull. */
+    memset(&s, 0, sizeof(s));
+    status_for(p, 0, &s, 0,
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
+        "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
+        "\"rolledBack\":false,\"override\":null,"
+        "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"rollback\":null,\"zoneFull\":true}");
 
     /* Out of range. */
     assert_int_equal(fl_status_flag_json_bound(p, 2), 0);
     char small[8];
-    assert_int_equal(fl_status_flag_json(p, 2, &s, small), 0);
+    assert_int_equal(fl_status_flag_json(p, 2, &s, 1, small), 0);
 
     free_block(m);
     free(m2);
