@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # bench/faults.pl - fault injection under load for ngx_http_flags_module.
-# Three scenarios, each with its own nginx (2 workers) under build/faults/:
+# Five scenarios, each with its own nginx (2 workers) under build/faults/:
 #
 #   kill     kill -9 of a worker, FAULTS_KILLS times (3), spread over the
 #            load (evaluations + reports with a unique id each).  After each
@@ -22,16 +22,43 @@
 #            (USR1) every second while reports are posted: every id answered
 #            204 is in exactly one line across all the files, every line is
 #            whole JSON, nothing else is there.
+#   window   the configuration rewritten and reloaded (HUP) every 0.5 s under
+#            a load of reports: the http-level flags_rollback swaps between
+#            window=60s and window=61s, and "search" gets its own rollback
+#            window swapping between 61 and 60 (min_errors out of reach, so
+#            nothing rolls back).  Old workers keep counting into the window
+#            they know while new ones count into the new length; no count may
+#            be lost.  At the end, old workers gone, per flag: errors counter
+#            == 204 answers == report log lines, and the window's errors (read
+#            with the last configuration) == the same number; the run is
+#            shorter than the window.  "search"'s definition changes at every
+#            reload, which starts its window fresh (SPEC B8): only its lifetime
+#            counter is compared.  For the other flags the window's enabled
+#            evaluations must also equal the lifetime ones.
+#   slowpost FAULTS_HELD (8) reports for "doomed" (project faults, minErrors
+#            1) held open with the last body byte unsent, across two reloads:
+#            the first removes doomed, the second adds 20 flags to project
+#            blog.  Then the last bytes: every held report is answered 204 by
+#            a first-generation worker and logged; afterwards every blog flag
+#            is not rolled back, with errors 0 (lifetime and window), blog's
+#            GET /flags lists them all enabled at 100 %, and the state file
+#            mentions neither doomed nor blog nor any blog flag.  Memory of a
+#            removed flag may be reused only once no worker that can reach it
+#            is alive.
 #
-#   bench/faults.pl [kill] [reload] [reopen]      (default: all three)
+#   bench/faults.pl [kill] [reload] [reopen] [window] [slowpost]
+#                                                      (default: all five)
 #
 # Prints a table per scenario and a summary; exits 1 when a scenario lost
 # a report, failed a request or broke one of its checks.
 #
 # Environment: FAULTS_PORT (18182), FAULTS_CONNS (16), FAULTS_DEPTH (2),
 # FAULTS_KILL_SECONDS (12), FAULTS_KILLS (3), FAULTS_RELOAD_SECONDS (15),
-# FAULTS_REOPEN_SECONDS (10), FAULTS_MAX_REQUESTS (1000000 per scenario),
-# NGINX_BIN (/usr/sbin/nginx).
+# FAULTS_REOPEN_SECONDS (10), FAULTS_WINDOW_SECONDS (15), FAULTS_HELD (8),
+# FAULTS_MAX_REQUESTS (1000000 per scenario), NGINX_BIN (/usr/sbin/nginx),
+# FAULTS_MODULE (the module to load; build/ngx_http_flags_module.so), e.g.
+# a copy, so that a rebuild does not change the module under a run, or an
+# older build to show what a scenario catches.
 use strict;
 use warnings;
 
@@ -42,6 +69,8 @@ use LoadGen qw(nginx_start nginx_stop nginx_signal worker_pids http1
 use Cwd qw(abs_path);
 use File::Copy qw(copy);
 use File::Path qw(make_path remove_tree);
+use IO::Select;
+use IO::Socket::INET;
 use JSON::PP ();
 use Time::HiRes qw(time sleep);
 
@@ -53,7 +82,7 @@ my $CONNS   = $ENV{FAULTS_CONNS} // 16;
 my $DEPTH   = $ENV{FAULTS_DEPTH} // 2;
 my $MAXREQ  = $ENV{FAULTS_MAX_REQUESTS} // 1_000_000;
 my $BIN     = $ENV{NGINX_BIN} // '/usr/sbin/nginx';
-my $MODULE  = "$ROOT/build/ngx_http_flags_module.so";
+my $MODULE  = $ENV{FAULTS_MODULE} // "$ROOT/build/ngx_http_flags_module.so";
 my $BASE    = "$ROOT/build/faults";
 my $TOKEN   = 'faults_tok_1';
 my $AUTH    = "Authorization: Bearer $TOKEN";
@@ -62,12 +91,17 @@ my @ALL_FLAGS  = (@LOAD_FLAGS, 'trip');
 
 my %SECONDS = (kill   => $ENV{FAULTS_KILL_SECONDS} // 12,
                reload => $ENV{FAULTS_RELOAD_SECONDS} // 15,
-               reopen => $ENV{FAULTS_REOPEN_SECONDS} // 10);
+               reopen => $ENV{FAULTS_REOPEN_SECONDS} // 10,
+               window => $ENV{FAULTS_WINDOW_SECONDS} // 15);
 my $KILLS = $ENV{FAULTS_KILLS} // 3;
+my $HELD = $ENV{FAULTS_HELD} // 8;
+my $NEW_FLAGS = 20;
+my $BLOG_TOKEN = 'faults_tok_blog';
 
-my @scenarios = @ARGV ? @ARGV : qw(kill reload reopen);
+my @scenarios = @ARGV ? @ARGV : qw(kill reload reopen window slowpost);
 for (@scenarios) {
-    die "usage: bench/faults.pl [kill] [reload] [reopen]\n" unless /^(kill|reload|reopen)$/;
+    die "usage: bench/faults.pl [kill] [reload] [reopen] [window] [slowpost]\n"
+        unless /^(kill|reload|reopen|window|slowpost)$/;
 }
 -f $MODULE or die "$MODULE missing: run ./build.sh first\n";
 
@@ -79,19 +113,7 @@ $SIG{INT} = $SIG{TERM} = sub { nginx_stop($master) if $master; exit 130 };
 
 # -------------------------------------------------------------------- setup
 
-sub setup {
-    my ($name) = @_;
-    my $prefix = "$BASE/$name";
-    my $old = read_file("$prefix/logs/nginx.pid");
-    if ($old && $old =~ /^(\d+)/ && kill 0, $1) {
-        # an nginx left in our own prefix by an interrupted run
-        my $cmd = read_file("/proc/$1/cmdline") // '';
-        nginx_stop($1) if $cmd =~ /nginx/ && $cmd =~ /\Q$prefix\E/;
-    }
-    remove_tree($prefix);
-    make_path("$prefix/conf/state", "$prefix/logs", "$prefix/modules");
-    copy($MODULE, "$prefix/modules/ngx_http_flags_module.so") or die "copy module: $!\n";
-    write_file("$prefix/conf/faults.json", <<'_J_');
+my $FAULTS_JSON = <<'_J_';
 {"flags": [
   {"name": "checkout", "enabled": true, "rolloutPercentage": 50},
   {"name": "search", "enabled": true, "rolloutPercentage": 100},
@@ -102,8 +124,25 @@ sub setup {
 ],
  "segments": {"paying": {"rules": [{"trait": "plan", "op": "in", "values": ["pro", "enterprise"]}]}}}
 _J_
+
+# A file replaced by rename: a reload never reads it half written.
+sub replace_file {
+    my ($path, $content) = @_;
+    write_file("$path.tmp", $content);
+    rename "$path.tmp", $path or die "rename $path: $!\n";
+}
+
+# nginx.conf: project "faults" (faults.json) plus the projects in
+# $o{projects} ([name, token, file], the file under conf/), and the
+# http-level flags_rollback $o{rollback} ("off" unless given; undef in the
+# hash leaves the directive out, so the default policy applies).
+sub write_conf {
+    my ($prefix, %o) = @_;
     my $user = $> == 0 ? "user root;\n" : '';
-    write_file("$prefix/conf/nginx.conf", <<"_C_");
+    my $rollback = exists $o{rollback} ? $o{rollback} : 'off';
+    my $rb_line = defined $rollback ? "flags_rollback $rollback;" : '';
+    my $projects = join '', map { "    flags_project $_->[0] token=$_->[1] file=$_->[2];\n" } @{ $o{projects} || [] };
+    replace_file("$prefix/conf/nginx.conf", <<"_C_");
 load_module $prefix/modules/ngx_http_flags_module.so;
 ${user}worker_processes 2;
 error_log logs/error.log notice;
@@ -113,7 +152,7 @@ http {
     access_log off;
     keepalive_requests 100000;
     flags_project faults token=$TOKEN file=faults.json;
-    flags_rollback off;
+$projects    $rb_line
     flags_error_log logs/reports.log;
     flags_state_file state/flags-state.json;
     server {
@@ -126,6 +165,26 @@ http {
     }
 }
 _C_
+}
+
+# A fresh prefix build/faults/<name> and its nginx.  $o{faults_json}
+# replaces the flags of project "faults", $o{files} ({name => content})
+# adds files under conf/; the rest goes to write_conf.
+sub setup {
+    my ($name, %o) = @_;
+    my $prefix = "$BASE/$name";
+    my $old = read_file("$prefix/logs/nginx.pid");
+    if ($old && $old =~ /^(\d+)/ && kill 0, $1) {
+        # an nginx left in our own prefix by an interrupted run
+        my $cmd = read_file("/proc/$1/cmdline") // '';
+        nginx_stop($1) if $cmd =~ /nginx/ && $cmd =~ /\Q$prefix\E/;
+    }
+    remove_tree($prefix);
+    make_path("$prefix/conf/state", "$prefix/logs", "$prefix/modules");
+    copy($MODULE, "$prefix/modules/ngx_http_flags_module.so") or die "copy module: $!\n";
+    write_file("$prefix/conf/faults.json", $o{faults_json} // $FAULTS_JSON);
+    write_file("$prefix/conf/$_", $o{files}{$_}) for keys %{ $o{files} || {} };
+    write_conf($prefix, %o);
     $master = nginx_start($BIN, $prefix, $PORT);
     return $prefix;
 }
@@ -211,6 +270,47 @@ sub status {
     return (undef, $dt, "$st $body") unless $st == 200;
     my $d = eval { $json->decode($body) } or return (undef, $dt, "bad status JSON: $@");
     return ({ map { $_->{name} => $_ } @{ $d->{projects}[0]{flags} } }, $dt);
+}
+
+# The whole status: {project => {flag => status object}}.
+sub status_all {
+    my ($timeout) = @_;
+    my ($st, undef, $body) = http1($PORT, 'GET', '/flags-status', timeout => $timeout // 5);
+    return (undef, "$st $body") unless $st == 200;
+    my $d = eval { $json->decode($body) } or return (undef, "bad status JSON: $@");
+    return ({ map { my $p = $_; ($p->{name} => { map { $_->{name} => $_ } @{ $p->{flags} } }) } @{ $d->{projects} } });
+}
+
+sub is_exiting {
+    my ($pid) = @_;
+    return (read_file("/proc/$pid/cmdline") // '') =~ /shutting down/;
+}
+
+# Waits up to $timeout s until the master has exactly 2 workers and none
+# of them is shutting down (the old generations are gone); returns the
+# workers left when it gives up.
+sub wait_old_workers_gone {
+    my ($timeout) = @_;
+    my @w;
+    my $ok = wait_for(sub { @w = worker_pids($master); @w == 2 && !grep { is_exiting($_) } @w }, $timeout);
+    return $ok ? () : @w;
+}
+
+# HUP, then waits until the master logged one more "reconfiguring" and two
+# workers of the new generation serve (the old ones may still be draining).
+sub reload_and_wait {
+    my ($prefix) = @_;
+    my $count = sub { my $l = read_file("$prefix/logs/error.log") // ''; scalar(() = $l =~ /: reconfiguring$/mg) };
+    my @old = grep { !is_exiting($_) } worker_pids($master);
+    my $n = $count->();
+    nginx_signal($master, 'HUP');
+    wait_for(sub { $count->() > $n }, 10) or return 'no "reconfiguring" in the error log 10 s after HUP';
+    my %old = map { $_ => 1 } @old;
+    wait_for(sub {
+        my @w = worker_pids($master);
+        (grep { !$old{$_} } @w) >= 2 && !grep { $old{$_} && !is_exiting($_) } @w;
+    }, 10) or return 'no new generation of workers 10 s after HUP';
+    return '';
 }
 
 sub total_evaluations {
@@ -591,9 +691,274 @@ sub scenario_reopen {
     return \%res;
 }
 
+# ---------------------------------------------------------- 4. window
+
+# Configuration $k of the window storm: the http-level policy's window and
+# the per-flag window of "search" swap between 60 s and 61 s at every
+# reload; min_errors is out of reach, so nothing rolls back.
+sub window_config {
+    my ($k) = @_;
+    my %c = (http => $k % 2 ? 61 : 60, flag => $k % 2 ? 60 : 61);
+    ($c{json} = $FAULTS_JSON) =~ s/("name": "search", "enabled": true, "rolloutPercentage": 100)/$1, "rollback": {"minErrors": 100000000, "rate": 100, "window": $c{flag}}/
+        or die "window: no search flag to give a window\n";
+    $c{rollback} = "min_errors=100000000 rate=100% window=$c{http}s";
+    return %c;
+}
+
+sub scenario_window {
+    my %res = (name => 'window-changing reloads', fail => []);
+    my $seconds = $SECONDS{window};
+    my $version = 0;
+    my %cur = window_config($version);
+    my $prefix = setup('window', faults_json => $cur{json}, rollback => $cur{rollback});
+    my ($gen, $book) = traffic('window', 0.8);
+    my (%acked, %acked_by_flag, %resent_ids);
+    my ($reloads, $last_hup) = (0, 0);
+    my $t0 = time;
+    my $st = LoadGen::run(
+        port => $PORT, conns => $CONNS, depth => $DEPTH,
+        max_requests => $MAXREQ, max_seconds => $seconds,
+        next => $gen,
+        resend => sub {
+            my ($m) = @_;
+            $resent_ids{ $m->[2] } = 1 if $m->[0] eq 'report';
+            return 1;
+        },
+        on_response => sub {
+            my ($m, $status) = @_;
+            return unless $m->[0] eq 'report' && $status == 204;
+            $acked{ $m->[2] } = 1;
+            $acked_by_flag{ $m->[3] }++;
+        },
+        tick_every => 0.05,
+        tick => sub {
+            my ($el) = @_;
+            return unless $el - $last_hup >= 0.5 && $el < $seconds - 0.5;
+            %cur = window_config(++$version);
+            replace_file("$prefix/conf/faults.json", $cur{json});
+            write_conf($prefix, rollback => $cur{rollback});
+            nginx_signal($master, 'HUP');
+            $reloads++;
+            $last_hup = $el;
+        },
+    );
+    load_figures(\%res, $st);
+    push @{ $res{fail} }, "$st->{unanswered} requests unanswered" if $st->{unanswered};
+    push @{ $res{fail} }, "only $reloads reloads" if $reloads < 2 * $seconds - 3;
+
+    # the window is read with the last configuration, its old workers gone
+    my @left = wait_old_workers_gone(30);
+    push @{ $res{fail} }, "old workers still there 30 s after the last reload: @left" if @left;
+    my $master_reloads = () = (read_file("$prefix/logs/error.log") // '') =~ /: reconfiguring$/mg;
+    my ($all, $err) = status_all(5);
+    die "window: no status at the end: $err\n" unless $all;
+    my $s = $all->{faults};
+    my $age = time - $t0;
+    push @{ $res{fail} }, sprintf('the run took %.0f s, not shorter than the window: the check is void', $age)
+        if $age >= 59;
+
+    my $logs = read_logs("$prefix/logs/reports.log");
+    check_reports(\%res, $book, \%acked, $logs, $s, extra_ok => sub { 0 });
+
+    my @rows;
+    for my $f (@ALL_FLAGS) {
+        my $fs = $s->{$f} // {};
+        my ($a, $l) = ($acked_by_flag{$f} // 0, $logs->{by_flag}{$f} // 0);
+        my ($c, $w) = ($fs->{counters}{errors}, $fs->{window}{errors});
+        my ($ee, $we) = ($fs->{counters}{enabledEvaluations}, $fs->{window}{enabledEvaluations});
+        my $own = $f eq 'search';
+        my $want_seconds = $own ? $cur{flag} : $f eq 'trip' ? 60 : $cur{http};
+        my @bad;
+        push @bad, "$l log lines" if $l != $a;
+        push @bad, 'errors counter ' . ($c // 'missing') if !defined $c || $c != $a;
+        push @bad, "window $fs->{window}{seconds} s, want $want_seconds s"
+            if ($fs->{window}{seconds} // -1) != $want_seconds;
+        if (!$own) {
+            push @bad, 'window errors ' . ($w // 'missing') if !defined $w || $w != $a;
+            push @bad, 'window enabledEvaluations ' . ($we // 'missing') . " != lifetime " . ($ee // 'missing')
+                if !defined $we || !defined $ee || $we != $ee;
+        }
+        push @{ $res{fail} }, "flag $f: $a acknowledged but " . join(', ', @bad) if @bad;
+        push @rows, [$f, ($fs->{window}{seconds} // '?') . ' s' . ($own ? ' (own)' : ''), $a, $l, $c // '-', $w // '-',
+                     ($ee // '-') . ' / ' . ($we // '-'),
+                     $own ? 'lifetime only (*)' : 'lifetime and window',
+                     @bad ? 'FAIL' : 'ok'];
+    }
+
+    print "\n== reload (HUP) every 0.5 s swapping the window between 60 s and 61 s during load (${seconds} s)\n";
+    printf "reloads: %d sent, %d logged by the master; last configuration: http window %d s, search's own window %d s\n",
+        $reloads, $master_reloads, $cur{http}, $cur{flag};
+    printf "requests: %d sent, %d answered, %d failed, %d resent after a close without answer (%d reports), connections closed by nginx %d\n",
+        $res{sent}, $res{answered}, $res{unexpected} + $res{unanswered}, $res{resent}, scalar keys %resent_ids, $res{closes};
+    printf "status read %.1f s after the load started (every report is inside the window)\n", $age;
+    print fmt_table(['flag', 'window', 'acked (204)', 'logged', 'errors counter', 'window errors',
+                     'enabled evals lifetime / window', 'compared', 'result'], @rows);
+    print "(*) search's own window changed its definition at every reload, and a definition change starts\n",
+          "    the window fresh (SPEC B8): only its lifetime counter must equal the acknowledged reports\n";
+    my @el = error_log_problems($prefix);
+    push @{ $res{fail} }, "error log: $_" for @el[0 .. ($#el < 4 ? $#el : 4)];
+    teardown();
+    return \%res;
+}
+
+# ---------------------------------------------------------- 5. slowpost
+
+sub flag_json {
+    my ($name, $rollback) = @_;
+    return qq({"name": "$name", "enabled": true, "rolloutPercentage": 100, "rollback": $rollback});
+}
+
+sub flags_json { return '{"flags": [' . join(",\n  ", @_) . "]}\n" }
+
+# Reads the answer to a held report after its last byte (Connection:
+# close): (status, worker pid), status 0 on a timeout or a broken answer.
+sub finish_held {
+    my ($h, $timeout) = @_;
+    my $s = $h->{s};
+    my $resp = '';
+    if (defined syswrite($s, $h->{last})) {
+        my $sel = IO::Select->new($s);
+        my $until = time + $timeout;
+        while ((my $left = $until - time) > 0) {
+            last unless $sel->can_read($left);
+            my $n = sysread($s, $resp, 65536, length $resp);
+            last unless $n;
+        }
+    }
+    close $s;
+    my $status = $resp =~ m{^HTTP/1\.1 (\d{3})} ? $1 + 0 : 0;
+    my $worker = $resp =~ /\r\nX-Worker: (\d+)/ ? $1 : '-';
+    return ($status, $worker);
+}
+
+sub scenario_slowpost {
+    my %res = (name => 'report held over 2 reloads', fail => []);
+    my $t0 = time;
+    my $doomed = flag_json('doomed', '{"minErrors": 1, "rate": 1, "window": 60}');
+    my $keep = flag_json('keep', 'false');
+    my @blog = ('blog-post');
+    my $prefix = setup('slowpost', faults_json => flags_json($doomed, $keep), rollback => undef,
+                       projects => [['blog', $BLOG_TOKEN, 'blog.json']],
+                       files => { 'blog.json' => flags_json(map { flag_json($_, 'false') } @blog) });
+    my @gen1 = worker_pids($master);
+
+    # reports for "doomed", each on its own connection, all but the last byte sent
+    my @held;
+    local $SIG{PIPE} = 'IGNORE';
+    for my $i (1 .. $HELD) {
+        my $id = "slowpost-held-$i";
+        my $body = qq({"flagName":"doomed","message":"$id"});
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $PORT, Proto => 'tcp', Timeout => 2);
+        if (!$s) {
+            push @{ $res{fail} }, "held report $i: connect: $!";
+            next;
+        }
+        my $req = "POST /ingest/errors HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n$AUTH\r\n"
+                . "Content-Type: application/json\r\nContent-Length: " . length($body) . "\r\n\r\n$body";
+        syswrite($s, substr($req, 0, -1)) == length($req) - 1
+            or push @{ $res{fail} }, "held report $i: short write";
+        push @held, { id => $id, s => $s, last => substr($req, -1) };
+    }
+    sleep 0.3;
+
+    # reload 1 removes doomed; reload 2 gives blog 20 more flags
+    replace_file("$prefix/conf/faults.json", flags_json($keep));
+    my $e = reload_and_wait($prefix);
+    push @{ $res{fail} }, "reload 1: $e" if $e;
+    my @gen2 = grep { !is_exiting($_) } worker_pids($master);
+    push @blog, map { "blog-new-$_" } 1 .. $NEW_FLAGS;
+    replace_file("$prefix/conf/blog.json", flags_json(map { flag_json($_, 'false') } @blog));
+    $e = reload_and_wait($prefix);
+    push @{ $res{fail} }, "reload 2: $e" if $e;
+    my @gen3 = grep { !is_exiting($_) } worker_pids($master);
+    my @gen1_alive = grep { my $p = $_; grep { $_ == $p } worker_pids($master) } @gen1;
+    push @{ $res{fail} }, 'no worker of the first generation left to answer the held reports' unless @gen1_alive;
+
+    # the last bytes: the first generation's workers answer
+    my (%acked, @answers);
+    my %gen1 = map { $_ => 1 } @gen1;
+    for my $h (@held) {
+        my ($st, $w) = finish_held($h, 10);
+        push @answers, "$st by $w";
+        $acked{ $h->{id} } = 1 if $st == 204;
+        push @{ $res{fail} }, "held report $h->{id} answered " . ($st || 'nothing') . ', want 204' if $st != 204;
+        push @{ $res{fail} }, "held report $h->{id} answered by $w, not by a first-generation worker (@gen1)"
+            if $st && !$gen1{$w};
+    }
+    my @left = wait_old_workers_gone(15);
+    push @{ $res{fail} }, "old workers still there 15 s after the held reports: @left" if @left;
+
+    # blog is untouched: status first (the GET below counts evaluations)
+    my ($all, $err) = status_all(5);
+    die "slowpost: no status at the end: $err\n" unless $all;
+    my (@rows, @bad_flags);
+    for my $f (@blog) {
+        my $fs = $all->{blog}{$f};
+        my @bad;
+        if (!$fs) {
+            @bad = ('missing from the status');
+        } else {
+            push @bad, 'rolled back' if $fs->{rolledBack} || defined $fs->{rollback};
+            push @bad, "errors $fs->{counters}{errors}" if ($fs->{counters}{errors} // -1) != 0;
+            push @bad, "window errors $fs->{window}{errors}" if ($fs->{window}{errors} // -1) != 0;
+            push @bad, "effective rollout $fs->{effectiveRolloutPercentage}" if ($fs->{effectiveRolloutPercentage} // -1) != 100;
+        }
+        push @bad_flags, "blog flag $f: " . join(', ', @bad) if @bad;
+        push @rows, [$f, $fs ? ($fs->{rolledBack} ? 'yes' : 'no', $fs->{counters}{errors}, $fs->{window}{errors},
+                                $fs->{effectiveRolloutPercentage}) : ('-') x 4, @bad ? 'FAIL' : 'ok'];
+    }
+    push @{ $res{fail} }, @bad_flags;
+    push @{ $res{fail} }, 'doomed still in the status of project faults' if $all->{faults}{doomed};
+
+    my ($gst, undef, $gbody) = http1($PORT, 'GET', '/flags?userId=u1', headers => ["Authorization: Bearer $BLOG_TOKEN"]);
+    my $ev = $gst == 200 ? eval { $json->decode($gbody) } : undef;
+    my @got = $ev ? map { $_->{name} } @{ $ev->{flags} } : ();
+    my @off = $ev ? map { $_->{name} } grep { !$_->{enabled} || $_->{rolloutPercentage} != 100 } @{ $ev->{flags} } : ();
+    if (!$ev) {
+        push @{ $res{fail} }, "GET /flags for blog answered $gst: " . substr($gbody // '', 0, 200);
+    } else {
+        push @{ $res{fail} }, "GET /flags for blog lists @got, want @blog" if "@got" ne "@blog";
+        push @{ $res{fail} }, scalar(@off) . " blog flags off in GET /flags: @off" if @off;
+    }
+
+    my $state = read_file("$prefix/conf/state/flags-state.json");
+    my @in_state = defined $state ? grep { $state =~ /"\Q$_\E"/ } 'doomed', 'blog', @blog : ();
+    push @{ $res{fail} }, "the state file mentions @in_state" if @in_state;
+
+    my $logs = read_logs("$prefix/logs/reports.log");
+    my $doomed_lines = $logs->{by_flag}{doomed} // 0;
+    my @lost = grep { !$logs->{ids}{$_} } keys %acked;
+    push @{ $res{fail} }, scalar(@lost) . " acknowledged held reports missing from the log" if @lost;
+    push @{ $res{fail} }, "$logs->{lines} report log lines, $doomed_lines for doomed; want " . scalar(keys %acked) . ' for doomed only'
+        if $logs->{lines} != keys %acked || $doomed_lines != keys %acked;
+    push @{ $res{fail} }, "$logs->{torn} torn lines in the report log" if $logs->{torn};
+    my $elog = read_file("$prefix/logs/error.log") // '';
+    my $doomed_rolled = $elog =~ /rolled back flag "doomed"/ ? 'yes' : 'no';
+
+    %res = (%res, sent => scalar @held, answered => scalar(grep { !/^0 / } @answers), reports_sent => scalar @held,
+            acknowledged => scalar keys %acked, log_lines => $logs->{lines}, lost => scalar @lost,
+            duplicates => scalar(grep { $_ > 1 } values %{ $logs->{ids} }), torn => $logs->{torn},
+            unexpected => scalar(grep { !/^204 / } @answers), unanswered => 0, seconds => time - $t0);
+
+    print "\n== a report held open across two reloads ($HELD reports for doomed, then doomed removed, then $NEW_FLAGS flags added to blog)\n";
+    printf "workers: generation 1 %s (%s still draining at the last byte), generation 2 %s, generation 3 %s\n",
+        "@gen1", "@gen1_alive", "@gen2", "@gen3";
+    printf "held reports answered: %s\n", join(', ', @answers);
+    printf "report log: %d lines, %d for doomed; doomed rolled back by the old workers (error log): %s\n",
+        $logs->{lines}, $doomed_lines, $doomed_rolled;
+    printf "blog GET /flags: %d flags, %d off; state file: %s\n", scalar @got, scalar @off,
+        !defined $state ? 'absent' : @in_state ? "mentions @in_state" : length($state) . ' bytes, mentions neither doomed nor blog';
+    print fmt_table(['blog flag', 'rolled back', 'errors', 'window errors', 'effective %', 'result'], @rows);
+    my @el = error_log_problems($prefix);
+    push @{ $res{fail} }, "error log: $_" for @el[0 .. ($#el < 4 ? $#el : 4)];
+    teardown();
+    return \%res;
+}
+
 # -------------------------------------------------------------------- main
 
-my %run = (kill => \&scenario_kill, reload => \&scenario_reload, reopen => \&scenario_reopen);
+my %run = (kill => \&scenario_kill, reload => \&scenario_reload, reopen => \&scenario_reopen,
+           window => \&scenario_window, slowpost => \&scenario_slowpost);
 my @results;
 my $t0 = time;
 printf "faults: nginx %s, 2 workers on 127.0.0.1:%d, %d connections x %d pipelined; scenarios: %s\n",
