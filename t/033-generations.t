@@ -54,7 +54,7 @@ sub flag_status {
     my $s = status();
     my ($p) = $s =~ /\{"name":"$project","flags":\[(.*?)\]\}(?:,\{"name"|\]\}$)/;
     return '' unless defined $p;
-    my ($f) = $p =~ /(\{"name":"\Q$flag\E",.*?"rollback":(?:null|\{[^}]*\})\})/;
+    my ($f) = $p =~ /(\{"name":"\Q$flag\E",.*?"rollback":(?:null|\{[^}]*\}),"zoneFull":(?:true|false)\})/;
     return $f // '';
 }
 
@@ -151,7 +151,7 @@ sleep 0.3;
 
 for my $f ('post', map { "new$_" } 1 .. 8) {
     like(flag_status('blog', $f),
-         qr/"rolledBack":false,"override":null,"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":0\}.*"rollback":null\}$/,
+         qr/"rolledBack":false,"override":null,"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":0\}.*"rollback":null,"zoneFull":false\}$/,
          "blog's $f is untouched by shop's held reports");
 }
 like(evaluate('tok_blog'), qr/^\{"flags":\[\{"name":"post","enabled":true,"rolloutPercentage":100,/,
@@ -183,14 +183,17 @@ write_file("$dir/conf/shop.json", flags(flag('risky', rollout => 90, rollback =>
                                         flag('keep', rollback => 'false')));
 conf(extra_listen => $busy);
 my @workers = serving_workers($master);
-nginx_signal($master, 'HUP');
+# the operator's command: it reads the new configuration itself, into a
+# zone of its own, before it signals the master
+my $bin = $ENV{TEST_NGINX_BINARY} || 'nginx';
+system("$bin -p $dir/ -c conf/nginx.conf -s reload 2>/dev/null");
 ok(wait_for(sub { $log->() =~ /bind\(\) to 127\.0\.0\.1:$busy failed/ && $log->() =~ /reconfiguring/ }, 15),
    'the new configuration fails to bind');
 sleep 3;    # nginx retries the bind for a while
 is_deeply([serving_workers($master)], \@workers, 'the old workers keep serving');
 like(evaluate('tok_shop'), qr/"name":"risky","enabled":false,"rolloutPercentage":0,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":12\.5,/,
      'the rejected configuration left the rollback and the override in force');
-like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+\}\}$/,
+like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+\},"zoneFull":false\}$/,
      'the rollback record is intact');
 is(read_file($state_path), $state_before, 'the state file is unchanged');
 unlike($log->(), qr/new definition/, 'no definition change was logged');
