@@ -140,8 +140,19 @@ unit() {
     return $fail
 }
 
+# A port nobody listens on now, on 127.0.0.1: two suites on one machine
+# must not collide.
+free_port() {
+    perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 1)->sockport'
+}
+
 prove_suite() {
     local mod=$BUILD/ngx_http_flags_module.so
+    if [ -z "${TEST_NGINX_PORT:-}" ]; then TEST_NGINX_PORT=$(free_port); fi
+    while [ -z "${TEST_NGINX_FLAGS_PORT:-}" ] || [ "$TEST_NGINX_FLAGS_PORT" = "$TEST_NGINX_PORT" ]; do
+        TEST_NGINX_FLAGS_PORT=$(free_port)
+    done
+    export TEST_NGINX_PORT TEST_NGINX_FLAGS_PORT
     export TEST_NGINX_BINARY=$NGINX_BIN
     export TEST_NGINX_LOAD_MODULES=$mod
     export TEST_NGINX_SERVROOT=${TEST_NGINX_SERVROOT:-$BUILD/servroot}

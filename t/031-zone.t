@@ -1,6 +1,6 @@
 # A full zone: evaluation goes on, the log says so once; flags removed by a
-# reload give their memory back one reload later (old workers may still be
-# using it during the first).
+# reload give their memory back at the first reload after the workers that
+# could still use it have exited.
 use strict;
 use warnings;
 use Test::More;
@@ -70,6 +70,9 @@ nginx_signal($master, 'HUP');
 ok(wait_for(sub { (() = $log->() =~ /start worker process \d+/g) >= 4 }, 10), 'first reload done');
 like($log->(), $full_re, 'first reload: the old flags still hold the zone');
 
+# their memory is given back at the first reload after the workers that
+# could use it have exited
+ok(wait_for(sub { worker_pids($master) == 2 }, 10), 'the first generation has exited');
 nginx_signal($master, 'HUP');
 ok(wait_for(sub { (() = $log->() =~ /start worker process \d+/g) >= 6 }, 10), 'second reload done');
 my @after = $log->() =~ /$full_re/g;
