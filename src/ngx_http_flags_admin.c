@@ -111,6 +111,7 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     ngx_str_t                    project_name, flag_name;
     ngx_uint_t                   kind;
     ngx_http_core_loc_conf_t    *clcf;
+    ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_flags_admin_ctx_t  *ctx;
     ngx_http_flags_project_t    *project;
@@ -205,6 +206,16 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
 
     if (r->method == NGX_HTTP_PUT) {
+        flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+        /* refused before a byte is read, and without "100 Continue" */
+        if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
+            return ngx_http_flags_send_error(r,
+                                         NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                         "payload_too_large",
+                                         "the override body is too large");
+        }
+
         rc = ngx_http_read_client_request_body(r,
                                                ngx_http_flags_override_body);
         if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {

@@ -23,7 +23,7 @@ write_file("$dir/conf/nginx.conf", nginx_conf(http => <<'_H_', server => <<'_S_'
 _H_
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_max_report_size 1k; flags_ingest_errors; }
-        location /flags-admin/ { flags_admin; }
+        location /flags-admin/ { flags_max_report_size 1k; flags_admin; }
 _S_
 
 my $pid = nginx_start($dir);
@@ -75,6 +75,8 @@ my @refused = (
      '{"enabled":false}', '404 Not Found'],
     ['admin PUT on a rollback (405)', "PUT /flags-admin/rollbacks/shop/a HTTP/1.1\r\nHost: localhost\r\n$json",
      '{"enabled":false}', '405 Not Allowed'],
+    ['admin PUT, declared length over the limit (413)', "PUT /flags-admin/overrides/shop/a HTTP/1.1\r\nHost: localhost\r\n$json",
+     '{"enabled":false' . (' ' x 2000) . '}', '413 Request Entity Too Large'],
 );
 
 for my $c (@refused) {
