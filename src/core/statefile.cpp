@@ -27,6 +27,7 @@
 
 #include "flags_core.h"
 #include "alloc.hpp"
+#include "utf8.hpp"
 
 #include <cstring>
 
@@ -83,6 +84,14 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
     }
     if (flag == nullptr || flag->kind != jval::J_STRING) {
         fl::set_err(err, err_len, "flags[%zu].flag must be a string", i);
+        return FL_ERR_INVALID;
+    }
+    /* names are written back escaped: a name that is not UTF-8 would not
+     * survive the round trip, and no project or flag can have one */
+    if (!fl::utf8_valid(project->str, project->len)
+        || !fl::utf8_valid(flag->str, flag->len))
+    {
+        fl::set_err(err, err_len, "flags[%zu]: names must be valid UTF-8", i);
         return FL_ERR_INVALID;
     }
     out->project = project->str;

@@ -82,6 +82,26 @@ inline size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad) noexcept
     return i;
 }
 
+/* Is s[0..n) well-formed UTF-8 throughout? */
+inline bool utf8_valid(const char *s, size_t n) noexcept
+{
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(s);
+    size_t i = 0, bad;
+
+    while (i < n) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, n - i, &bad);
+        if (k == 0) {
+            return false;
+        }
+        i += k;
+    }
+    return true;
+}
+
 
 /*
  * A streaming check of a JSON text's bytes, fed in pieces of any size:

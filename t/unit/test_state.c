@@ -787,7 +787,7 @@ static void test_status_json(void **state)
     assert_int_equal(fl_status_flag_json(p, 2, &s, 1, small), 0);
 
     free_block(m);
-    free(m2);
+    free_block(m2);
     fl_project_free(p);
 }
 

@@ -263,6 +263,11 @@ static void test_corrupt_inputs(void **state)
                    "state file: flags[0].flag must be a string");
     expect_invalid(HEAD "{\"project\":\"p\",\"flag\":\"f\"}]}",
                    "state file: flags[0].definitionHash must be a string of 16 hex digits");
+    /* a name that could not be written back as it was read (fuzzing) */
+    expect_invalid(HEAD "{\"project\":\"p\\udc00\",\"flag\":\"f\",\"definitionHash\":\"0123456789abcdef\"}]}",
+                   "state file: flags[0]: names must be valid UTF-8");
+    expect_invalid(HEAD "{\"project\":\"p\",\"flag\":\"\xc0\x80\",\"definitionHash\":\"0123456789abcdef\"}]}",
+                   "state file: flags[0]: names must be valid UTF-8");
     expect_invalid(HEAD "{\"project\":\"p\",\"flag\":\"f\",\"definitionHash\":\"123\"}]}",
                    "state file: flags[0].definitionHash must be a string of 16 hex digits");
     expect_invalid(HEAD "{\"project\":\"p\",\"flag\":\"f\",\"definitionHash\":\"0123456789abcdeg\"}]}",
