@@ -68,7 +68,10 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     }
 
     for (i = 0; i < n; i++) {
-        effective[i] = ngx_http_flags_effective(&flags[i]);
+        effective[i] = flags[i].ctl
+                       ? fl_control_effective(flags[i].ctl,
+                                              flags[i].rollout_milli)
+                       : flags[i].rollout_milli;
     }
 
     fl_evaluate(project->core, &user, effective, results);
@@ -76,7 +79,10 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < n; i++) {
-        ngx_http_flags_count_eval(&flags[i], now, results[i].enabled);
+        if (flags[i].totals) {
+            fl_count_eval(flags[i].totals, flags[i].window, now,
+                          results[i].enabled);
+        }
     }
 
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));

@@ -102,6 +102,13 @@ typedef struct {
     ngx_http_flags_node_t      *node;        /* NULL when the zone was full */
     ngx_http_flags_version_t   *version;
     ngx_http_flags_version_t   *replaced;    /* for the commit's log */
+
+    /* what the request path touches, resolved at bind time: the window
+     * is the head when this generation was prepared (a later head is
+     * merged with it only once this generation has exited) */
+    fl_totals_t                *totals;
+    fl_control_t               *ctl;
+    void                       *window;
 } ngx_http_flags_flag_t;
 
 
@@ -159,9 +166,6 @@ ngx_int_t ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data);
 ngx_int_t ngx_http_flags_commit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
-uint32_t ngx_http_flags_effective(ngx_http_flags_flag_t *flag);
-void ngx_http_flags_count_eval(ngx_http_flags_flag_t *flag, int64_t now,
-    ngx_uint_t enabled);
 ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s);
 void ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,

@@ -46,6 +46,8 @@ static ngx_uint_t ngx_http_flags_proc_alive(ngx_pid_t pid);
 static ngx_int_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
     ngx_str_t *project, ngx_http_flags_flag_t *flag, uint32_t window,
     ngx_uint_t gen, ngx_uint_t committed, ngx_log_t *log);
+static ngx_int_t ngx_http_flags_bound(ngx_http_flags_flag_t *flag,
+    ngx_http_flags_node_t *node, ngx_http_flags_version_t *v);
 static ngx_http_flags_window_t *ngx_http_flags_new_window(
     ngx_slab_pool_t *shpool, uint32_t seconds);
 static ngx_http_flags_version_t *ngx_http_flags_new_version(
@@ -478,6 +480,9 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     flag->node = NULL;
     flag->version = NULL;
     flag->replaced = NULL;
+    flag->totals = NULL;
+    flag->ctl = NULL;
+    flag->window = NULL;
 
     /* the key: "project\0flag" */
     len = project->len + 1 + flag->name.len;
@@ -515,14 +520,10 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
         ngx_queue_insert_tail(&sh->queue, &node->queue);
         sh->nnodes++;
 
-        flag->node = node;
-        flag->version = v;
-
-        return NGX_OK;
+        return ngx_http_flags_bound(flag, node, v);
     }
 
     node->last_gen = gen;
-    flag->node = node;
 
     /* the version of this definition, if the running configuration still
      * uses it; the version it uses for another definition is kept for
@@ -550,7 +551,6 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     if (v == NULL) {
         v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
         if (v == NULL) {
-            flag->node = NULL;
             return NGX_DECLINED;
         }
 
@@ -558,15 +558,13 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
         v->next = node->versions;
         __atomic_store_n(&node->versions, v, __ATOMIC_RELEASE);
 
-        flag->version = v;
-        return NGX_OK;
+        return ngx_http_flags_bound(flag, node, v);
     }
 
     v->last_gen = gen;
-    flag->version = v;
 
     if (fl_window_seconds(v->windows->block) == window) {
-        return NGX_OK;
+        return ngx_http_flags_bound(flag, node, v);
     }
 
     /*
@@ -581,12 +579,26 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
                       "flags zone \"%V\" is full: flag \"%V\" keeps its "
                       "window of %uD s", &fmcf->zone_name, &flag->name,
                       fl_window_seconds(v->windows->block));
-        return NGX_OK;
+        return ngx_http_flags_bound(flag, node, v);
     }
 
     v->windows->retired = gen;
     w->next = v->windows;
     __atomic_store_n(&v->windows, w, __ATOMIC_RELEASE);
+
+    return ngx_http_flags_bound(flag, node, v);
+}
+
+
+static ngx_int_t
+ngx_http_flags_bound(ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
+    ngx_http_flags_version_t *v)
+{
+    flag->node = node;
+    flag->version = v;
+    flag->totals = &node->totals;
+    flag->ctl = &v->ctl;
+    flag->window = v->windows->block;
 
     return NGX_OK;
 }
@@ -835,36 +847,6 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
 /* ------------------------------------------------- the request path */
 
 
-uint32_t
-ngx_http_flags_effective(ngx_http_flags_flag_t *flag)
-{
-    if (flag->version == NULL) {
-        return flag->rollout_milli;
-    }
-
-    return fl_control_effective(&flag->version->ctl, flag->rollout_milli);
-}
-
-
-void
-ngx_http_flags_count_eval(ngx_http_flags_flag_t *flag, int64_t now,
-    ngx_uint_t enabled)
-{
-    ngx_http_flags_window_t  *w;
-
-    if (flag->node == NULL) {
-        return;
-    }
-
-    fl_totals_count_eval(&flag->node->totals, enabled);
-
-    if (enabled) {
-        w = __atomic_load_n(&flag->version->windows, __ATOMIC_ACQUIRE);
-        fl_window_count_enabled(w->block, now);
-    }
-}
-
-
 /* With the lock: the head and the windows it replaced hold the events. */
 
 static void
@@ -899,7 +881,6 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     int64_t                   now;
     uint32_t                  seconds;
     uint64_t                  enabled, errors;
-    ngx_http_flags_window_t  *w;
 
     if (flag->node == NULL) {
         return 0;
@@ -907,10 +888,7 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
 
     now = ngx_http_flags_now_sec();
 
-    fl_totals_count_error(&flag->node->totals);
-
-    w = __atomic_load_n(&flag->version->windows, __ATOMIC_ACQUIRE);
-    fl_window_count_error(w->block, now);
+    fl_count_error(flag->totals, flag->window, now);
 
     if (flag->policy.mode != FL_ROLLBACK_ON
         || fl_control_rolled_back(&flag->version->ctl))

@@ -282,9 +282,11 @@ typedef struct {
     uint32_t            override_milli;
 } fl_state_snapshot_t;
 
-/* One evaluation (enabled is its result) / one accepted error. */
-void fl_totals_count_eval(fl_totals_t *t, int enabled) FL_NOEXCEPT;
-void fl_totals_count_error(fl_totals_t *t) FL_NOEXCEPT;
+/* One evaluation (enabled is its result): the totals and, when enabled,
+ * the window w.  One accepted error: both. */
+void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled)
+    FL_NOEXCEPT;
+void fl_count_error(fl_totals_t *t, void *w, int64_t now_sec) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
@@ -318,9 +320,6 @@ size_t fl_window_size(uint32_t seconds) FL_NOEXCEPT;
 /* Zeroes the block and sets its length (1 .. FL_WINDOW_MAX seconds). */
 void fl_window_init(void *w, uint32_t seconds) FL_NOEXCEPT;
 uint32_t fl_window_seconds(const void *w) FL_NOEXCEPT;
-
-void fl_window_count_enabled(void *w, int64_t now_sec) FL_NOEXCEPT;
-void fl_window_count_error(void *w, int64_t now_sec) FL_NOEXCEPT;
 
 /* Adds to *enabled and *errors the events of the last `seconds` seconds
  * (at most the block's length) that the block holds. */

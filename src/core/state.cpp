@@ -225,17 +225,22 @@ inline uint64_t ctl_override(fl_override_kind_t kind, uint32_t milli)
 
 extern "C" {
 
-void fl_totals_count_eval(fl_totals_t *t, int enabled) noexcept
+void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled) noexcept
 {
     add(&t->evaluations, 1);
     if (enabled) {
         add(&t->enabled_evaluations, 1);
+        uint32_t now = stamp_of(now_sec);
+        bump(&buckets(w)[now % block_seconds(w)].enabled, now);
     }
 }
 
-void fl_totals_count_error(fl_totals_t *t) noexcept
+void fl_count_error(fl_totals_t *t, void *w, int64_t now_sec) noexcept
 {
+    uint32_t now = stamp_of(now_sec);
+
     add(&t->errors, 1);
+    bump(&buckets(w)[now % block_seconds(w)].errors, now);
 }
 
 void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
@@ -333,20 +338,6 @@ void fl_window_init(void *w, uint32_t seconds) noexcept
 uint32_t fl_window_seconds(const void *w) noexcept
 {
     return block_seconds(w);
-}
-
-void fl_window_count_enabled(void *w, int64_t now_sec) noexcept
-{
-    uint32_t now = stamp_of(now_sec);
-
-    bump(&buckets(w)[now % block_seconds(w)].enabled, now);
-}
-
-void fl_window_count_error(void *w, int64_t now_sec) noexcept
-{
-    uint32_t now = stamp_of(now_sec);
-
-    bump(&buckets(w)[now % block_seconds(w)].errors, now);
 }
 
 void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,

@@ -59,10 +59,7 @@ static void free_block(void *m)
 
 static void count_eval(void *m, int64_t now, int enabled)
 {
-    fl_totals_count_eval(&FS(m)->t, enabled);
-    if (enabled) {
-        fl_window_count_enabled(FS(m)->w, now);
-    }
+    fl_count_eval(&FS(m)->t, FS(m)->w, now, enabled);
 }
 
 /* ngx_http_flags_count_error(): count, then the B4 decision. */
@@ -71,8 +68,7 @@ static int record_error(void *m, int64_t now, uint64_t now_ms,
 {
     uint64_t en = 0, er = 0;
 
-    fl_totals_count_error(&FS(m)->t);
-    fl_window_count_error(FS(m)->w, now);
+    fl_count_error(&FS(m)->t, FS(m)->w, now);
 
     if (p == NULL || p->mode != FL_ROLLBACK_ON
         || fl_control_rolled_back(&FS(m)->c))
@@ -570,9 +566,9 @@ static void test_merge(void **state)
     eval_n(src, 145, 1, 6);
     eval_n(src, 150, 1, 7);
     eval_n(src, 150, 0, 2);
-    fl_window_count_error(FS(src)->w, 150);
-    fl_window_count_error(FS(src)->w, 150);
-    fl_window_count_error(FS(src)->w, 150);
+    fl_count_error(&FS(src)->t, FS(src)->w, 150);
+    fl_count_error(&FS(src)->t, FS(src)->w, 150);
+    fl_count_error(&FS(src)->t, FS(src)->w, 150);
     eval_n(dst, 150, 1, 1);        /* dst already counted this second */
 
     fl_window_merge(FS(dst)->w, FS(src)->w);
