@@ -32,7 +32,7 @@
 #            == 204 answers == report log lines, and the window's errors (read
 #            with the last configuration) == the same number; the run is
 #            shorter than the window.  "search"'s definition changes at every
-#            reload, which starts its window fresh (SPEC B8): only its lifetime
+#            reload, which starts its window fresh (docs/rollback.md): only its lifetime
 #            counter is compared.  For the other flags the window's enabled
 #            evaluations must also equal the lifetime ones.
 #   slowpost FAULTS_HELD (8) reports for "doomed" (project faults, minErrors
@@ -236,7 +236,7 @@ my $JSON_LINE = qr~
 ~x;
 
 # Reads report log files: every line must be one JSON object starting with
-# "time" (UTC, milliseconds), "project", "flagName" and "message" (SPEC B5);
+# "time" (UTC, milliseconds), "project", "flagName" and "message" (docs/rollback.md, the report log);
 # returns {ids => {id => count}, by_flag => {flag => lines}, lines, torn,
 # torn_examples, per_file => [[file, lines]]}.
 sub read_logs {
@@ -794,7 +794,7 @@ sub scenario_window {
     print fmt_table(['flag', 'window', 'acked (204)', 'logged', 'errors counter', 'window errors',
                      'enabled evals lifetime / window', 'compared', 'result'], @rows);
     print "(*) search's own window changed its definition at every reload, and a definition change starts\n",
-          "    the window fresh (SPEC B8): only its lifetime counter must equal the acknowledged reports\n";
+          "    the window fresh (docs/rollback.md): only its lifetime counter must equal the acknowledged reports\n";
     my @el = error_log_problems($prefix);
     push @{ $res{fail} }, "error log: $_" for @el[0 .. ($#el < 4 ? $#el : 4)];
     teardown();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen-flags.py - generate a deterministic flags file (SPEC B2) for the benchmarks.
+"""gen-flags.py - generate a deterministic flags file (docs/flags-file.md) for the benchmarks.
 
     gen-flags.py --flags 30 [--seed 42] [--name-prefix p30] > flags.json
 
