@@ -45,6 +45,7 @@ ROUNDS=${ROUNDS:-1}                  # >1: repeat all scenarios, keep each one's
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 LUA=$BENCH_DIR/report.lua
+NGINXCTL=$ROOT/t/helper/nginxctl     # starts and stops nginx, by PID
 CLK_TCK=$(getconf CLK_TCK)
 
 TOKEN30=pub_bench_30
@@ -75,28 +76,19 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 
 # --------------------------------------------------------------------------
-# nginx lifecycle. nginx runs in the foreground ("daemon off") as our own
-# background child, so its pid is known without a pid file and we can wait
-# for it. It is stopped with QUIT (graceful: workers flush their log buffers)
-# at the end, before counting logs, and on error or interrupt (trap).
+# nginx lifecycle, through t/helper/nginxctl (the tests' own helper): nginx
+# is started pinned to SERVER_CPU and known by its master's PID. It is
+# stopped with QUIT (graceful: workers flush their log buffers) at the end,
+# before counting logs, and on error or interrupt (trap).
 # --------------------------------------------------------------------------
 NGX_PID=
 WRK_PID=
 
 stop_nginx() {
     [ -n "$NGX_PID" ] || return 0
-    local pid=$NGX_PID i
+    local pid=$NGX_PID
     NGX_PID=
-    kill -QUIT "$pid" 2>/dev/null || return 0
-    for i in $(seq 100); do                 # up to 10 s for a graceful stop
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        say "nginx $pid did not stop on QUIT, sending TERM"
-        kill -TERM "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
+    "$NGINXCTL" stop "$pid" || say "nginx $pid did not stop"
 }
 
 cleanup() {
@@ -116,9 +108,9 @@ start_nginx() {
     port_busy && die "127.0.0.1:$PORT is already in use (set BENCH_PORT)"
     "$NGINX_BIN" -p "$PREFIX/" -c conf/nginx.conf -t -q 2>&1 \
         || die "nginx -t rejected $PREFIX/conf/nginx.conf"
-    taskset -c "$SERVER_CPU" "$NGINX_BIN" -p "$PREFIX/" -c conf/nginx.conf \
-        -g 'daemon off;' >>"$PREFIX/logs/stderr.log" 2>&1 &
-    NGX_PID=$!
+    # the worker inherits the master's CPU
+    NGX_PID=$("$NGINXCTL" start "$PREFIX" "$PORT" --wrap "taskset -c $SERVER_CPU" \
+                  --bin "$NGINX_BIN") || die "nginx failed to start"
     local i code
     for i in $(seq 100); do
         kill -0 "$NGX_PID" 2>/dev/null || { tail -5 "$PREFIX/logs/error.log" >&2; NGX_PID=; die "nginx exited at start"; }

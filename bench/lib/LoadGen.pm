@@ -17,9 +17,10 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-use Errno ();
 use File::Basename qw(dirname);
-use File::Path qw(make_path);
+use lib dirname(__FILE__) . '/../../t/helper';
+use NginxProc ();
+use Errno ();
 use IO::Socket::INET;
 use POSIX ();
 use Socket qw(IPPROTO_TCP TCP_NODELAY);
@@ -330,85 +331,23 @@ sub run {
 # Small tools.
 # --------------------------------------------------------------------------
 
-sub read_file {
-    my ($path) = @_;
-    open my $fh, '<', $path or return undef;
-    local $/;
-    my $c = <$fh>;
-    close $fh;
-    return $c;
-}
-
-sub write_file {
-    my ($path, $content) = @_;
-    make_path(dirname($path));
-    open my $fh, '>', $path or die "$path: $!\n";
-    print $fh $content;
-    close $fh or die "$path: $!\n";
-}
-
-sub wait_for {
-    my ($cond, $timeout) = @_;
-    my $until = time + $timeout;
-    while (1) {
-        my $r = $cond->();
-        return $r if $r;
-        return undef if time >= $until;
-        sleep 0.02;
-    }
+# read_file, write_file, wait_for, worker_pids, nginx_signal and
+# nginx_stop are t/helper/NginxProc.pm's: one place starts and stops nginx
+# for the tests and the benchmarks.
+BEGIN {
+    *read_file = \&NginxProc::read_file;
+    *write_file = \&NginxProc::write_file;
+    *wait_for = \&NginxProc::wait_for;
+    *worker_pids = \&NginxProc::worker_pids;
+    *nginx_signal = \&NginxProc::nginx_signal;
+    *nginx_stop = \&NginxProc::nginx_stop;
 }
 
 # Starts nginx (daemon on) with <prefix>/conf/nginx.conf; returns the master
-# PID read from <prefix>/logs/nginx.pid once the port answers.
+# PID once 127.0.0.1:port answers.
 sub nginx_start {
     my ($bin, $prefix, $port) = @_;
-    unlink "$prefix/logs/nginx.pid";
-    my $out = `$bin -p $prefix/ -c conf/nginx.conf -e logs/error.log 2>&1`;
-    die "nginx failed to start:\n$out" if $?;
-    my $pid = wait_for(sub {
-        my $p = read_file("$prefix/logs/nginx.pid");
-        return $p && $p =~ /^(\d+)/ ? $1 : undef;
-    }, 5) or die "no pid file in $prefix/logs\n";
-    wait_for(sub {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
-                                      Proto => 'tcp', Timeout => 1);
-        return $s ? 1 : 0;
-    }, 5) or die "nginx does not listen on 127.0.0.1:$port\n";
-    return $pid;
-}
-
-sub nginx_signal {
-    my ($pid, $sig) = @_;
-    return kill $sig, $pid;
-}
-
-# Graceful stop (QUIT) of the master we started, by PID; KILL after 10 s.
-sub nginx_stop {
-    my ($pid) = @_;
-    return unless $pid && kill 0, $pid;
-    my @w = worker_pids($pid);
-    kill 'QUIT', $pid;
-    if (!wait_for(sub { !kill 0, $pid }, 10)) {
-        kill 'KILL', $_ for @w;
-        kill 'KILL', $pid;
-    }
-}
-
-# PIDs of the children of a master, from /proc/<pid>/stat.  With $all,
-# every child (the cache manager too); nginx here has none but workers.
-sub worker_pids {
-    my ($master) = @_;
-    my @pids;
-    opendir my $d, '/proc' or return ();
-    for my $p (grep { /^\d+$/ } readdir $d) {
-        my $stat = read_file("/proc/$p/stat") or next;
-        my $rest = (split /\)\s/, $stat, 2)[1] // next;
-        my @f = split ' ', $rest;
-        # f[0] = state, f[1] = ppid; a zombie is not a live worker
-        push @pids, $p if $f[1] == $master && $f[0] ne 'Z';
-    }
-    closedir $d;
-    return sort { $a <=> $b } @pids;
+    return NginxProc::nginx_start($bin, $prefix, port => $port);
 }
 
 sub vmrss_kb {

@@ -19,8 +19,10 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-use File::Path qw(make_path remove_tree);
 use File::Basename qw(dirname basename);
+use lib dirname(__FILE__);
+use NginxProc ();
+use File::Path qw(make_path remove_tree);
 use File::Spec;
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
@@ -74,22 +76,8 @@ sub prefix_dir {
     return $dir;
 }
 
-sub write_file {
-    my ($path, $content) = @_;
-    make_path(dirname($path));
-    open my $fh, '>', $path or die "$path: $!";
-    print $fh $content;
-    close $fh;
-}
-
-sub read_file {
-    my ($path) = @_;
-    open my $fh, '<', $path or return undef;
-    local $/;
-    my $c = <$fh>;
-    close $fh;
-    return $c;
-}
+sub write_file { NginxProc::write_file(@_) }
+sub read_file  { NginxProc::read_file(@_) }
 
 # A full nginx.conf around an http block body.
 sub nginx_conf {
@@ -219,18 +207,14 @@ sub nginx_test {
 
 # nginx_start($dir, wrap => 'prlimit --fsize=4000'): the command runs nginx
 # under another one (a resource limit, say).
+# nginx_start($dir, wrap => 'prlimit --fsize=4000'): the command runs nginx
+# under another one (a resource limit, say).
 sub nginx_start {
     my ($dir, %o) = @_;
     return nginx_start_valgrind($dir) if $Valgrind;
-    my $wrap = $o{wrap} ? "$o{wrap} " : '';
-    my $out = `$wrap$Binary -p $dir/ -c conf/nginx.conf 2>&1`;
-    die "nginx failed to start: $out" if $?;
-    my $pid;
-    wait_for(sub { $pid = read_file("$dir/logs/nginx.pid"); $pid }, 5)
-        or die "no pid file in $dir/logs";
-    chomp $pid;
+    my $pid = NginxProc::nginx_start($Binary, $dir, port => $Port, wrap => $o{wrap},
+                                     timeout => slow(5));
     push @Started, $pid;
-    wait_port($Port) or die "nginx does not listen on $Port";
     return $pid;
 }
 
@@ -282,10 +266,7 @@ sub nginx_start_valgrind {
     return $child;
 }
 
-sub nginx_signal {
-    my ($pid, $sig) = @_;
-    kill $sig, $pid;
-}
+sub nginx_signal { NginxProc::nginx_signal(@_) }
 
 sub nginx_stop {
     my ($pid) = @_;
@@ -302,9 +283,7 @@ sub nginx_stop {
         valgrind_clean($log, "nginx $pid");
         return;
     }
-    return unless $pid && kill 0, $pid;
-    kill 'QUIT', $pid;
-    wait_for(sub { !kill 0, $pid }, 10) or kill 'KILL', $pid;
+    NginxProc::nginx_stop($pid, slow(10));
     @Started = grep { $_ != $pid } @Started;
 }
 
@@ -317,37 +296,16 @@ END {
 
 sub wait_for {
     my ($cond, $timeout) = @_;
-    my $until = time + slow($timeout);
-    while (time < $until) {
-        my $r = $cond->();
-        return $r if $r;
-        sleep 0.05;
-    }
-    return undef;
+    return NginxProc::wait_for($cond, slow($timeout));
 }
 
 sub wait_port {
     my ($port) = @_;
-    return wait_for(sub {
-        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $port, Timeout => 1);
-        return $s ? 1 : 0;
-    }, 5);
+    return NginxProc::wait_port($port, slow(5));
 }
 
 # The PIDs of the master's worker processes (children of the master).
-sub worker_pids {
-    my ($master) = @_;
-    my @pids;
-    opendir my $d, '/proc' or return ();
-    for my $p (grep { /^\d+$/ } readdir $d) {
-        my $stat = read_file("/proc/$p/stat") or next;
-        my @f = split ' ', (split /\)\s/, $stat, 2)[1];
-        push @pids, $p if $f[1] == $master;
-    }
-    @pids = sort { $a <=> $b } @pids;
-    return wantarray ? @pids : scalar @pids;
-}
+sub worker_pids { NginxProc::worker_pids(@_) }
 
 # One request on its own connection: returns (status, \%headers, body).
 sub http_request {
