@@ -162,11 +162,11 @@ fi
 url=http://127.0.0.1:$port
 # request METHOD PATH [BODY]: prints "STATUS BODY"
 request() {
-    local args=(-s -o /tmp/$NAME.body -w '%{http_code}' -X "$1"
+    local args=(-s -o "/tmp/$NAME.body" -w '%{http_code}' -X "$1"
                 -H "Host: $NAME.localhost" -H "Authorization: Bearer $TOKEN")
     [ $# -ge 3 ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
     local code; code=$(curl "${args[@]}" "$url$2")
-    echo "$code $(cat /tmp/$NAME.body)"; rm -f /tmp/$NAME.body
+    echo "$code $(cat "/tmp/$NAME.body")"; rm -f "/tmp/$NAME.body"
 }
 
 is "GET /flags" "$(request GET '/flags?userId=u-1')" \
