@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
 # build.sh - build, test, run and benchmark ngx_http_flags_module.
 #
-#   ./build.sh            build build/ngx_http_flags_module.so
+#   ./build.sh            build build/ngx_http_flags_module.so (stripped)
 #   ./build.sh run        build, then start nginx with nginx.conf.example on 127.0.0.1:8080
 #   ./build.sh stop       stop the nginx started by "run"
-#   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t)
+#   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t,
+#                         then, as root, the Debian package test t/pkg/deb.sh)
 #   ./build.sh unit       cmocka unit tests only
+#   ./build.sh prove [t]  the HTTP tests only (all, or the files given)
 #   ./build.sh valgrind   the HTTP suite with nginx under valgrind memcheck
 #   ./build.sh bench      benchmarks (bench/run.sh)
 #   ./build.sh fuzz [s]   libFuzzer targets of the core, s seconds each (fuzz/run.sh)
-#   ./build.sh deps       install the Debian packages the build and tests need
+#   ./build.sh deb        the Debian package libnginx-mod-http-flags in build/deb/
+#   ./build.sh deps [p]   install the Debian packages the build and tests need
+#
+# The build is nginx's own: configure --add-dynamic-module=. --with-compat in
+# build/nginx/, then its "make modules", which also builds the C++ core
+# (config.make, src/core/core.mk). The cmocka tests and fuzz targets are
+# built by the top-level Makefile. A build installs only build dependencies;
+# the test commands install the test tools.
 #
 # Environment: NGINX_SRC (default /usr/share/nginx/src, Debian's nginx-dev),
-# NGINX_BIN (default /usr/sbin/nginx), SANITIZE=1 (ASan + UBSan), JOBS.
+# NGINX_BIN (default /usr/sbin/nginx), SANITIZE=1 (ASan + UBSan, in
+# build/sanitize/), DEBUG=1 (-O0 -g, not stripped, in build/debug/), CFLAGS
+# (the glue's, default -O2 -g ...), CXXFLAGS (the core's, default -O2 -g),
+# FLAGS_CORE_CXXFLAGS (appended to the core's flags), VERBOSE=1, JOBS.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,21 +33,29 @@ NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 JOBS=${JOBS:-$(nproc)}
 SANITIZE=${SANITIZE:-0}
 VALGRIND=${VALGRIND:-0}
-# instrumented builds live apart, so switching never rebuilds the other
+DEBUG=${DEBUG:-0}
+# instrumented and debug builds live apart, so switching never rebuilds the other
 if [ "$SANITIZE" = 1 ]; then BUILD=$ROOT/build/sanitize
 elif [ "$VALGRIND" = 1 ]; then BUILD=$ROOT/build/valgrind
+elif [ "$DEBUG" = 1 ]; then BUILD=$ROOT/build/debug
 else BUILD=$ROOT/build; fi
+MAKE_Q=-s
+[ "${VERBOSE:-0}" = 1 ] && MAKE_Q=
 
-DEB_PKGS=(build-essential nginx nginx-dev libyajl-dev libpcre2-dev libcmocka-dev valgrind
-          perl libtest-base-perl libtext-diff-perl libtest-longstring-perl
-          liblist-moreutils-perl libwww-perl libhttp-message-perl liburi-perl
-          libipc-run-perl curl)
+# what building the module needs; the test tools come with the test commands
+BUILD_PKGS=(build-essential nginx-dev libyajl-dev libpcre2-dev)
+TEST_PKGS=(nginx libcmocka-dev perl libtest-base-perl libtext-diff-perl
+           libtest-longstring-perl liblist-moreutils-perl libwww-perl
+           libhttp-message-perl liburi-perl libipc-run-perl curl)
+# what "./build.sh deb" needs on top (dh-sequence-nginx comes with nginx-dev)
+DEB_TOOLS=(debhelper dpkg-dev fakeroot)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
-deps() {
-    local missing=()
-    for p in "${DEB_PKGS[@]}" "$@"; do
+# need PKG...: install the Debian packages of the list that are missing
+need() {
+    local missing=() p
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
     done
     ((${#missing[@]})) || return 0
@@ -54,6 +74,9 @@ deps() {
     return 0
 }
 
+# "./build.sh deps": everything any command needs, and the packages given
+deps() { need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" valgrind "$@"; }
+
 san_flags() {
     if [ "$SANITIZE" = 1 ]; then
         echo "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
@@ -65,79 +88,134 @@ variant_flags() {
     if [ "$VALGRIND" = 1 ]; then echo "-DFL_NO_PCRE2_JIT"; fi
 }
 
-# The C++17 core as a static library of its own (CRAFT: nginx compiles its
-# modules with one set of C flags; the core keeps its own).
+# The flags of the two compilers. CFLAGS and CXXFLAGS from the environment
+# replace the defaults (like nginx's configure and make do).
+glue_opt() {
+    if [ -n "${CFLAGS:-}" ]; then echo "$CFLAGS"
+    elif [ "$DEBUG" = 1 ]; then echo "-O0 -g"
+    else echo "-O2 -g -D_FORTIFY_SOURCE=2"; fi
+}
+core_opt() {
+    if [ -n "${CXXFLAGS:-}" ]; then echo "$CXXFLAGS"
+    elif [ "$DEBUG" = 1 ]; then echo "-O0 -g"
+    else echo "-O2 -g"; fi
+}
+core_extra() { echo "${FLAGS_CORE_CXXFLAGS:-} $(san_flags) $(variant_flags)"; }
+
+# The C++17 core library alone (the Makefile; what the unit tests link).
 core() {
-    local out=$BUILD/core objs=() src obj
-    mkdir -p "$out"
-    local cxxflags="-std=c++17 -O2 -g -fPIC -fvisibility=hidden -fno-strict-aliasing
-        -Wall -Wextra -Werror -Wno-unused-parameter $(san_flags) $(variant_flags)"
-    for src in "$ROOT"/src/core/*.cpp; do
-        obj=$out/$(basename "${src%.cpp}").o
-        if [ ! -e "$obj" ] || [ "$src" -nt "$obj" ] || [ "$ROOT/src/core/flags_core.h" -nt "$obj" ] \
-           || [ -n "$(find "$ROOT/src/core" -name '*.hpp' -newer "$obj" 2>/dev/null)" ] \
-           || [ "$(cat "$out/.flags" 2>/dev/null)" != "$cxxflags" ]; then
-            say "c++ $(basename "$src")"
-            # shellcheck disable=SC2086
-            g++ $cxxflags -c "$src" -o "$obj"
-        fi
-        objs+=("$obj")
-    done
-    echo "$cxxflags" >"$out/.flags"
-    rm -f "$out/libflagscore.a"
-    ar rcs "$out/libflagscore.a" "${objs[@]}"
+    need "${BUILD_PKGS[@]}"
+    make $MAKE_Q --no-print-directory -j"$JOBS" -C "$ROOT" BUILD="$BUILD" \
+        CXXFLAGS="$(core_opt)" FLAGS_CORE_CXXFLAGS="$(core_extra)" "${@:-core}"
 }
 
+# The module, built the nginx way: configure (only when something it
+# depends on changed) and "make modules", which builds the core too.
 module() {
-    deps
-    core
-    local nb=$BUILD/nginx stamp cc_opt ld_opt
-    cc_opt="-g -O2 -fPIC -fstack-protector-strong -Wformat -Werror=format-security -D_FORTIFY_SOURCE=2 $(san_flags)"
+    need "${BUILD_PKGS[@]}"
+    local nb=$BUILD/nginx stamp cc_opt ld_opt core_opt core_extra
+    cc_opt="$(glue_opt) -fPIC -fstack-protector-strong -Wformat -Werror=format-security $(san_flags)"
     ld_opt="-Wl,-z,relro -Wl,-z,now -fPIC $(san_flags)"
-    stamp="$NGINX_SRC|$cc_opt|$ld_opt|$(md5sum "$ROOT/config" | cut -c1-32)"
+    core_opt=$(core_opt)
+    core_extra=$(core_extra)
+    stamp="$NGINX_SRC|$cc_opt|$ld_opt|$core_opt|$core_extra|${CXX:-}|${CPPFLAGS:-}|$(cat "$ROOT/config" "$ROOT/config.make" | md5sum | cut -c1-32)"
     if [ ! -f "$nb/Makefile" ] || [ "$(cat "$nb/.stamp" 2>/dev/null)" != "$stamp" ]; then
         say "configuring against $NGINX_SRC"
-        rm -rf "$nb"; mkdir -p "$nb"
+        mkdir -p "$nb"
         (
             cd "$NGINX_SRC"
             NGX_CONF_FLAGS=()
             # shellcheck disable=SC1091
             [ -f ./conf_flags ] && . ./conf_flags
-            FLAGS_CORE_LIB="$BUILD/core/libflagscore.a" \
+            CXXFLAGS="$core_opt" FLAGS_CORE_CXXFLAGS="$core_extra" \
             ./configure "${NGX_CONF_FLAGS[@]}" --with-compat \
                 --with-cc-opt="$cc_opt" --with-ld-opt="$ld_opt" \
                 --add-dynamic-module="$ROOT" --builddir="$nb" >"$BUILD/configure.log" 2>&1
         ) || { tail -30 "$BUILD/configure.log"; exit 1; }
         echo "$stamp" >"$nb/.stamp"
     fi
-    # The core archive is not a source nginx knows; relink when it changes.
-    if [ "$BUILD/core/libflagscore.a" -nt "$nb/ngx_http_flags_module.so" ] 2>/dev/null; then
-        rm -f "$nb/ngx_http_flags_module.so"
-    fi
     say "make modules"
-    make -s -j"$JOBS" -f "$nb/Makefile" -C "$NGINX_SRC" modules
-    # a new file renamed over the old: an nginx that has the old one loaded
-    # keeps its mapping instead of running half-rewritten code
-    cp "$nb/ngx_http_flags_module.so" "$BUILD/.ngx_http_flags_module.so.tmp"
-    mv -f "$BUILD/.ngx_http_flags_module.so.tmp" "$BUILD/ngx_http_flags_module.so"
-    say "built $BUILD/ngx_http_flags_module.so"
+    make $MAKE_Q -j"$JOBS" -f "$nb/Makefile" -C "$NGINX_SRC" modules
+    # Installed only when nginx's make relinked it, so a no-change build
+    # touches nothing. A new file renamed over the old: an nginx that has
+    # the old one loaded keeps its mapping instead of running half-rewritten
+    # code. The plain build is stripped; the debug and instrumented ones
+    # keep their symbols (build/nginx/ keeps the unstripped one too).
+    local so=$nb/ngx_http_flags_module.so out=$BUILD/ngx_http_flags_module.so
+    if [ ! -e "$out" ] || [ "$so" -nt "$out" ]; then
+        if [ "$DEBUG$SANITIZE$VALGRIND" = 000 ]; then
+            strip --strip-unneeded -o "$out.tmp" "$so"
+        else
+            cp "$so" "$out.tmp"
+        fi
+        mv -f "$out.tmp" "$out"
+        say "built $out"
+    else
+        say "$out is up to date"
+    fi
 }
 
 unit() {
-    deps
-    core
-    local out=$BUILD/unit fail=0 t bin
-    mkdir -p "$out"
-    for t in "$ROOT"/t/unit/test_*.c; do
-        [ -e "$t" ] || continue
-        bin=$out/$(basename "${t%.c}")
-        # shellcheck disable=SC2046
-        gcc -std=c11 -O1 -g -Wall -Wextra -Werror -I"$ROOT/src/core" $(san_flags) \
-            "$t" "$BUILD/core/libflagscore.a" -lyajl -lpcre2-8 -lstdc++ -lcmocka -lm -o "$bin"
+    need "${BUILD_PKGS[@]}" libcmocka-dev
+    say "make unit"
+    core UNIT_CFLAGS_EXTRA="$(san_flags)" unit
+    local fail=0 bin
+    for bin in "$BUILD"/unit/test_*; do
+        [ -x "$bin" ] && [ "${bin%.d}" = "$bin" ] || continue
         say "unit $(basename "$bin")"
         (cd "$ROOT/t/unit" && "$bin") || fail=1
     done
     return $fail
+}
+
+# The Debian package, built by dpkg-buildpackage (dh-sequence-nginx) in a
+# copy of the source tree, so the checkout never sees debian/ build products.
+# The .debs, .buildinfo and .changes land in build/deb/, the log beside them.
+deb() {
+    need "${BUILD_PKGS[@]}" "${DEB_TOOLS[@]}"
+    local out=$ROOT/build/deb ver src
+    ver=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
+    src=$out/src/libnginx-mod-http-flags-$ver
+    rm -rf "$out"
+    mkdir -p "$src"
+    if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        # the working tree as it is, tracked and new files, nothing ignored
+        (cd "$ROOT" && git ls-files -z -co --exclude-standard) \
+            | tar -C "$ROOT" --null --ignore-failed-read -T - -cf - | tar -C "$src" -xf -
+    else
+        tar -C "$ROOT" --exclude=./build --exclude=./.git -cf - . | tar -C "$src" -xf -
+    fi
+    say "dpkg-buildpackage -us -uc -b (log: $out/build.log)"
+    # the package is built with Debian's flags (dpkg-buildflags), never
+    # with this shell's instrumented or debug ones
+    if ! (cd "$src" && env -u FLAGS_CORE_CXXFLAGS -u CFLAGS -u CXXFLAGS -u CPPFLAGS \
+              -u LDFLAGS -u SANITIZE -u DEBUG -u VALGRIND \
+              DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-parallel=$JOBS}" \
+              dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then
+        tail -40 "$out/build.log" >&2
+        echo "dpkg-buildpackage failed: $out/build.log" >&2
+        return 1
+    fi
+    mv "$out"/src/*.deb "$out"/src/*.buildinfo "$out"/src/*.changes "$out"/
+    rm -rf "$out/src"
+    say "built $(cd "$out" && echo *.deb)"
+}
+
+# The package test (t/pkg/deb.sh): as root only, with no system nginx
+# running; it installs the package into the system nginx and removes it.
+pkg_test() {
+    local why
+    if ! why=$("$ROOT/t/pkg/deb.sh" --preflight 2>&1); then
+        say "package test skipped: $why"
+        return 0
+    fi
+    if [ "$SANITIZE$VALGRIND$DEBUG" != 000 ]; then
+        say "package test skipped: the package is the plain build (run ./build.sh test)"
+        return 0
+    fi
+    need "${TEST_PKGS[@]}"
+    deb || return 1
+    "$ROOT/t/pkg/deb.sh" "$ROOT"/build/deb/libnginx-mod-http-flags_*_"$(dpkg --print-architecture)".deb
 }
 
 # A port nobody listens on now, on 127.0.0.1: two suites on one machine
@@ -147,6 +225,7 @@ free_port() {
 }
 
 prove_suite() {
+    need "${TEST_PKGS[@]}"
     local mod=$BUILD/ngx_http_flags_module.so
     if [ -z "${TEST_NGINX_PORT:-}" ]; then TEST_NGINX_PORT=$(free_port); fi
     while [ -z "${TEST_NGINX_FLAGS_PORT:-}" ] || [ "$TEST_NGINX_FLAGS_PORT" = "$TEST_NGINX_PORT" ]; do
@@ -183,6 +262,7 @@ prove_suite() {
 }
 
 run() {
+    need nginx
     module
     local srv=$BUILD/run
     mkdir -p "$srv/logs"
@@ -227,7 +307,7 @@ cmd=${1:-build}
 shift || true
 case $cmd in
     build|module) module ;;
-    core) deps; core ;;
+    core) core ;;
     deps) deps "$@" ;;
     unit) unit ;;
     test)
@@ -235,17 +315,19 @@ case $cmd in
         rc=0
         unit || rc=1
         prove_suite "$@" || rc=1
+        pkg_test || rc=1
         exit $rc ;;
     prove) prove_suite "$@" ;;
     valgrind)
         [ "$VALGRIND" = 1 ] || exec env VALGRIND=1 "$0" valgrind "$@"
-        deps valgrind
+        need "${TEST_PKGS[@]}" valgrind
         module
         export TEST_NGINX_USE_VALGRIND=${TEST_NGINX_USE_VALGRIND:-1}
         prove_suite "$@" ;;
     run) run ;;
     stop) stop ;;
-    bench) module; deps wrk; exec "$ROOT/bench/run.sh" "$@" ;;
+    bench) need nginx wrk; module; exec "$ROOT/bench/run.sh" "$@" ;;
     fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
-    *) echo "usage: $0 [build|run|stop|test|unit|prove|valgrind|bench|fuzz|deps]" >&2; exit 2 ;;
+    deb) deb ;;
+    *) echo "usage: $0 [build|run|stop|test|unit|prove|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
 esac

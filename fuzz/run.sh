@@ -8,9 +8,10 @@
 # Targets (fuzz/fuzz_<target>.cc): report, query, loader, evaluate,
 # override_state.  FUZZ_TARGETS="query loader" limits the run to some.
 #
-# The core (src/core/*.cpp) is compiled again by clang++ with
-# -fsanitize=fuzzer-no-link,address,undefined into build/fuzz/obj/ (never
-# build/core, which the normal build owns); binaries go to build/fuzz/bin/.
+# The core (src/core/core.mk lists its sources) is compiled again by clang++
+# with -fsanitize=fuzzer-no-link,address,undefined into build/fuzz/obj/ (never
+# build/core, which the normal build owns) by the top-level Makefile
+# ("make fuzz"); binaries go to build/fuzz/bin/.
 # Seeds are read from fuzz/corpus/<target>/ and copied into a scratch corpus
 # build/fuzz/corpus-work/<target>/, which keeps growing between runs (delete
 # it to start over); the repo corpus is never modified.  A crash is written
@@ -86,68 +87,19 @@ toolchain() {
 
 # ----------------------------------------------------------------- build
 
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-CXXFLAGS="-std=c++17 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter $SAN"
-[ "${FUZZ_NO_JIT:-0}" = 1 ] && CXXFLAGS="$CXXFLAGS -DFL_NO_PCRE2_JIT"
-LIBS="-lyajl -lpcre2-8"
-
-# needs_build OUTPUT INPUT...: missing, older than an input, or other flags
-needs_build() {
-    local out=$1 f
-    shift
-    [ -e "$out" ] || return 0
-    for f in "$@"; do
-        [ "$f" -nt "$out" ] && return 0
-    done
-    return 1
-}
-
+# The top-level Makefile builds the targets (sources and flags of the core
+# from src/core/core.mk), in parallel, rebuilding only what changed.
 build() {
-    mkdir -p "$OUT/obj" "$OUT/bin"
-    local flags_stamp="$CXX $CXXFLAGS $LIBS"
-    if [ "$(cat "$OUT/.flags" 2>/dev/null)" != "$flags_stamp" ]; then
-        rm -f "$OUT"/obj/*.o "$OUT"/bin/*
-    fi
-    local headers=("$ROOT"/src/core/*.h "$ROOT"/src/core/*.hpp)
-    local src obj objs=() pids=() failed=0
-
-    for src in "$ROOT"/src/core/*.cpp; do
-        obj=$OUT/obj/core_$(basename "${src%.cpp}").o
-        objs+=("$obj")
-        if needs_build "$obj" "$src" "${headers[@]}"; then
-            say "c++ src/core/$(basename "$src")"
-            # shellcheck disable=SC2086
-            "$CXX" $CXXFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
-            pids+=($!)
-            if ((${#pids[@]} >= JOBS)); then
-                wait "${pids[0]}" || failed=1
-                pids=("${pids[@]:1}")
-            fi
-        fi
-    done
-    for p in "${pids[@]}"; do wait "$p" || failed=1; done
-    ((failed == 0)) || { echo "core build failed" >&2; exit 2; }
-    echo "$flags_stamp" >"$OUT/.flags"
-
-    local t bin
-    pids=()
+    local t goals=() extra=""
     for t in "${TARGETS[@]}"; do
-        src=$FUZZ/fuzz_$t.cc
-        bin=$OUT/bin/fuzz_$t
-        [ -e "$src" ] || { echo "no such target: $t" >&2; exit 2; }
-        if needs_build "$bin" "$src" "$FUZZ/fuzz_common.h" "${objs[@]}"; then
-            say "link fuzz_$t"
-            # shellcheck disable=SC2086
-            "$CXX" $CXXFLAGS -fsanitize=fuzzer "$src" "${objs[@]}" $LIBS -o "$bin" &
-            pids+=($!)
-            if ((${#pids[@]} >= JOBS)); then
-                wait "${pids[0]}" || failed=1
-                pids=("${pids[@]:1}")
-            fi
-        fi
+        [ -e "$FUZZ/fuzz_$t.cc" ] || { echo "no such target: $t" >&2; exit 2; }
+        goals+=("$OUT/bin/fuzz_$t")
     done
-    for p in "${pids[@]}"; do wait "$p" || failed=1; done
-    ((failed == 0)) || { echo "target build failed" >&2; exit 2; }
+    [ "${FUZZ_NO_JIT:-0}" = 1 ] && extra="-DFL_NO_PCRE2_JIT"
+    say "make fuzz targets (${TARGETS[*]})"
+    make -s --no-print-directory -j"$JOBS" -C "$ROOT" BUILD="$ROOT/build" \
+        FUZZ_CXX="$CXX" FUZZ_CXXFLAGS_EXTRA="$extra" "${goals[@]}" \
+        || { echo "fuzz build failed" >&2; exit 2; }
 }
 
 # ------------------------------------------------------------------- run

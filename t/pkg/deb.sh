@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# t/pkg/deb.sh - the Debian package inside the system nginx, as a user gets it.
+#
+#   t/pkg/deb.sh --preflight          exit 0 when the test can run here; else
+#                                     print why not and exit 1
+#   t/pkg/deb.sh PACKAGE.deb          the test (./build.sh test runs it, as root)
+#
+# Installs the package (dpkg -i), checks that dh_nginx's postinst enabled the
+# module, adds a conf.d example of its own (no load_module: the package's
+# modules-enabled link loads it) on a free port of 127.0.0.1, runs nginx -t,
+# starts /usr/sbin/nginx directly (no systemd here), checks GET /flags and
+# POST /ingest/errors, rotates the report log the way Debian's logrotate
+# does (rename, then USR1 to the master), stops that nginx by its pid file
+# and purges the package. Everything it created is removed, the files it
+# appended to are cut back, and the owners nginx changes at start are put
+# back; a final comparison with the state before fails the test on any
+# difference. It never touches a running system nginx.
+set -uo pipefail
+
+PKG=libnginx-mod-http-flags
+NGINX=/usr/sbin/nginx
+PIDF=/run/nginx.pid
+NAME=flags-pkg-test
+CONF=/etc/nginx/conf.d/$NAME.conf
+FLAGS_DIR=/etc/nginx/$NAME
+STATE_DIR=/var/lib/nginx/$NAME
+LOG=/var/log/nginx/$NAME.log
+LINK=/etc/nginx/modules-enabled/50-mod-http-flags.conf
+TOKEN=pub_pkgtest_1
+# what the test may change, compared before and after
+WATCH=(/etc/nginx /var/log/nginx /var/lib/nginx /usr/lib/nginx /usr/share/nginx/modules-available)
+
+preflight() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "needs root (it installs the package into the system nginx)"; return 1
+    fi
+    if [ ! -x "$NGINX" ]; then echo "no system nginx at $NGINX"; return 1; fi
+    if [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; then
+        echo "a system nginx is running (pid $(cat "$PIDF")); leaving it alone"; return 1
+    fi
+    if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then
+        echo "$PKG is installed already; not replacing it"; return 1
+    fi
+    local f
+    for f in "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$LOG" "$LOG.1"; do
+        if [ -e "$f" ]; then echo "$f exists; not overwriting it"; return 1; fi
+    done
+    return 0
+}
+
+if [ "${1:-}" = --preflight ]; then preflight; exit; fi
+DEB=${1:?usage: t/pkg/deb.sh PACKAGE.deb | --preflight}
+why=$(preflight) || { echo "SKIP: $why"; exit 0; }
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+# is WHAT GOT WANT: exact comparison, both shown on failure
+is() {
+    if [ "$2" = "$3" ]; then ok "$1"; else
+        not_ok "$1"; printf '#   got:      %s\n#   expected: %s\n' "$2" "$3"; fi
+}
+
+snapshot() {
+    find "${WATCH[@]}" -printf '%p %u:%g %m %y\n' 2>/dev/null | sort
+}
+
+# ---------------------------------------------------------------- state before
+
+before=$(snapshot)
+declare -A size_before owner_before
+for f in /var/log/nginx/*; do [ -f "$f" ] && size_before[$f]=$(stat -c %s "$f"); done
+for f in /var/lib/nginx/*; do [ -e "$f" ] && owner_before[$f]=$(stat -c %u:%g "$f"); done
+created_prc=0
+nginx_pid=
+
+cleanup() {
+    if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
+        kill -QUIT "$nginx_pid"
+        for _ in $(seq 100); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'installed\|config-files'; then
+        dpkg --purge "$PKG" >/dev/null 2>&1
+    fi
+    rm -rf "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$LOG" "$LOG.1"
+    local f
+    for f in /var/log/nginx/*; do
+        [ -f "$f" ] || continue
+        if [ -n "${size_before[$f]:-}" ]; then
+            truncate -s "${size_before[$f]}" "$f"    # our requests and lines
+        else
+            rm -f "$f"
+        fi
+    done
+    # nginx gives its temp directories to the worker user at start
+    for f in /var/lib/nginx/*; do
+        if [ -n "${owner_before[$f]:-}" ]; then chown "${owner_before[$f]}" "$f"
+        elif [ -d "$f" ]; then rmdir "$f" 2>/dev/null || true; fi
+    done
+    [ $created_prc = 1 ] && rm -f /usr/sbin/policy-rc.d
+}
+trap cleanup EXIT
+
+# dpkg's triggers must not start or reload any service
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    created_prc=1
+fi
+
+# ----------------------------------------------------------------- install
+
+check "dpkg -i $(basename "$DEB")" dpkg -i "$DEB"
+check "the module is in /usr/lib/nginx/modules" test -f /usr/lib/nginx/modules/ngx_http_flags_module.so
+is "mod-http-flags.conf loads it" \
+    "$(cat /usr/share/nginx/modules-available/mod-http-flags.conf 2>&1)" \
+    "load_module modules/ngx_http_flags_module.so;"
+is "postinst enabled it in modules-enabled" "$(readlink "$LINK")" \
+    /usr/share/nginx/modules-available/mod-http-flags.conf
+
+# ------------------------------------------------------- a conf.d example
+
+port=$(perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 1)->sockport')
+mkdir -p "$FLAGS_DIR"
+cat >"$FLAGS_DIR/shop.json" <<'EOF'
+{"flags": [
+  {"name": "always-on", "enabled": true, "rolloutPercentage": 100},
+  {"name": "killed", "enabled": false, "rolloutPercentage": 100}
+]}
+EOF
+install -d -o www-data -g www-data -m 0750 "$STATE_DIR"
+cat >"$CONF" <<EOF
+# ngx_http_flags_module: the module is loaded by modules-enabled/50-mod-http-flags.conf
+flags_project shop token=$TOKEN file=$FLAGS_DIR/shop.json;
+flags_error_log $LOG;
+flags_state_file $STATE_DIR/state.json;
+
+server {
+    listen 127.0.0.1:$port;
+    server_name $NAME.localhost;
+
+    location = /flags         { flags_evaluate; }
+    location = /ingest/errors { flags_ingest_errors; }
+}
+EOF
+
+check "nginx -t" "$NGINX" -t -q
+
+# ------------------------------------------------------------------- start
+
+if "$NGINX"; then
+    for _ in $(seq 50); do [ -s "$PIDF" ] && break; sleep 0.1; done
+    nginx_pid=$(cat "$PIDF" 2>/dev/null)
+fi
+check "the system nginx starts (pid ${nginx_pid:-none})" test -n "$nginx_pid"
+if [ -z "$nginx_pid" ]; then
+    tail -5 /var/log/nginx/error.log | sed 's/^/# /'
+    echo "1..$n"; exit 1
+fi
+
+url=http://127.0.0.1:$port
+# request METHOD PATH [BODY]: prints "STATUS BODY"
+request() {
+    local args=(-s -o "/tmp/$NAME.body" -w '%{http_code}' -X "$1"
+                -H "Host: $NAME.localhost" -H "Authorization: Bearer $TOKEN")
+    [ $# -ge 3 ] && args+=(-H 'Content-Type: application/json' --data-binary "$3")
+    local code; code=$(curl "${args[@]}" "$url$2")
+    echo "$code $(cat "/tmp/$NAME.body")"; rm -f "/tmp/$NAME.body"
+}
+
+is "GET /flags" "$(request GET '/flags?userId=u-1')" \
+    '200 {"flags":[{"name":"always-on","enabled":true,"rolloutPercentage":100,"segments":[]},{"name":"killed","enabled":false,"rolloutPercentage":100,"segments":[]}]}'
+is "POST /ingest/errors" "$(request POST /ingest/errors '{"flagName":"always-on","message":"before rotation"}')" \
+    "204 "
+is "POST /ingest/errors of an unknown flag" "$(request POST /ingest/errors '{"flagName":"nope","message":"x"}')" \
+    '404 {"error":"unknown_flag","message":"project \"shop\" has no flag \"nope\""}'
+is "the report is in $LOG" "$(grep -c '"message":"before rotation"' "$LOG")" 1
+
+# ------------------------------------------- rotation, as logrotate does it
+
+mv "$LOG" "$LOG.1"
+kill -USR1 "$nginx_pid"
+for _ in $(seq 50); do [ -e "$LOG" ] && break; sleep 0.1; done
+sleep 0.5    # the master has reopened; let the workers follow
+is "after USR1 a report is accepted" \
+    "$(request POST /ingest/errors '{"flagName":"killed","message":"after rotation"}')" "204 "
+is "the new report is in the new file" \
+    "$(grep -c . "$LOG" 2>&1) $(grep -c '"message":"after rotation"' "$LOG" 2>&1)" "1 1"
+is "the old file keeps the old report only" \
+    "$(grep -c . "$LOG.1") $(grep -c '"message":"before rotation"' "$LOG.1")" "1 1"
+is "the new file belongs to the worker user" "$(stat -c %U "$LOG" 2>&1)" www-data
+
+# -------------------------------------------------------- stop and purge
+
+kill -QUIT "$nginx_pid"
+for _ in $(seq 100); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
+check "nginx stops on QUIT" bash -c "! kill -0 $nginx_pid 2>/dev/null"
+check "its error log has no [alert] or [emerg]" \
+    bash -c "! grep -E '\[(alert|emerg|crit)\]' /var/log/nginx/error.log | grep -q flags"
+
+check "dpkg --purge $PKG" dpkg --purge "$PKG"
+is "no link is left in modules-enabled" \
+    "$(find /etc/nginx/modules-enabled -name '*mod-http-flags*' | wc -l)" 0
+check "the module is gone" test ! -e /usr/lib/nginx/modules/ngx_http_flags_module.so
+
+cleanup
+trap - EXIT
+after=$(snapshot)
+is "the system is as it was" "$(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')" ""
+
+echo "1..$n"
+exit $failed
