@@ -279,8 +279,9 @@ run() {
     # workers write the state file: as root they run as "nobody"
     if [ "$(id -u)" = 0 ]; then chown nobody "$srv/state"; fi
     "$NGINX_BIN" -p "$srv/" -c conf/nginx.conf -t
-    "$NGINX_BIN" -p "$srv/" -c conf/nginx.conf
-    say "nginx is running (pid $(cat "$srv/logs/nginx.pid")), logs in $srv/logs"
+    local pid
+    pid=$("$ROOT/t/helper/nginxctl" start "$srv" 8080 --bin "$NGINX_BIN")
+    say "nginx is running (pid $pid), logs in $srv/logs"
     cat <<'EOF'
 
 Try it:
@@ -297,9 +298,7 @@ stop() {
     local pidf=$BUILD/run/logs/nginx.pid
     if [ -f "$pidf" ]; then
         local pid; pid=$(cat "$pidf")
-        kill -QUIT "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        say "stopped nginx $pid"
+        "$ROOT/t/helper/nginxctl" stop "$pid" && say "stopped nginx $pid"
     fi
 }
 
