@@ -8,6 +8,8 @@
 
 #include "number.hpp"
 
+#include "flags_core.h"
+
 namespace fl {
 
 namespace {
@@ -206,6 +208,45 @@ bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
      * the better answer than "too many decimals" for 100.0001 */
     if (v > limit || (v == limit && !*exact)) {
         return false;
+    }
+    *out = v;
+    return true;
+}
+
+milli_status parse_milli(const char *s, size_t len, uint32_t *out) noexcept
+{
+    DecimalView d;
+    uint64_t v;
+    bool exact;
+
+    if (!parse_decimal(s, len, &d)) {
+        return MILLI_SYNTAX;
+    }
+    if (!decimal_scaled(d, 3, FL_MILLI_MAX, &v, &exact)) {
+        return MILLI_RANGE;
+    }
+    if (!exact) {
+        return MILLI_DECIMALS;
+    }
+    *out = static_cast<uint32_t>(v);
+    return MILLI_OK;
+}
+
+bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept
+{
+    if (len == 0 || (len > 1 && s[0] == '0')) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        uint64_t d = static_cast<uint64_t>(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
     }
     *out = v;
     return true;

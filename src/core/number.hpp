@@ -50,6 +50,24 @@ int decimal_cmp(const DecimalView &x, const DecimalView &y);
 bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     uint64_t *out, bool *exact);
 
+/* A percentage in [0, 100] with at most 3 decimals, read exactly from
+ * JSON number text as milli-percent (12.5, 1.25e1 and 1250e-2 all give
+ * 12500): the one reader of rolloutPercentage, rollback rates (flags file
+ * and flags_rollback) and override percentages.  Out of range wins over
+ * too many decimals (100.0001 is out of range). */
+enum milli_status {
+    MILLI_OK = 0,
+    MILLI_SYNTAX,           /* not a JSON number */
+    MILLI_RANGE,            /* not within [0, 100] */
+    MILLI_DECIMALS          /* more than 3 decimals */
+};
+
+milli_status parse_milli(const char *s, size_t len, uint32_t *out) noexcept;
+
+/* A non-negative JSON integer written with digits only (what our writers
+ * produce); false on anything else or overflow. */
+bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept;
+
 /* A DecimalView that owns its digits (for rule values). */
 struct Decimal {
     bool         neg = false;
@@ -59,25 +77,6 @@ struct Decimal {
     static Decimal from(const DecimalView &v);
     DecimalView view() const;
 };
-
-/* ----------------------------------------------------------- writing */
-
-/* Decimal digits of v, for bounds. */
-constexpr size_t u64_digits = 20;
-
-inline size_t put_u64(uint64_t v, char *out) noexcept
-{
-    char tmp[u64_digits];
-    size_t n = 0;
-    do {
-        tmp[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
-    return n;
-}
 
 } // namespace fl
 

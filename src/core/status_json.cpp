@@ -17,7 +17,7 @@
  */
 
 #include "flags_core.h"
-#include "alloc.hpp"
+#include "json_writer.hpp"
 
 namespace {
 
@@ -105,19 +105,7 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
                            : fl::put_lit(o, ",\"rolledBack\":false");
 
         o = fl::put_lit(o, ",\"override\":");
-        switch (s->override_kind) {
-        case FL_OVERRIDE_OFF:
-            o = fl::put_lit(o, "{\"enabled\":false}");
-            break;
-        case FL_OVERRIDE_PERCENT:
-            o = fl::put_lit(o, "{\"rolloutPercentage\":");
-            o += fl_json_milli(s->override_milli, o);
-            *o++ = '}';
-            break;
-        default:
-            o = fl::put_lit(o, "null");
-            break;
-        }
+        o = fl::put_override(o, s->override_kind, s->override_milli);
 
         o = fl::put_lit(o, ",\"counters\":{\"evaluations\":");
         o += fl::put_u64(s->evaluations, o);

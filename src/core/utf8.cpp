@@ -4,24 +4,13 @@
  */
 
 #include "utf8.hpp"
+#include "text.hpp"
 
 #include <cstdio>
 
 namespace fl {
 
 namespace {
-
-int hex_value(unsigned char c) noexcept
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
 
 bool is_high(uint32_t u) noexcept
 {
