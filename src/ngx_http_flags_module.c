@@ -31,7 +31,6 @@ static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
-static ngx_int_t ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli);
 
 
 static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
@@ -747,65 +746,6 @@ ngx_http_flags_cleanup_project(void *data)
 }
 
 
-/*
- * A decimal with at most three decimals, optionally followed by '%',
- * as milli-units: "10%" -> 10000, "0.5" -> 500.
- */
-
-static ngx_int_t
-ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli)
-{
-    u_char    *p, *last;
-    uint64_t   v;
-    ngx_int_t  decimals, digits;
-
-    p = s->data;
-    last = s->data + s->len;
-
-    if (last > p && last[-1] == '%') {
-        last--;
-    }
-
-    v = 0;
-    digits = 0;
-    decimals = -1;
-
-    for ( /* void */ ; p < last; p++) {
-        if (*p == '.' && decimals < 0) {
-            decimals = 0;
-            continue;
-        }
-
-        if (*p < '0' || *p > '9') {
-            return NGX_ERROR;
-        }
-
-        if (decimals >= 0 && ++decimals > 3) {
-            return NGX_ERROR;
-        }
-
-        v = v * 10 + (*p - '0');
-        digits++;
-
-        if (v > 100000000) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (digits == 0) {
-        return NGX_ERROR;
-    }
-
-    for (decimals = decimals < 0 ? 0 : decimals; decimals < 3; decimals++) {
-        v *= 10;
-    }
-
-    *milli = (uint32_t) v;
-
-    return NGX_OK;
-}
-
-
 /* flags_rollback min_errors=N rate=P% window=T | off; */
 
 static char *
@@ -842,13 +782,10 @@ ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "rate=", 5) == 0) {
-            s.data = value[i].data + 5;
-            s.len = value[i].len - 5;
-
-            if (ngx_http_flags_parse_milli(&s, &fmcf->rollback.rate_milli)
-                != NGX_OK
-                || fmcf->rollback.rate_milli == 0
-                || fmcf->rollback.rate_milli > FL_MILLI_MAX)
+            if (fl_parse_milli((char *) value[i].data + 5, value[i].len - 5,
+                               &fmcf->rollback.rate_milli)
+                != FL_MILLI_OK
+                || fmcf->rollback.rate_milli == 0)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid rate \"%V\": expected a "

@@ -69,6 +69,25 @@ int fl_semver_cmp(const char *a, size_t alen, const char *b, size_t blen,
     int *ok) FL_NOEXCEPT;
 
 
+/* --------------------------------------------------------- percentages */
+
+typedef enum {
+    FL_MILLI_OK = 0,
+    FL_MILLI_SYNTAX,            /* not a decimal in JSON number syntax */
+    FL_MILLI_RANGE,             /* not within [0, 100] */
+    FL_MILLI_DECIMALS           /* more than 3 decimals */
+} fl_milli_status_t;
+
+/* The one reader of percentages (the flags file's rolloutPercentage and
+ * rollback rate, override bodies, flags_rollback rate=): a number in JSON
+ * number syntax, optionally followed by '%', in [0, 100] with at most 3
+ * decimals, read exactly as milli-percent ("10%" -> 10000, "12.5" and
+ * "1.25e1" -> 12500).  Out of range wins over too many decimals
+ * ("100.0001" is out of range). */
+fl_milli_status_t fl_parse_milli(const char *s, size_t len, uint32_t *milli)
+    FL_NOEXCEPT;
+
+
 /* ------------------------------------------------------- rollback policy */
 
 typedef enum {

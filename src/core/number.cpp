@@ -8,8 +8,6 @@
 
 #include "number.hpp"
 
-#include "flags_core.h"
-
 namespace fl {
 
 namespace {
@@ -213,23 +211,23 @@ bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     return true;
 }
 
-milli_status parse_milli(const char *s, size_t len, uint32_t *out) noexcept
+fl_milli_status_t parse_milli(const char *s, size_t len, uint32_t *out) noexcept
 {
     DecimalView d;
     uint64_t v;
     bool exact;
 
     if (!parse_decimal(s, len, &d)) {
-        return MILLI_SYNTAX;
+        return FL_MILLI_SYNTAX;
     }
     if (!decimal_scaled(d, 3, FL_MILLI_MAX, &v, &exact)) {
-        return MILLI_RANGE;
+        return FL_MILLI_RANGE;
     }
     if (!exact) {
-        return MILLI_DECIMALS;
+        return FL_MILLI_DECIMALS;
     }
     *out = static_cast<uint32_t>(v);
-    return MILLI_OK;
+    return FL_MILLI_OK;
 }
 
 bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept
@@ -276,3 +274,20 @@ DecimalView Decimal::view() const
 }
 
 } // namespace fl
+
+
+extern "C" {
+
+fl_milli_status_t fl_parse_milli(const char *s, size_t len, uint32_t *milli)
+    noexcept
+{
+    if (s == nullptr || milli == nullptr) {
+        return FL_MILLI_SYNTAX;
+    }
+    if (len > 0 && s[len - 1] == '%') {
+        len--;
+    }
+    return fl::parse_milli(s, len, milli);
+}
+
+} // extern "C"

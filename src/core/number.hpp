@@ -9,6 +9,8 @@
 #ifndef FLAGS_NUMBER_HPP
 #define FLAGS_NUMBER_HPP
 
+#include "flags_core.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,19 +52,10 @@ int decimal_cmp(const DecimalView &x, const DecimalView &y);
 bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     uint64_t *out, bool *exact);
 
-/* A percentage in [0, 100] with at most 3 decimals, read exactly from
- * JSON number text as milli-percent (12.5, 1.25e1 and 1250e-2 all give
- * 12500): the one reader of rolloutPercentage, rollback rates (flags file
- * and flags_rollback) and override percentages.  Out of range wins over
- * too many decimals (100.0001 is out of range). */
-enum milli_status {
-    MILLI_OK = 0,
-    MILLI_SYNTAX,           /* not a JSON number */
-    MILLI_RANGE,            /* not within [0, 100] */
-    MILLI_DECIMALS          /* more than 3 decimals */
-};
-
-milli_status parse_milli(const char *s, size_t len, uint32_t *out) noexcept;
+/* fl_parse_milli() on JSON number text, without the '%': the one reader
+ * of rolloutPercentage, rollback rates and override percentages. */
+fl_milli_status_t parse_milli(const char *s, size_t len, uint32_t *out)
+    noexcept;
 
 /* A non-negative JSON integer written with digits only (what our writers
  * produce); false on anything else or overflow. */

@@ -51,11 +51,11 @@ fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
         }
         uint32_t m = 0;
         switch (parse_milli(rp->str, rp->len, &m)) {
-        case MILLI_OK:
+        case FL_MILLI_OK:
             *kind = FL_OVERRIDE_PERCENT;
             *milli = m;
             return FL_OK;
-        case MILLI_DECIMALS:
+        case FL_MILLI_DECIMALS:
             set_err(err, err_len, "rolloutPercentage must have at most 3 decimals");
             return FL_ERR_FIELD;
         default:

@@ -552,18 +552,16 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     }
 
     if (const jval *f = get(v, "rate")) {
-        bool ok = f->kind == J_NUMBER
-                  && parse_decimal(f->str, f->len, &d)
-                  && decimal_scaled(d, 3, FL_MILLI_MAX, &n, &exact);
-        if (ok && !exact) {
+        fl_milli_status_t st = f->kind != J_NUMBER ? FL_MILLI_SYNTAX
+                               : parse_milli(f->str, f->len, &rb.rate_milli);
+        if (st == FL_MILLI_DECIMALS) {
             why = "rollback: \"rate\" has more than 3 decimals";
             return false;
         }
-        if (!ok || n == 0) {
+        if (st != FL_MILLI_OK || rb.rate_milli == 0) {
             why = "rollback: \"rate\" must be a number above 0 and at most 100";
             return false;
         }
-        rb.rate_milli = static_cast<uint32_t>(n);
     }
 
     if (const jval *f = get(v, "window")) {
@@ -618,21 +616,18 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     if (rp == nullptr) {
         return fail(where + "\"rolloutPercentage\" is missing");
     }
-    DecimalView d;
-    if (rp->kind != J_NUMBER
-        || !parse_decimal(rp->str, rp->len, &d))
+    switch (rp->kind != J_NUMBER ? FL_MILLI_SYNTAX
+            : parse_milli(rp->str, rp->len, &f.rollout_milli))
     {
+    case FL_MILLI_OK:
+        break;
+    case FL_MILLI_SYNTAX:
         return fail(where + "\"rolloutPercentage\" must be a number");
-    }
-    uint64_t milli;
-    bool exact;
-    if (!decimal_scaled(d, 3, FL_MILLI_MAX, &milli, &exact)) {
+    case FL_MILLI_RANGE:
         return fail(where + "\"rolloutPercentage\" must be between 0 and 100");
-    }
-    if (!exact) {
+    case FL_MILLI_DECIMALS:
         return fail(where + "\"rolloutPercentage\" has more than 3 decimals");
     }
-    f.rollout_milli = static_cast<uint32_t>(milli);
 
     if (const jval *segs = get(v, "segments")) {
         if (segs->kind != J_ARRAY) {
