@@ -199,11 +199,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /* the documented default policy: min_errors=20 rate=10% window=60s */
-    fmcf->rollback.mode = FL_ROLLBACK_ON;
-    fmcf->rollback.min_errors = 20;
-    fmcf->rollback.rate_milli = 10000;
-    fmcf->rollback.window = 60;
+    fmcf->rollback = fl_rollback_policy_default();
 
     return fmcf;
 }
@@ -222,7 +218,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     size_t                     i, n;
     ngx_str_t                  name;
     fl_flag_info_t             info;
-    fl_rollback_policy_t      *p, defaults;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_project_t  *project;
     ngx_http_flags_loc_conf_t *flcf;
@@ -242,15 +237,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* a flag's own "rollback" object fills its gaps from the http policy,
-     * or from the built-in defaults when that policy is "off" */
-    defaults = fmcf->rollback;
-    if (defaults.mode == FL_ROLLBACK_OFF) {
-        defaults.min_errors = 20;
-        defaults.rate_milli = 10000;
-        defaults.window = 60;
-    }
-
     project = fmcf->projects.elts;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
@@ -261,29 +247,8 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
                 return NGX_CONF_ERROR;
             }
 
-            p = &flag->policy;
-            *p = info.rollback;
-
-            if (p->mode == FL_ROLLBACK_INHERIT) {
-                *p = fmcf->rollback;
-                continue;
-            }
-
-            if (p->mode == FL_ROLLBACK_OFF) {
-                continue;
-            }
-
-            if (p->min_errors == 0) {
-                p->min_errors = defaults.min_errors;
-            }
-
-            if (p->rate_milli == 0) {
-                p->rate_milli = defaults.rate_milli;
-            }
-
-            if (p->window == 0) {
-                p->window = defaults.window;
-            }
+            fl_rollback_policy_resolve(&info.rollback, &fmcf->rollback,
+                                       &flag->policy);
         }
     }
 

@@ -103,6 +103,29 @@ typedef struct {
     uint32_t            window;         /* seconds, 1 .. FL_WINDOW_MAX */
 } fl_rollback_policy_t;
 
+/* The built-in policy, flags_rollback's default: min_errors=20 rate=10%
+ * window=60s. */
+#define FL_ROLLBACK_DEFAULT_MIN_ERRORS  20u
+#define FL_ROLLBACK_DEFAULT_RATE_MILLI  10000u
+#define FL_ROLLBACK_DEFAULT_WINDOW      60u
+
+/* The built-in policy as a value, mode ON. */
+fl_rollback_policy_t fl_rollback_policy_default(void) FL_NOEXCEPT;
+
+/* A flag's policy from what its file says (flag_policy, as in
+ * fl_flag_info_t.rollback) and the http-level policy (ON or OFF; NULL
+ * reads as the default).  out is ON or OFF:
+ *  - no "rollback" (INHERIT): the http policy;
+ *  - "rollback": false (OFF): off, with the http policy's numbers (its
+ *    window is still the one the flag counts over);
+ *  - a "rollback" object (ON): its own fields, each one it leaves out (0)
+ *    taken from the http policy, or from the built-in defaults when the
+ *    http policy is off.
+ * flag_policy and out may be the same object. */
+void fl_rollback_policy_resolve(const fl_rollback_policy_t *flag_policy,
+    const fl_rollback_policy_t *http_policy, fl_rollback_policy_t *out)
+    FL_NOEXCEPT;
+
 
 /* ------------------------------------------------- project (flags file) */
 

@@ -390,30 +390,6 @@ void fl_window_clear(void *w) noexcept
     }
 }
 
-int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
-    const fl_rollback_policy_t *policy) noexcept
-{
-    /* Only an explicit OFF disables: INHERIT should have been resolved by
-     * the caller, and treating it as ON fails safe for the users. */
-    if (policy == nullptr || policy->mode == FL_ROLLBACK_OFF) {
-        return 0;
-    }
-    uint64_t min_errors = policy->min_errors == 0 ? 1 : policy->min_errors;
-
-    if (window_errors < min_errors) {
-        return 0;
-    }
-    if (window_enabled == 0) {
-        return 1;
-    }
-    /* errors >= rate% x enabled, i.e. errors x 100000 >= rate_milli x
-     * enabled; 128-bit products cannot overflow. */
-    unsigned __int128 lhs = static_cast<unsigned __int128>(window_errors) * FL_MILLI_MAX;
-    unsigned __int128 rhs = static_cast<unsigned __int128>(policy->rate_milli)
-                            * window_enabled;
-    return lhs >= rhs;
-}
-
 void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
     uint32_t window_seconds, uint64_t window_enabled, uint64_t window_errors,
     fl_state_snapshot_t *out) noexcept
