@@ -29,6 +29,7 @@
  */
 
 #include "flags_core.h"
+#include "control.hpp"
 
 #include <cstring>
 
@@ -253,17 +254,8 @@ uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) 
 {
     uint64_t w = load_acq(&c->control);
 
-    if (w & CTL_ROLLED) {
-        return 0;               /* a rollback takes precedence (B8) */
-    }
-    switch (ctl_kind(w)) {
-    case FL_OVERRIDE_OFF:
-        return 0;
-    case FL_OVERRIDE_PERCENT:
-        return ctl_milli(w);
-    default:
-        return configured_milli;
-    }
+    return fl::effective_milli((w & CTL_ROLLED) != 0, ctl_kind(w), ctl_milli(w),
+                               configured_milli);
 }
 
 int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
