@@ -50,6 +50,10 @@ typedef struct {
 #define FL_BUCKETS            100000u
 #define FL_MAX_VALUE_LEN      1024u     /* userId and trait values */
 #define FL_MAX_TRAIT_NAME_LEN 128u
+#define FL_MAX_PROJECT_NAME_LEN 64u     /* flags_project NAME */
+#define FL_MAX_FLAG_NAME_LEN  128u      /* a flag's "name" */
+/* A flag's key in the shared zone: "project\0flag". */
+#define FL_KEY_LEN  (FL_MAX_PROJECT_NAME_LEN + 1 + FL_MAX_FLAG_NAME_LEN)
 #define FL_WINDOW_MAX         3600u     /* seconds */
 #define FL_MAX_FLAGS_FILE_SIZE  (32u * 1024 * 1024)   /* bytes; larger is refused */
 
@@ -324,11 +328,15 @@ typedef struct {
     uint32_t            override_milli;
 } fl_state_snapshot_t;
 
+/* A window block in the caller's memory, laid out by the core. */
+typedef struct fl_window_s  fl_window_t;
+
 /* One evaluation (enabled is its result): the totals and, when enabled,
  * the window w.  One accepted error: both. */
-void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled)
+void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled) FL_NOEXCEPT;
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
     FL_NOEXCEPT;
-void fl_count_error(fl_totals_t *t, void *w, int64_t now_sec) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
@@ -359,20 +367,22 @@ int fl_control_rolled_back(const fl_control_t *c) FL_NOEXCEPT;
 
 size_t fl_window_size(uint32_t seconds) FL_NOEXCEPT;
 
-/* Zeroes the block and sets its length (1 .. FL_WINDOW_MAX seconds). */
-void fl_window_init(void *w, uint32_t seconds) FL_NOEXCEPT;
-uint32_t fl_window_seconds(const void *w) FL_NOEXCEPT;
+/* Makes fl_window_size(seconds) bytes at mem (8-byte aligned) a window
+ * block of that length (1 .. FL_WINDOW_MAX seconds), all zero, and
+ * returns it: the same address, typed. */
+fl_window_t *fl_window_init(void *mem, uint32_t seconds) FL_NOEXCEPT;
+uint32_t fl_window_seconds(const fl_window_t *w) FL_NOEXCEPT;
 
 /* Adds to *enabled and *errors the events of the last `seconds` seconds
  * (at most the block's length) that the block holds. */
-void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
+void fl_window_sums(const fl_window_t *w, int64_t now_sec, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors) FL_NOEXCEPT;
 
 /* Folds src's buckets into dst, by second: used when a window of another
  * length is retired, once nobody counts into src any more. */
-void fl_window_merge(void *dst, const void *src) FL_NOEXCEPT;
+void fl_window_merge(fl_window_t *dst, const fl_window_t *src) FL_NOEXCEPT;
 
-void fl_window_clear(void *w) FL_NOEXCEPT;
+void fl_window_clear(fl_window_t *w) FL_NOEXCEPT;
 
 /* The decision of B4 on a window's counts with a resolved (ON or OFF)
  * policy. */

@@ -51,7 +51,11 @@ constexpr unsigned max_depth = 512;
  * catastrophic pattern cannot stall a worker on a 1 KB trait value. */
 constexpr uint32_t regex_match_limit = 1000000;
 
-constexpr size_t max_name_len = FL_MAX_TRAIT_NAME_LEN;   /* 128 */
+constexpr size_t max_name_len = FL_MAX_TRAIT_NAME_LEN;
+
+/* The messages below spell the limits out. */
+static_assert(FL_MAX_TRAIT_NAME_LEN == 128 && FL_MAX_FLAG_NAME_LEN == 128,
+              "update the messages that say 128");
 
 std::string_view str(const jval &v)
 {
@@ -143,7 +147,7 @@ bool is_semver_op(Op op)
 
 bool valid_flag_name(std::string_view s)
 {
-    if (s.empty() || s.size() > 128) {
+    if (s.empty() || s.size() > FL_MAX_FLAG_NAME_LEN) {
         return false;
     }
     for (unsigned char c : s) {

@@ -24,19 +24,21 @@
 typedef struct {
     fl_totals_t     t;
     fl_control_t    c;
-    void           *w;
+    fl_window_t    *w;
 } flag_state;
 
 #define FS(m) ((flag_state *) (m))
 
-static void *new_window(uint32_t window)
+static fl_window_t *new_window(uint32_t window)
 {
     void *mem = NULL;
+    fl_window_t *w;
 
     assert_int_equal(posix_memalign(&mem, 16, fl_window_size(window)), 0);
     memset(mem, 0xa5, fl_window_size(window));      /* init must not rely on zeroes */
-    fl_window_init(mem, window);
-    return mem;
+    w = fl_window_init(mem, window);
+    assert_ptr_equal(w, mem);
+    return w;
 }
 
 static void *new_block(uint32_t window, uint64_t hash)
