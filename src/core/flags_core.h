@@ -257,6 +257,11 @@ size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
  * bytes written. */
 size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
+/* At most max bytes of s[0..len), never ending inside a UTF-8 sequence
+ * (a cut sequence is dropped whole): how a client's name is shortened for
+ * a message. */
+size_t fl_utf8_prefix(const char *s, size_t len, size_t max) FL_NOEXCEPT;
+
 /* Writes a percentage given in milli-percent as a JSON number: 25000 ->
  * "25", 12500 -> "12.5", 33333 -> "33.333".  Returns bytes written (<= 8). */
 size_t fl_json_milli(uint32_t milli, char *out) FL_NOEXCEPT;

@@ -5,6 +5,7 @@
 
 #include "utf8.hpp"
 #include "text.hpp"
+#include "flags_core.h"
 
 #include <cstdio>
 
@@ -163,3 +164,10 @@ void Utf8JsonCheck::message(char *buf, size_t len) const noexcept
 }
 
 } // namespace fl
+
+
+extern "C" size_t fl_utf8_prefix(const char *s, size_t len, size_t max)
+    noexcept
+{
+    return s == nullptr ? 0 : fl::utf8_prefix(s, len, max);
+}
