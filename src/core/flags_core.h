@@ -161,7 +161,7 @@ typedef struct {
     int                     enabled;       /* the kill switch in the file */
     uint32_t                rollout_milli; /* configured percentage */
     size_t                  nsegments;
-    uint64_t                def_hash;      /* hash of the definition (B8) */
+    uint64_t                def_hash;      /* hash of the definition */
     fl_rollback_policy_t    rollback;      /* mode INHERIT when absent */
 } fl_flag_info_t;
 
@@ -178,7 +178,7 @@ long fl_project_find_flag(const fl_project_t *p, const char *name,
     size_t len) FL_NOEXCEPT;
 
 /* Unknown fields are loaded and ignored, each named in a warning for
- * nginx -t (B8): "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
+ * nginx -t: "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
  * with "PATH: segment \"NAME\": rule N: ", "PATH: flag \"NAME\":
  * rollback: " or just "PATH: " before "unknown field" for the other
  * objects.  At most FL_MAX_PROJECT_WARNINGS are kept, then one
@@ -347,7 +347,8 @@ void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
 
 /* 0 when rolled back or overridden off, the override percentage when
- * set, else configured_milli: a rollback takes precedence (B8). */
+ * set, else configured_milli: a rollback takes precedence over an
+ * override. */
 uint32_t fl_control_effective(const fl_control_t *c,
     uint32_t configured_milli) FL_NOEXCEPT;
 
@@ -389,8 +390,9 @@ void fl_window_merge(fl_window_t *dst, const fl_window_t *src) FL_NOEXCEPT;
 
 void fl_window_clear(fl_window_t *w) FL_NOEXCEPT;
 
-/* The decision of B4 on a window's counts with a resolved (ON or OFF)
- * policy. */
+/* Whether a window's counts roll the flag back under a resolved (ON or
+ * OFF) policy: errors >= min_errors and errors >= rate x enabled
+ * evaluations (with no enabled evaluation, min_errors alone decides). */
 int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
     const fl_rollback_policy_t *policy) FL_NOEXCEPT;
 
@@ -425,7 +427,7 @@ fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) FL_NOEXCEPT;
 fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
     const unsigned char *data, size_t len) FL_NOEXCEPT;
 
-/* Completes the parse and validates in the order of B5: FL_ERR_JSON (empty
+/* Completes the parse and validates in the documented order: FL_ERR_JSON (empty
  * body, syntax, not an object), then FL_ERR_FIELD naming the first field
  * at fault.  On FL_OK *out points into memory from the allocator. */
 fl_status_t fl_report_parser_finish(fl_report_parser_t *rp,
@@ -482,7 +484,7 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf)
 /* ----------------------------------------------------------- status JSON */
 
 /* Upper bound and writer of one flag's object in the flags_status answer
- * (B7), from the definition (flag i of p) and a snapshot of its state.
+ * (docs/api.md), from the definition (flag i of p) and a snapshot of its state.
  * counted is 0 for a flag that found no room in the shared zone (its
  * snapshot is then all zeroes): the object says "zoneFull": true. */
 size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)

@@ -1,6 +1,6 @@
 /*
- * override.cpp - the body of PUT {loc}overrides/<project>/<flag> (SPEC B7,
- * B8): {"enabled": false} or {"rolloutPercentage": N}.
+ * override.cpp - the body of PUT {loc}overrides/<project>/<flag>
+ * (docs/api.md): {"enabled": false} or {"rolloutPercentage": N}.
  *
  * Decisions:
  *  - null for either key reads as absent, as in error reports;

@@ -1,5 +1,6 @@
 /*
- * project.cpp - loading and validating a flags file (SPEC B2, B8).
+ * project.cpp - loading and validating a flags file (docs/api.md, flags
+ * file).
  *
  * The file is parsed with yajl's streaming parser into a small document
  * tree (yajl_tree would hide the byte offset of a syntax error, which the
@@ -15,7 +16,7 @@
  * Duplicate keys in an object: the last one wins (as in JavaScript),
  * except in "segments", where a name defined twice is an error.
  *
- * Unknown fields are ignored (B2) but each is named in a warning (B8), so
+ * Unknown fields are ignored but each is named in a warning, so
  * that a misspelt optional field ("stickyness") does not go unnoticed;
  * the warnings come in the order the loader meets them: the top level,
  * then segments, then flags.
@@ -358,7 +359,7 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
             why = "\"ignoreCase\" must be a boolean";
             return false;
         }
-        /* only meaningful for the string operators and regex (B8) */
+        /* only meaningful for the string operators and regex */
         r.ignore_case = (ic->kind == J_TRUE) && (is_string_op(r.op) || r.op == Op::regex
                                   || r.op == Op::in || r.op == Op::not_in);
     }

@@ -1,5 +1,6 @@
 /*
- * query.cpp - the caller of GET /flags from its query string (SPEC B3, B8).
+ * query.cpp - the caller of GET /flags from its query string
+ * (docs/api.md, docs/evaluation.md).
  *
  * One pass decodes every parameter into a single buffer taken from the
  * caller's allocator (decoding never lengthens, so len bytes suffice); trait
@@ -141,7 +142,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
                           FL_MAX_VALUE_LEN);
                 return FL_ERR_QUERY;
             }
-            /* "userId=" is the same as no userId (B8) */
+            /* "userId=" is the same as no userId */
             user_id = vlen ? value : nullptr;
             user_id_len = vlen;
             used += nlen + vlen;

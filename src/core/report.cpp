@@ -1,12 +1,12 @@
 /*
- * report.cpp - the error report body (SPEC A2, B5, B6, B8): a streaming
- * yajl parser fed piece by piece as nginx reads the body, and the line
- * appended to flags_error_log.
+ * report.cpp - the error report body (docs/api.md, docs/errors.md): a
+ * streaming yajl parser fed piece by piece as nginx reads the body, and
+ * the line appended to flags_error_log.
  *
  * Decisions:
- *  - JSON problems win over field problems (B5 order): a field at fault is
- *    only remembered while parsing and reported by finish() once the whole
- *    body has proved to be one valid JSON object.
+ *  - JSON problems win over field problems (the order of docs/errors.md):
+ *    a field at fault is only remembered while parsing and reported by
+ *    finish() once the whole body has proved to be one valid JSON object.
  *  - Nesting deeper than FL_REPORT_MAX_DEPTH stops the parse at once, so
  *    "[[[[..." costs neither stack nor memory.
  *  - Duplicate keys: the last occurrence wins, for its value and for its
@@ -108,7 +108,7 @@ struct fl_report_parser_s {
     const char     *trait_key;
     size_t          trait_key_len;
     uint64_t        fed;            /* bytes before the current piece */
-    fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs (B8) */
+    fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs */
     field           fields[F_COUNT];
     trait          *traits;
     trait          *traits_tail;
@@ -431,7 +431,7 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
     return FL_OK;
 }
 
-/* B5: the first field at fault, else a missing required one. */
+/* The first field at fault, else a missing required one. */
 fl_status_t check_fields(parser *p, char *err, size_t err_len)
 {
     const field *bad = nullptr;

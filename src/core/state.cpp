@@ -1,9 +1,10 @@
 /*
- * state.cpp - per-flag state in shared memory (SPEC B4, B7, B8): lifetime
- * totals, the control block of a definition, and window blocks.
+ * state.cpp - per-flag state in shared memory (docs/evaluation.md,
+ * automatic rollback): lifetime totals, the control block of a
+ * definition, and window blocks.
  *
  * The blocks are plain data shared by every worker: no pointers, no locks
- * (a worker that dies must never leave a lock behind, CRAFT pitfall 6).
+ * (a worker that dies must never leave a lock behind).
  * Every field is a 64-bit word changed only with __atomic operations.
  *
  * Control word: bit 0 rolled back, bits 1-2 override kind, bits 32-63

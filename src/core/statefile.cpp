@@ -1,5 +1,5 @@
 /*
- * statefile.cpp - the flags_state_file (SPEC B4, B8): what must survive a
+ * statefile.cpp - the flags_state_file (docs/operations.md): what must survive a
  * restart, i.e. rollbacks and overrides, each tied to the definition hash
  * of its flag so that an edited flag starts clean.
  *

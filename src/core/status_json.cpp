@@ -1,5 +1,5 @@
 /*
- * status_json.cpp - one flag's object in the flags_status answer (SPEC B7):
+ * status_json.cpp - one flag's object in the flags_status answer (docs/api.md):
  *
  *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,

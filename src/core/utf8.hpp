@@ -4,7 +4,7 @@
  * yajl's own check lets through overlong forms (C0 80, E0 80 80), encoded
  * surrogates (ED A0 80), code points above U+10FFFF (F4 90 80 80) and
  * escapes that are lone surrogates ("\ud800" becomes "?", "\udc00" raw
- * ED B0 80).  B8 wants all of these refused, so the report parser runs
+ * ED B0 80).  The module refuses all of these (400 invalid_json), so the report parser runs
  * every raw piece of a body through a Utf8JsonCheck before yajl sees it;
  * and the JSON escaper replaces what is not well-formed with U+FFFD.
  *
