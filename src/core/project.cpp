@@ -81,6 +81,46 @@ const jval *get(const jval &obj, std::string_view k)
 }
 
 
+/* Kinds a required member may have, as a mask of 1 << jkind. */
+constexpr unsigned K_STRING = 1u << J_STRING;
+constexpr unsigned K_ARRAY = 1u << J_ARRAY;
+constexpr unsigned K_BOOL = (1u << J_TRUE) | (1u << J_FALSE);
+
+/* The required member k of obj, when present and of one of the kinds;
+ * else nullptr, and why says "\"k\" is missing" or "\"k\" must ..." */
+const jval *need(const jval &obj, const char *k, unsigned kinds,
+    const char *must, std::string &why)
+{
+    const jval *m = get(obj, k);
+
+    if (m == nullptr) {
+        why = std::string("\"") + k + "\" is missing";
+    } else if ((kinds & (1u << m->kind)) == 0) {
+        why = std::string("\"") + k + "\" " + must;
+        m = nullptr;
+    }
+    return m;
+}
+
+
+/* A JSON number that is a whole count in [1, limit]: 5, 5.0 and 5e0
+ * alike. */
+bool count_in(const jval &v, uint32_t limit, uint32_t *out)
+{
+    DecimalView d;
+    uint64_t n;
+    bool exact;
+
+    if (v.kind != J_NUMBER || !parse_decimal(v.str, v.len, &d)
+        || !decimal_scaled(d, 0, limit, &n, &exact) || !exact || n < 1)
+    {
+        return false;
+    }
+    *out = static_cast<uint32_t>(n);
+    return true;
+}
+
+
 /* ------------------------------------------------------- messages */
 
 void append_json_string(std::string &out, std::string_view s)
@@ -320,24 +360,19 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
     }
     warn_unknown(v, {"trait", "op", "value", "values", "ignoreCase"}, where);
 
-    const jval *t = get(v, "trait");
+    const char *trait_must = "must be a non-empty string of at most 128 bytes";
+    const jval *t = need(v, "trait", K_STRING, trait_must, why);
     if (t == nullptr) {
-        why = "\"trait\" is missing";
         return false;
     }
-    if (t->kind != J_STRING || t->len == 0 || t->len > max_name_len) {
-        why = "\"trait\" must be a non-empty string of at most 128 bytes";
+    if (t->len == 0 || t->len > max_name_len) {
+        why = std::string("\"trait\" ") + trait_must;
         return false;
     }
     r.trait = str(*t);
 
-    const jval *o = get(v, "op");
+    const jval *o = need(v, "op", K_STRING, "must be a string", why);
     if (o == nullptr) {
-        why = "\"op\" is missing";
-        return false;
-    }
-    if (o->kind != J_STRING) {
-        why = "\"op\" must be a string";
         return false;
     }
     bool known = false;
@@ -360,8 +395,9 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
             return false;
         }
         /* only meaningful for the string operators and regex */
-        r.ignore_case = (ic->kind == J_TRUE) && (is_string_op(r.op) || r.op == Op::regex
-                                  || r.op == Op::in || r.op == Op::not_in);
+        r.ignore_case = ic->kind == J_TRUE
+                        && (is_string_op(r.op) || r.op == Op::regex
+                            || r.op == Op::in || r.op == Op::not_in);
     }
 
     if (r.op == Op::exists || r.op == Op::not_exists) {
@@ -369,13 +405,9 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
     }
 
     if (r.op == Op::in || r.op == Op::not_in) {
-        const jval *vs = get(v, "values");
+        const jval *vs = need(v, "values", K_ARRAY,
+                              "must be an array of strings", why);
         if (vs == nullptr) {
-            why = "\"values\" is missing";
-            return false;
-        }
-        if (vs->kind != J_ARRAY) {
-            why = "\"values\" must be an array of strings";
             return false;
         }
         for (const jval &e : children(*vs)) {
@@ -501,18 +533,15 @@ bool Loader::load_segments(const jval *segs)
             return fail(where + "not an object");
         }
         warn_unknown(v, {"rules"}, where);
-        const jval *rules = get(v, "rules");
+        std::string why;
+        const jval *rules = need(v, "rules", K_ARRAY, "must be an array", why);
         if (rules == nullptr) {
-            return fail(where + "\"rules\" is missing");
-        }
-        if (rules->kind != J_ARRAY) {
-            return fail(where + "\"rules\" must be an array");
+            return fail(where + why);
         }
 
         s.rules.resize(rules->count);
         size_t j = 0;
         for (const jval &rv : children(*rules)) {
-            std::string why;
             std::string rule = where + "rule " + std::to_string(j + 1) + ": ";
             if (!load_rule(rv, s.rules[j], why, rule)) {
                 return fail(rule + why);
@@ -540,20 +569,11 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     rb.mode = FL_ROLLBACK_ON;
     warn_unknown(v, {"minErrors", "rate", "window"}, where + "rollback: ");
 
-    DecimalView d;
-    uint64_t n;
-    bool exact;
-
     if (const jval *f = get(v, "minErrors")) {
-        if (f->kind != J_NUMBER
-            || !parse_decimal(f->str, f->len, &d)
-            || !decimal_scaled(d, 0, UINT32_MAX, &n, &exact) || !exact
-            || n < 1)
-        {
+        if (!count_in(*f, UINT32_MAX, &rb.min_errors)) {
             why = "rollback: \"minErrors\" must be an integer >= 1";
             return false;
         }
-        rb.min_errors = static_cast<uint32_t>(n);
     }
 
     if (const jval *f = get(v, "rate")) {
@@ -570,16 +590,11 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     }
 
     if (const jval *f = get(v, "window")) {
-        if (f->kind != J_NUMBER
-            || !parse_decimal(f->str, f->len, &d)
-            || !decimal_scaled(d, 0, FL_WINDOW_MAX, &n, &exact) || !exact
-            || n < 1)
-        {
+        if (!count_in(*f, FL_WINDOW_MAX, &rb.window)) {
             why = "rollback: \"window\" must be an integer between 1 and "
                   + std::to_string(FL_WINDOW_MAX);
             return false;
         }
-        rb.window = static_cast<uint32_t>(n);
     }
 
     return true;
@@ -593,12 +608,10 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
         return fail(where + "not an object");
     }
 
-    const jval *name = get(v, "name");
+    std::string why;
+    const jval *name = need(v, "name", K_STRING, "must be a string", why);
     if (name == nullptr) {
-        return fail(where + "\"name\" is missing");
-    }
-    if (name->kind != J_STRING) {
-        return fail(where + "\"name\" must be a string");
+        return fail(where + why);
     }
     if (!valid_flag_name(str(*name))) {
         return fail(where + "\"name\" must match [A-Za-z0-9_.:-]{1,128}");
@@ -608,12 +621,9 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
                      "stickiness", "rollback"}, where);
 
-    const jval *en = get(v, "enabled");
+    const jval *en = need(v, "enabled", K_BOOL, "must be a boolean", why);
     if (en == nullptr) {
-        return fail(where + "\"enabled\" is missing");
-    }
-    if (!is_bool(*en)) {
-        return fail(where + "\"enabled\" must be a boolean");
+        return fail(where + why);
     }
     f.enabled = (en->kind == J_TRUE);
 
@@ -664,7 +674,6 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
 
     f.rollback = fl_rollback_policy_t();
     if (const jval *rb = get(v, "rollback")) {
-        std::string why;
         if (!load_rollback(*rb, f.rollback, why, where)) {
             return fail(where + why);
         }
@@ -751,12 +760,10 @@ bool Loader::load(const char *data, size_t len)
     }
     warn_unknown(root, {"flags", "segments"}, "");
 
-    const jval *flags = get(root, "flags");
+    std::string why;
+    const jval *flags = need(root, "flags", K_ARRAY, "must be an array", why);
     if (flags == nullptr) {
-        return fail("\"flags\" is missing");
-    }
-    if (flags->kind != J_ARRAY) {
-        return fail("\"flags\" must be an array");
+        return fail(why);
     }
 
     if (!load_segments(get(root, "segments"))) {
@@ -894,6 +901,21 @@ fl_status_t load_buffer(const char *data, size_t len,
     return FL_OK;
 }
 
+/* Runs a load; no exception reaches the C caller. */
+template <class F>
+fl_status_t guarded_load(char *err, size_t err_len, F load) noexcept
+{
+    try {
+        return load();
+    } catch (const std::bad_alloc &) {
+        set_error(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    } catch (...) {
+        set_error(err, err_len, "internal error while loading flags");
+        return FL_ERR_INTERNAL;
+    }
+}
+
 } // namespace
 
 } // namespace fl
@@ -910,17 +932,11 @@ fl_status_t fl_project_load_buffer(const char *data, size_t len,
     }
     *out = nullptr;
 
-    try {
+    return fl::guarded_load(err, err_len, [&] {
         std::string source = source_name ? source_name : "(buffer)";
         return fl::load_buffer(data ? data : "", data ? len : 0, source, out,
                                err, err_len);
-    } catch (const std::bad_alloc &) {
-        fl::set_error(err, err_len, "out of memory");
-        return FL_ERR_NOMEM;
-    } catch (...) {
-        fl::set_error(err, err_len, "internal error while loading flags");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
@@ -931,7 +947,7 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
     }
     *out = nullptr;
 
-    try {
+    return fl::guarded_load(err, err_len, [&] {
         std::string source(path);
         std::string data;
         fl_status_t rc = fl::read_flags_file(path, source, data, err, err_len);
@@ -941,13 +957,7 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
 
         return fl::load_buffer(data.data(), data.size(), source, out, err,
                                err_len);
-    } catch (const std::bad_alloc &) {
-        fl::set_error(err, err_len, "out of memory");
-        return FL_ERR_NOMEM;
-    } catch (...) {
-        fl::set_error(err, err_len, "internal error while loading flags");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 void fl_project_free(fl_project_t *p) noexcept
