@@ -31,7 +31,6 @@ static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
-static ngx_int_t ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli);
 
 
 static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
@@ -200,11 +199,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
         return NULL;
     }
 
-    /* the documented default policy: min_errors=20 rate=10% window=60s */
-    fmcf->rollback.mode = FL_ROLLBACK_ON;
-    fmcf->rollback.min_errors = 20;
-    fmcf->rollback.rate_milli = 10000;
-    fmcf->rollback.window = 60;
+    fmcf->rollback = fl_rollback_policy_default();
 
     return fmcf;
 }
@@ -223,7 +218,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     size_t                     i, n;
     ngx_str_t                  name;
     fl_flag_info_t             info;
-    fl_rollback_policy_t      *p, defaults;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_project_t  *project;
     ngx_http_flags_loc_conf_t *flcf;
@@ -243,15 +237,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* a flag's own "rollback" object fills its gaps from the http policy,
-     * or from the built-in defaults when that policy is "off" */
-    defaults = fmcf->rollback;
-    if (defaults.mode == FL_ROLLBACK_OFF) {
-        defaults.min_errors = 20;
-        defaults.rate_milli = 10000;
-        defaults.window = 60;
-    }
-
     project = fmcf->projects.elts;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
@@ -262,29 +247,8 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
                 return NGX_CONF_ERROR;
             }
 
-            p = &flag->policy;
-            *p = info.rollback;
-
-            if (p->mode == FL_ROLLBACK_INHERIT) {
-                *p = fmcf->rollback;
-                continue;
-            }
-
-            if (p->mode == FL_ROLLBACK_OFF) {
-                continue;
-            }
-
-            if (p->min_errors == 0) {
-                p->min_errors = defaults.min_errors;
-            }
-
-            if (p->rate_milli == 0) {
-                p->rate_milli = defaults.rate_milli;
-            }
-
-            if (p->window == 0) {
-                p->window = defaults.window;
-            }
+            fl_rollback_policy_resolve(&info.rollback, &fmcf->rollback,
+                                       &flag->policy);
         }
     }
 
@@ -747,65 +711,6 @@ ngx_http_flags_cleanup_project(void *data)
 }
 
 
-/*
- * A decimal with at most three decimals, optionally followed by '%',
- * as milli-units: "10%" -> 10000, "0.5" -> 500.
- */
-
-static ngx_int_t
-ngx_http_flags_parse_milli(ngx_str_t *s, uint32_t *milli)
-{
-    u_char    *p, *last;
-    uint64_t   v;
-    ngx_int_t  decimals, digits;
-
-    p = s->data;
-    last = s->data + s->len;
-
-    if (last > p && last[-1] == '%') {
-        last--;
-    }
-
-    v = 0;
-    digits = 0;
-    decimals = -1;
-
-    for ( /* void */ ; p < last; p++) {
-        if (*p == '.' && decimals < 0) {
-            decimals = 0;
-            continue;
-        }
-
-        if (*p < '0' || *p > '9') {
-            return NGX_ERROR;
-        }
-
-        if (decimals >= 0 && ++decimals > 3) {
-            return NGX_ERROR;
-        }
-
-        v = v * 10 + (*p - '0');
-        digits++;
-
-        if (v > 100000000) {
-            return NGX_ERROR;
-        }
-    }
-
-    if (digits == 0) {
-        return NGX_ERROR;
-    }
-
-    for (decimals = decimals < 0 ? 0 : decimals; decimals < 3; decimals++) {
-        v *= 10;
-    }
-
-    *milli = (uint32_t) v;
-
-    return NGX_OK;
-}
-
-
 /* flags_rollback min_errors=N rate=P% window=T | off; */
 
 static char *
@@ -842,13 +747,10 @@ ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "rate=", 5) == 0) {
-            s.data = value[i].data + 5;
-            s.len = value[i].len - 5;
-
-            if (ngx_http_flags_parse_milli(&s, &fmcf->rollback.rate_milli)
-                != NGX_OK
-                || fmcf->rollback.rate_milli == 0
-                || fmcf->rollback.rate_milli > FL_MILLI_MAX)
+            if (fl_parse_milli((char *) value[i].data + 5, value[i].len - 5,
+                               &fmcf->rollback.rate_milli)
+                != FL_MILLI_OK
+                || fmcf->rollback.rate_milli == 0)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid rate \"%V\": expected a "

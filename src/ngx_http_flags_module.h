@@ -36,7 +36,7 @@
  */
 
 #define NGX_HTTP_FLAGS_MAX_PROCS      256
-#define NGX_HTTP_FLAGS_KEY_LEN        (64 + 1 + 128)    /* project\0flag */
+#define NGX_HTTP_FLAGS_KEY_LEN        FL_KEY_LEN        /* project\0flag */
 
 
 typedef struct ngx_http_flags_window_s  ngx_http_flags_window_t;
@@ -44,8 +44,10 @@ typedef struct ngx_http_flags_window_s  ngx_http_flags_window_t;
 struct ngx_http_flags_window_s {
     ngx_http_flags_window_t    *next;
     ngx_uint_t                  retired;     /* generation that replaced it */
-    uint64_t                    block[1];    /* fl_window block */
+    uint64_t                    block[1];    /* fl_window_t, then buckets */
 };
+
+#define ngx_http_flags_window_block(w)  ((fl_window_t *) (void *) (w)->block)
 
 
 typedef struct ngx_http_flags_version_s  ngx_http_flags_version_t;
@@ -108,7 +110,7 @@ typedef struct {
      * merged with it only once this generation has exited) */
     fl_totals_t                *totals;
     fl_control_t               *ctl;
-    void                       *window;
+    fl_window_t                *window;
 } ngx_http_flags_flag_t;
 
 

@@ -341,7 +341,8 @@ ngx_http_flags_collect(ngx_http_flags_main_conf_t *fmcf, ngx_uint_t committed)
 
                 if (w->retired <= live) {
                     *wp = w->next;
-                    fl_window_merge(v->windows->block, w->block);
+                    fl_window_merge(ngx_http_flags_window_block(v->windows),
+                                    ngx_http_flags_window_block(w));
                     ngx_slab_free_locked(shpool, w);
                     continue;
                 }
@@ -563,7 +564,9 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
 
     v->last_gen = gen;
 
-    if (fl_window_seconds(v->windows->block) == window) {
+    if (fl_window_seconds(ngx_http_flags_window_block(v->windows))
+        == window)
+    {
         return ngx_http_flags_bound(flag, node, v);
     }
 
@@ -578,7 +581,8 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "flags zone \"%V\" is full: flag \"%V\" keeps its "
                       "window of %uD s", &fmcf->zone_name, &flag->name,
-                      fl_window_seconds(v->windows->block));
+                      fl_window_seconds(
+                          ngx_http_flags_window_block(v->windows)));
         return ngx_http_flags_bound(flag, node, v);
     }
 
@@ -598,7 +602,7 @@ ngx_http_flags_bound(ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
     flag->version = v;
     flag->totals = &node->totals;
     flag->ctl = &v->ctl;
-    flag->window = v->windows->block;
+    flag->window = ngx_http_flags_window_block(v->windows);
 
     return NGX_OK;
 }
@@ -862,7 +866,8 @@ ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
     for (w = v->windows; w; w = w->next) {
-        fl_window_sums(w->block, now, seconds, enabled, errors);
+        fl_window_sums(ngx_http_flags_window_block(w), now, seconds,
+                       enabled, errors);
     }
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
@@ -953,7 +958,7 @@ ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
     for (w = flag->version->windows; w; w = w->next) {
-        fl_window_clear(w->block);
+        fl_window_clear(ngx_http_flags_window_block(w));
     }
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);

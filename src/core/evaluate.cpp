@@ -1,5 +1,6 @@
 /*
- * evaluate.cpp - rules, segments, flags (SPEC B3) and the /flags answer.
+ * evaluate.cpp - rules, segments, flags (docs/evaluation.md) and the /flags
+ * answer.
  *
  * This is the request path: nothing here allocates (PCRE2 reuses the match
  * data made at load time) and nothing throws.
@@ -210,7 +211,7 @@ bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
         key = t ? t->value : nullptr;
         key_len = t ? t->value_len : 0;
     }
-    /* An empty key is no key, as "userId=" is no userId (B8): otherwise
+    /* An empty key is no key, as "userId=" is no userId: otherwise
      * every caller with an empty value would share one bucket. */
     if (key == nullptr || key_len == 0) {
         return false;

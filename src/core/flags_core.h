@@ -50,6 +50,10 @@ typedef struct {
 #define FL_BUCKETS            100000u
 #define FL_MAX_VALUE_LEN      1024u     /* userId and trait values */
 #define FL_MAX_TRAIT_NAME_LEN 128u
+#define FL_MAX_PROJECT_NAME_LEN 64u     /* flags_project NAME */
+#define FL_MAX_FLAG_NAME_LEN  128u      /* a flag's "name" */
+/* A flag's key in the shared zone: "project\0flag". */
+#define FL_KEY_LEN  (FL_MAX_PROJECT_NAME_LEN + 1 + FL_MAX_FLAG_NAME_LEN)
 #define FL_WINDOW_MAX         3600u     /* seconds */
 #define FL_MAX_FLAGS_FILE_SIZE  (32u * 1024 * 1024)   /* bytes; larger is refused */
 
@@ -69,6 +73,25 @@ int fl_semver_cmp(const char *a, size_t alen, const char *b, size_t blen,
     int *ok) FL_NOEXCEPT;
 
 
+/* --------------------------------------------------------- percentages */
+
+typedef enum {
+    FL_MILLI_OK = 0,
+    FL_MILLI_SYNTAX,            /* not a decimal in JSON number syntax */
+    FL_MILLI_RANGE,             /* not within [0, 100] */
+    FL_MILLI_DECIMALS           /* more than 3 decimals */
+} fl_milli_status_t;
+
+/* The one reader of percentages (the flags file's rolloutPercentage and
+ * rollback rate, override bodies, flags_rollback rate=): a number in JSON
+ * number syntax, optionally followed by '%', in [0, 100] with at most 3
+ * decimals, read exactly as milli-percent ("10%" -> 10000, "12.5" and
+ * "1.25e1" -> 12500).  Out of range wins over too many decimals
+ * ("100.0001" is out of range). */
+fl_milli_status_t fl_parse_milli(const char *s, size_t len, uint32_t *milli)
+    FL_NOEXCEPT;
+
+
 /* ------------------------------------------------------- rollback policy */
 
 typedef enum {
@@ -83,6 +106,29 @@ typedef struct {
     uint32_t            rate_milli;     /* percent x 1000: 10 % -> 10000 */
     uint32_t            window;         /* seconds, 1 .. FL_WINDOW_MAX */
 } fl_rollback_policy_t;
+
+/* The built-in policy, flags_rollback's default: min_errors=20 rate=10%
+ * window=60s. */
+#define FL_ROLLBACK_DEFAULT_MIN_ERRORS  20u
+#define FL_ROLLBACK_DEFAULT_RATE_MILLI  10000u
+#define FL_ROLLBACK_DEFAULT_WINDOW      60u
+
+/* The built-in policy as a value, mode ON. */
+fl_rollback_policy_t fl_rollback_policy_default(void) FL_NOEXCEPT;
+
+/* A flag's policy from what its file says (flag_policy, as in
+ * fl_flag_info_t.rollback) and the http-level policy (ON or OFF; NULL
+ * reads as the default).  out is ON or OFF:
+ *  - no "rollback" (INHERIT): the http policy;
+ *  - "rollback": false (OFF): off, with the http policy's numbers (its
+ *    window is still the one the flag counts over);
+ *  - a "rollback" object (ON): its own fields, each one it leaves out (0)
+ *    taken from the http policy, or from the built-in defaults when the
+ *    http policy is off.
+ * flag_policy and out may be the same object. */
+void fl_rollback_policy_resolve(const fl_rollback_policy_t *flag_policy,
+    const fl_rollback_policy_t *http_policy, fl_rollback_policy_t *out)
+    FL_NOEXCEPT;
 
 
 /* ------------------------------------------------- project (flags file) */
@@ -115,7 +161,7 @@ typedef struct {
     int                     enabled;       /* the kill switch in the file */
     uint32_t                rollout_milli; /* configured percentage */
     size_t                  nsegments;
-    uint64_t                def_hash;      /* hash of the definition (B8) */
+    uint64_t                def_hash;      /* hash of the definition */
     fl_rollback_policy_t    rollback;      /* mode INHERIT when absent */
 } fl_flag_info_t;
 
@@ -132,7 +178,7 @@ long fl_project_find_flag(const fl_project_t *p, const char *name,
     size_t len) FL_NOEXCEPT;
 
 /* Unknown fields are loaded and ignored, each named in a warning for
- * nginx -t (B8): "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
+ * nginx -t: "PATH: flag \"NAME\": unknown field \"KEY\" ignored",
  * with "PATH: segment \"NAME\": rule N: ", "PATH: flag \"NAME\":
  * rollback: " or just "PATH: " before "unknown field" for the other
  * objects.  At most FL_MAX_PROJECT_WARNINGS are kept, then one
@@ -211,6 +257,11 @@ size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
  * bytes written. */
 size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
+/* At most max bytes of s[0..len), never ending inside a UTF-8 sequence
+ * (a cut sequence is dropped whole): how a client's name is shortened for
+ * a message. */
+size_t fl_utf8_prefix(const char *s, size_t len, size_t max) FL_NOEXCEPT;
+
 /* Writes a percentage given in milli-percent as a JSON number: 25000 ->
  * "25", 12500 -> "12.5", 33333 -> "33.333".  Returns bytes written (<= 8). */
 size_t fl_json_milli(uint32_t milli, char *out) FL_NOEXCEPT;
@@ -282,17 +333,22 @@ typedef struct {
     uint32_t            override_milli;
 } fl_state_snapshot_t;
 
+/* A window block in the caller's memory, laid out by the core. */
+typedef struct fl_window_s  fl_window_t;
+
 /* One evaluation (enabled is its result): the totals and, when enabled,
  * the window w.  One accepted error: both. */
-void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled)
+void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled) FL_NOEXCEPT;
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
     FL_NOEXCEPT;
-void fl_count_error(fl_totals_t *t, void *w, int64_t now_sec) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
 
 /* 0 when rolled back or overridden off, the override percentage when
- * set, else configured_milli: a rollback takes precedence (B8). */
+ * set, else configured_milli: a rollback takes precedence over an
+ * override. */
 uint32_t fl_control_effective(const fl_control_t *c,
     uint32_t configured_milli) FL_NOEXCEPT;
 
@@ -317,23 +373,26 @@ int fl_control_rolled_back(const fl_control_t *c) FL_NOEXCEPT;
 
 size_t fl_window_size(uint32_t seconds) FL_NOEXCEPT;
 
-/* Zeroes the block and sets its length (1 .. FL_WINDOW_MAX seconds). */
-void fl_window_init(void *w, uint32_t seconds) FL_NOEXCEPT;
-uint32_t fl_window_seconds(const void *w) FL_NOEXCEPT;
+/* Makes fl_window_size(seconds) bytes at mem (8-byte aligned) a window
+ * block of that length (1 .. FL_WINDOW_MAX seconds), all zero, and
+ * returns it: the same address, typed. */
+fl_window_t *fl_window_init(void *mem, uint32_t seconds) FL_NOEXCEPT;
+uint32_t fl_window_seconds(const fl_window_t *w) FL_NOEXCEPT;
 
 /* Adds to *enabled and *errors the events of the last `seconds` seconds
  * (at most the block's length) that the block holds. */
-void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
+void fl_window_sums(const fl_window_t *w, int64_t now_sec, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors) FL_NOEXCEPT;
 
 /* Folds src's buckets into dst, by second: used when a window of another
  * length is retired, once nobody counts into src any more. */
-void fl_window_merge(void *dst, const void *src) FL_NOEXCEPT;
+void fl_window_merge(fl_window_t *dst, const fl_window_t *src) FL_NOEXCEPT;
 
-void fl_window_clear(void *w) FL_NOEXCEPT;
+void fl_window_clear(fl_window_t *w) FL_NOEXCEPT;
 
-/* The decision of B4 on a window's counts with a resolved (ON or OFF)
- * policy. */
+/* Whether a window's counts roll the flag back under a resolved (ON or
+ * OFF) policy: errors >= min_errors and errors >= rate x enabled
+ * evaluations (with no enabled evaluation, min_errors alone decides). */
 int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
     const fl_rollback_policy_t *policy) FL_NOEXCEPT;
 
@@ -368,7 +427,7 @@ fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) FL_NOEXCEPT;
 fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
     const unsigned char *data, size_t len) FL_NOEXCEPT;
 
-/* Completes the parse and validates in the order of B5: FL_ERR_JSON (empty
+/* Completes the parse and validates in the documented order: FL_ERR_JSON (empty
  * body, syntax, not an object), then FL_ERR_FIELD naming the first field
  * at fault.  On FL_OK *out points into memory from the allocator. */
 fl_status_t fl_report_parser_finish(fl_report_parser_t *rp,
@@ -425,7 +484,7 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf)
 /* ----------------------------------------------------------- status JSON */
 
 /* Upper bound and writer of one flag's object in the flags_status answer
- * (B7), from the definition (flag i of p) and a snapshot of its state.
+ * (docs/api.md), from the definition (flag i of p) and a snapshot of its state.
  * counted is 0 for a flag that found no room in the shared zone (its
  * snapshot is then all zeroes): the object says "zoneFull": true. */
 size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)

@@ -1,5 +1,6 @@
 /*
- * murmur3.cpp - MurmurHash3 x86_32 and the rollout bucket of SPEC B3.
+ * murmur3.cpp - MurmurHash3 x86_32 and the rollout bucket
+ * (docs/evaluation.md, bucketing).
  *
  * fl_bucket() hashes name ":" key without building the concatenation: the
  * hash is fed in pieces through a small streaming state, so the request

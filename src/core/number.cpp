@@ -211,6 +211,45 @@ bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     return true;
 }
 
+fl_milli_status_t parse_milli(const char *s, size_t len, uint32_t *out) noexcept
+{
+    DecimalView d;
+    uint64_t v;
+    bool exact;
+
+    if (!parse_decimal(s, len, &d)) {
+        return FL_MILLI_SYNTAX;
+    }
+    if (!decimal_scaled(d, 3, FL_MILLI_MAX, &v, &exact)) {
+        return FL_MILLI_RANGE;
+    }
+    if (!exact) {
+        return FL_MILLI_DECIMALS;
+    }
+    *out = static_cast<uint32_t>(v);
+    return FL_MILLI_OK;
+}
+
+bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept
+{
+    if (len == 0 || (len > 1 && s[0] == '0')) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        uint64_t d = static_cast<uint64_t>(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
 Decimal Decimal::from(const DecimalView &v)
 {
     Decimal d;
@@ -235,3 +274,20 @@ DecimalView Decimal::view() const
 }
 
 } // namespace fl
+
+
+extern "C" {
+
+fl_milli_status_t fl_parse_milli(const char *s, size_t len, uint32_t *milli)
+    noexcept
+{
+    if (s == nullptr || milli == nullptr) {
+        return FL_MILLI_SYNTAX;
+    }
+    if (len > 0 && s[len - 1] == '%') {
+        len--;
+    }
+    return fl::parse_milli(s, len, milli);
+}
+
+} // extern "C"

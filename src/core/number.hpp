@@ -9,6 +9,8 @@
 #ifndef FLAGS_NUMBER_HPP
 #define FLAGS_NUMBER_HPP
 
+#include "flags_core.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,6 +52,15 @@ int decimal_cmp(const DecimalView &x, const DecimalView &y);
 bool decimal_scaled(const DecimalView &d, int scale, uint64_t limit,
     uint64_t *out, bool *exact);
 
+/* fl_parse_milli() on JSON number text, without the '%': the one reader
+ * of rolloutPercentage, rollback rates and override percentages. */
+fl_milli_status_t parse_milli(const char *s, size_t len, uint32_t *out)
+    noexcept;
+
+/* A non-negative JSON integer written with digits only (what our writers
+ * produce); false on anything else or overflow. */
+bool parse_u64(const char *s, size_t len, uint64_t *out) noexcept;
+
 /* A DecimalView that owns its digits (for rule values). */
 struct Decimal {
     bool         neg = false;
@@ -59,25 +70,6 @@ struct Decimal {
     static Decimal from(const DecimalView &v);
     DecimalView view() const;
 };
-
-/* ----------------------------------------------------------- writing */
-
-/* Decimal digits of v, for bounds. */
-constexpr size_t u64_digits = 20;
-
-inline size_t put_u64(uint64_t v, char *out) noexcept
-{
-    char tmp[u64_digits];
-    size_t n = 0;
-    do {
-        tmp[n++] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
-    return n;
-}
 
 } // namespace fl
 

@@ -1,6 +1,6 @@
 /*
- * override.cpp - the body of PUT {loc}overrides/<project>/<flag> (SPEC B7,
- * B8): {"enabled": false} or {"rolloutPercentage": N}.
+ * override.cpp - the body of PUT {loc}overrides/<project>/<flag>
+ * (docs/api.md): {"enabled": false} or {"rolloutPercentage": N}.
  *
  * Decisions:
  *  - null for either key reads as absent, as in error reports;
@@ -12,7 +12,10 @@
  */
 
 #include "flags_core.h"
-#include "alloc.hpp"
+#include "arena.hpp"
+#include "json_reader.hpp"
+#include "number.hpp"
+#include "text.hpp"
 
 namespace fl {
 
@@ -28,12 +31,12 @@ fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
         return FL_ERR_FIELD;
     }
     if (en != nullptr) {
-        if (en->kind == jval::J_TRUE) {
+        if (en->kind == J_TRUE) {
             set_err(err, err_len,
                     "enabled can only be false; DELETE the override to remove it");
             return FL_ERR_FIELD;
         }
-        if (en->kind != jval::J_FALSE) {
+        if (en->kind != J_FALSE) {
             set_err(err, err_len, "enabled must be false");
             return FL_ERR_FIELD;
         }
@@ -42,17 +45,17 @@ fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
         return FL_OK;
     }
     if (rp != nullptr) {
-        if (rp->kind != jval::J_NUMBER) {
+        if (rp->kind != J_NUMBER) {
             set_err(err, err_len, "rolloutPercentage must be a number");
             return FL_ERR_FIELD;
         }
         uint32_t m = 0;
         switch (parse_milli(rp->str, rp->len, &m)) {
-        case MILLI_OK:
+        case FL_MILLI_OK:
             *kind = FL_OVERRIDE_PERCENT;
             *milli = m;
             return FL_OK;
-        case MILLI_DECIMALS:
+        case FL_MILLI_DECIMALS:
             set_err(err, err_len, "rolloutPercentage must have at most 3 decimals");
             return FL_ERR_FIELD;
         default:
@@ -86,7 +89,7 @@ fl_status_t fl_parse_override(const char *body, size_t len,
         if (rc != FL_OK) {
             return rc;
         }
-        if (root->kind != fl::jval::J_OBJECT) {
+        if (root->kind != fl::J_OBJECT) {
             fl::set_err(err, err_len, "request body must be a JSON object");
             return FL_ERR_JSON;
         }

@@ -1,5 +1,6 @@
 /*
- * project.cpp - loading and validating a flags file (SPEC B2, B8).
+ * project.cpp - loading and validating a flags file (docs/api.md, flags
+ * file).
  *
  * The file is parsed with yajl's streaming parser into a small document
  * tree (yajl_tree would hide the byte offset of a syntax error, which the
@@ -15,15 +16,18 @@
  * Duplicate keys in an object: the last one wins (as in JavaScript),
  * except in "segments", where a name defined twice is an error.
  *
- * Unknown fields are ignored (B2) but each is named in a warning (B8), so
+ * Unknown fields are ignored but each is named in a warning, so
  * that a misspelt optional field ("stickyness") does not go unnoticed;
  * the warnings come in the order the loader meets them: the top level,
  * then segments, then flags.
  */
 
 #include "project.hpp"
-
-#include <yajl/yajl_parse.h>
+#include "arena.hpp"
+#include "json_reader.hpp"
+#include "json_writer.hpp"
+#include "text.hpp"
+#include "utf8.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -41,199 +45,94 @@ namespace fl {
 
 namespace {
 
-/* ------------------------------------------------ a small JSON tree */
-
-/* yajl has no depth limit and the tree is freed recursively. */
-constexpr size_t max_depth = 512;
+/* Nesting limit of the flags file: far beyond any real one. */
+constexpr unsigned max_depth = 512;
 
 /* Regex matching stops (and the rule is false) past this many steps, so a
  * catastrophic pattern cannot stall a worker on a 1 KB trait value. */
 constexpr uint32_t regex_match_limit = 1000000;
 
-constexpr size_t max_name_len = FL_MAX_TRAIT_NAME_LEN;   /* 128 */
+constexpr size_t max_name_len = FL_MAX_TRAIT_NAME_LEN;
 
-struct JVal {
-    enum Type : uint8_t { null_t, bool_t, num_t, str_t, arr_t, obj_t };
+/* The messages below spell the limits out. */
+static_assert(FL_MAX_TRAIT_NAME_LEN == 128 && FL_MAX_FLAG_NAME_LEN == 128,
+              "update the messages that say 128");
 
-    Type                      type = null_t;
-    bool                      b = false;
-    std::string               s;        /* string, or a number's text */
-    std::vector<std::string>  keys;     /* object keys, parallel to items */
-    std::vector<JVal>         items;    /* array elements / object values */
+std::string_view str(const jval &v)
+{
+    return std::string_view(v.str, v.len);
+}
 
-    const JVal *get(std::string_view key) const
+bool is_bool(const jval &v)
+{
+    return v.kind == J_TRUE || v.kind == J_FALSE;
+}
+
+std::string_view key(const jval &v)
+{
+    return std::string_view(v.key, v.key_len);
+}
+
+/* The last member named k, a null value included (it is then "of the
+ * wrong type", not absent). */
+const jval *get(const jval &obj, std::string_view k)
+{
+    return jmember(&obj, k.data(), k.size());
+}
+
+
+/* Kinds a required member may have, as a mask of 1 << jkind. */
+constexpr unsigned K_STRING = 1u << J_STRING;
+constexpr unsigned K_ARRAY = 1u << J_ARRAY;
+constexpr unsigned K_BOOL = (1u << J_TRUE) | (1u << J_FALSE);
+
+/* The required member k of obj, when present and of one of the kinds;
+ * else nullptr, and why says "\"k\" is missing" or "\"k\" must ..." */
+const jval *need(const jval &obj, const char *k, unsigned kinds,
+    const char *must, std::string &why)
+{
+    const jval *m = get(obj, k);
+
+    if (m == nullptr) {
+        why = std::string("\"") + k + "\" is missing";
+    } else if ((kinds & (1u << m->kind)) == 0) {
+        why = std::string("\"") + k + "\" " + must;
+        m = nullptr;
+    }
+    return m;
+}
+
+
+/* A JSON number that is a whole count in [1, limit]: 5, 5.0 and 5e0
+ * alike. */
+bool count_in(const jval &v, uint32_t limit, uint32_t *out)
+{
+    DecimalView d;
+    uint64_t n;
+    bool exact;
+
+    if (v.kind != J_NUMBER || !parse_decimal(v.str, v.len, &d)
+        || !decimal_scaled(d, 0, limit, &n, &exact) || !exact || n < 1)
     {
-        for (size_t i = keys.size(); i > 0; i--) {
-            if (keys[i - 1] == key) {
-                return &items[i - 1];
-            }
-        }
-        return nullptr;
+        return false;
     }
-};
-
-struct Builder {
-    JVal                 root;
-    bool                 have_root = false;
-    std::vector<JVal *>  stack;         /* open containers, innermost last */
-    std::string          key;           /* pending object key */
-    bool                 nomem = false;
-    bool                 too_deep = false;
-
-    /* Appends a value to the innermost open container.  Pointers on the
-     * stack stay valid: only the innermost container ever grows. */
-    JVal *add(JVal::Type t)
-    {
-        JVal *v;
-
-        if (stack.empty()) {
-            have_root = true;
-            v = &root;
-        } else {
-            JVal *c = stack.back();
-            if (c->type == JVal::obj_t) {
-                c->keys.push_back(std::move(key));
-                key.clear();
-            }
-            c->items.emplace_back();
-            v = &c->items.back();
-        }
-        v->type = t;
-        return v;
-    }
-
-    bool open(JVal::Type t)
-    {
-        if (stack.size() >= max_depth) {
-            too_deep = true;
-            return false;
-        }
-        JVal *v = add(t);
-        stack.push_back(v);
-        return true;
-    }
-};
-
-/* yajl is C: nothing may be thrown through it.  Each callback catches
- * and cancels the parse instead. */
-template <class F>
-int guarded(void *ctx, F f)
-{
-    Builder *b = static_cast<Builder *>(ctx);
-    try {
-        return f(b) ? 1 : 0;
-    } catch (...) {
-        b->nomem = true;
-        return 0;
-    }
-}
-
-int cb_null(void *ctx)
-{
-    return guarded(ctx, [](Builder *b) { b->add(JVal::null_t); return true; });
-}
-
-int cb_boolean(void *ctx, int v)
-{
-    return guarded(ctx, [v](Builder *b) {
-        b->add(JVal::bool_t)->b = v != 0;
-        return true;
-    });
-}
-
-int cb_number(void *ctx, const char *s, size_t len)
-{
-    return guarded(ctx, [s, len](Builder *b) {
-        b->add(JVal::num_t)->s.assign(s, len);
-        return true;
-    });
-}
-
-int cb_string(void *ctx, const unsigned char *s, size_t len)
-{
-    return guarded(ctx, [s, len](Builder *b) {
-        b->add(JVal::str_t)->s.assign(reinterpret_cast<const char *>(s), len);
-        return true;
-    });
-}
-
-int cb_start_map(void *ctx)
-{
-    return guarded(ctx, [](Builder *b) { return b->open(JVal::obj_t); });
-}
-
-int cb_map_key(void *ctx, const unsigned char *s, size_t len)
-{
-    return guarded(ctx, [s, len](Builder *b) {
-        b->key.assign(reinterpret_cast<const char *>(s), len);
-        return true;
-    });
-}
-
-int cb_end(void *ctx)
-{
-    return guarded(ctx, [](Builder *b) { b->stack.pop_back(); return true; });
-}
-
-int cb_start_array(void *ctx)
-{
-    return guarded(ctx, [](Builder *b) { return b->open(JVal::arr_t); });
-}
-
-const yajl_callbacks tree_callbacks = {
-    cb_null, cb_boolean, nullptr, nullptr, cb_number, cb_string,
-    cb_start_map, cb_map_key, cb_end, cb_start_array, cb_end
-};
-
-
-/* Index of the first byte a validating yajl parser refuses, or len. */
-size_t syntax_error_offset(const char *data, size_t len)
-{
-    yajl_handle h = yajl_alloc(nullptr, nullptr, nullptr);
-    size_t i = 0;
-
-    if (h == nullptr) {
-        return len;
-    }
-    for (; i < len; i++) {
-        if (yajl_parse(h, reinterpret_cast<const unsigned char *>(data + i), 1)
-            != yajl_status_ok)
-        {
-            break;
-        }
-    }
-    yajl_free(h);
-    return i;
+    *out = static_cast<uint32_t>(n);
+    return true;
 }
 
 
 /* ------------------------------------------------------- messages */
 
-/* Appends s as a JSON string, quotes included. */
 void append_json_string(std::string &out, std::string_view s)
 {
-    size_t at = out.size();
-
-    out.resize(at + fl_json_escape_bound(s.size()) + 2);
-    out[at] = '"';
-    size_t n = fl_json_escape(s.data(), s.size(), &out[at + 1]);
-    out[at + 1 + n] = '"';
-    out.resize(at + n + 2);
+    append_str(out, s.data(), s.size());
 }
 
 /* A name from the file, quoted and escaped for a one-line message; long
  * names are cut, on a UTF-8 character boundary. */
 std::string quoted(std::string_view s)
 {
-    constexpr size_t max = 64;
-    size_t cut = s.size();
-
-    if (cut > max) {
-        cut = max;
-        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) {
-            cut--;
-        }
-    }
+    size_t cut = utf8_prefix(s.data(), s.size(), 64);
 
     std::string out;
     append_json_string(out, s.substr(0, cut));
@@ -245,12 +144,7 @@ std::string quoted(std::string_view s)
 
 void set_error(char *err, size_t err_len, const std::string &msg) noexcept
 {
-    if (err == nullptr || err_len == 0) {
-        return;
-    }
-    size_t n = std::min(msg.size(), err_len - 1);
-    std::memcpy(err, msg.data(), n);
-    err[n] = '\0';
+    set_err(err, err_len, "%s", msg.c_str());
 }
 
 
@@ -292,9 +186,9 @@ bool is_semver_op(Op op)
     return op == Op::semver_eq || op == Op::semver_gt || op == Op::semver_lt;
 }
 
-bool valid_flag_name(const std::string &s)
+bool valid_flag_name(std::string_view s)
 {
-    if (s.empty() || s.size() > 128) {
+    if (s.empty() || s.size() > FL_MAX_FLAG_NAME_LEN) {
         return false;
     }
     for (unsigned char c : s) {
@@ -361,16 +255,16 @@ private:
         return false;
     }
 
-    void warn_unknown(const JVal &obj,
+    void warn_unknown(const jval &obj,
         std::initializer_list<std::string_view> known,
         const std::string &where);
 
-    bool parse_json(const char *data, size_t len, JVal &root);
-    bool load_segments(const JVal *segs);
-    bool load_rule(const JVal &v, Rule &r, std::string &why,
+    bool parse_json(const char *data, size_t len, const jval **root);
+    bool load_segments(const jval *segs);
+    bool load_rule(const jval &v, Rule &r, std::string &why,
         const std::string &where);
-    bool load_flag(const JVal &v, size_t index, Flag &f);
-    bool load_rollback(const JVal &v, fl_rollback_policy_t &rb,
+    bool load_flag(const jval &v, size_t index, Flag &f);
+    bool load_rollback(const jval &v, fl_rollback_policy_t &rb,
         std::string &why, const std::string &where);
     void finish_flag(Flag &f);
 
@@ -379,18 +273,20 @@ private:
     std::unordered_map<std::string_view, uint32_t>  segment_index_;
     bool                 any_regex_ = false;
     size_t               warnings_dropped_ = 0;
+    malloc_arena         arena_;        /* the document tree */
 };
 
 /* One warning per unknown key of obj (a key written twice warns once).
  * where is "" or "flag \"x\": " and the like. */
-void Loader::warn_unknown(const JVal &obj,
+void Loader::warn_unknown(const jval &obj,
     std::initializer_list<std::string_view> known, const std::string &where)
 {
     std::unordered_set<std::string_view> seen;
 
-    for (const std::string &key : obj.keys) {
-        if (std::find(known.begin(), known.end(), key) != known.end()
-            || !seen.insert(key).second)
+    for (const jval *m = obj.first; m != nullptr; m = m->next) {
+        std::string_view k = key(*m);
+        if (std::find(known.begin(), known.end(), k) != known.end()
+            || !seen.insert(k).second)
         {
             continue;
         }
@@ -399,70 +295,38 @@ void Loader::warn_unknown(const JVal &obj,
             continue;
         }
         p_.warnings.push_back(source_ + ": " + where + "unknown field "
-                              + quoted(key) + " ignored");
+                              + quoted(k) + " ignored");
     }
 }
 
-struct YajlFree {
-    void operator()(yajl_handle_t *h) const noexcept { yajl_free(h); }
-};
-
-bool Loader::parse_json(const char *data, size_t len, JVal &root)
+/* The document tree, in arena_'s memory; a syntax error is reported as
+ * "PATH:LINE:COL: invalid JSON: reason". */
+bool Loader::parse_json(const char *data, size_t len, const jval **root)
 {
-    Builder b;
-    std::unique_ptr<yajl_handle_t, YajlFree> h(
-        yajl_alloc(&tree_callbacks, nullptr, &b));
+    jval *r = nullptr;
+    jread_error e;
 
-    if (!h) {
-        status = FL_ERR_NOMEM;
-        return fail("out of memory");
-    }
+    json_read(data, len, arena_.handle(), max_depth, &r, &e);
 
-    yajl_status st = yajl_parse(h.get(),
-        reinterpret_cast<const unsigned char *>(data), len);
-    size_t offset = yajl_get_bytes_consumed(h.get());
-    if (st == yajl_status_ok) {
-        st = yajl_complete_parse(h.get());
-    }
-
-    if (st == yajl_status_ok) {
-        if (!b.have_root) {
+    if (e.kind == jread_error::NONE) {
+        if (r == nullptr) {
             return fail("invalid JSON: the file is empty");
         }
-        root = std::move(b.root);
+        *root = r;
         return true;
     }
 
-    if (b.nomem) {
+    if (e.kind == jread_error::NOMEM) {
         status = FL_ERR_NOMEM;
         return fail("out of memory");
     }
 
     std::string reason;
-    if (b.too_deep) {
+    if (e.kind == jread_error::TOO_DEEP) {
         reason = "nesting deeper than " + std::to_string(max_depth)
                  + " levels";
     } else {
-        unsigned char *e = yajl_get_error(h.get(), 0, nullptr, 0);
-        if (e != nullptr) {
-            try {
-                reason = reinterpret_cast<char *>(e);
-            } catch (...) {
-                yajl_free_error(h.get(), e);
-                throw;
-            }
-            yajl_free_error(h.get(), e);
-        }
-        /* yajl ends with a newline; keep the message on one line */
-        for (char &c : reason) {
-            if (c == '\n' || c == '\r') c = ' ';
-        }
-        while (!reason.empty() && reason.back() == ' ') {
-            reason.pop_back();
-        }
-        if (reason.empty()) {
-            reason = "syntax error";
-        }
+        reason = e.why;
     }
 
     /* The byte at fault: yajl's own offset is sometimes after the token
@@ -470,8 +334,9 @@ bool Loader::parse_json(const char *data, size_t len, JVal &root)
      * one byte at a time and the first byte yajl refuses is the position
      * (the end of the input for a premature end).  A cancelled parse
      * (nesting too deep) stopped right after its opening bracket. */
-    size_t at = b.too_deep ? (offset > 0 ? offset - 1 : 0)
-                           : syntax_error_offset(data, len);
+    size_t at = e.kind == jread_error::TOO_DEEP
+                ? (e.consumed > 0 ? e.consumed - 1 : 0)
+                : json_error_offset(data, len);
     size_t line = 1, col = 1;
     for (size_t i = 0; i < at && i < len; i++) {
         if (data[i] == '\n') {
@@ -486,57 +351,53 @@ bool Loader::parse_json(const char *data, size_t len, JVal &root)
     return false;
 }
 
-bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
+bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
     const std::string &where)
 {
-    if (v.type != JVal::obj_t) {
+    if (v.kind != J_OBJECT) {
         why = "not an object";
         return false;
     }
     warn_unknown(v, {"trait", "op", "value", "values", "ignoreCase"}, where);
 
-    const JVal *t = v.get("trait");
+    const char *trait_must = "must be a non-empty string of at most 128 bytes";
+    const jval *t = need(v, "trait", K_STRING, trait_must, why);
     if (t == nullptr) {
-        why = "\"trait\" is missing";
         return false;
     }
-    if (t->type != JVal::str_t || t->s.empty() || t->s.size() > max_name_len) {
-        why = "\"trait\" must be a non-empty string of at most 128 bytes";
+    if (t->len == 0 || t->len > max_name_len) {
+        why = std::string("\"trait\" ") + trait_must;
         return false;
     }
-    r.trait = t->s;
+    r.trait = str(*t);
 
-    const JVal *o = v.get("op");
+    const jval *o = need(v, "op", K_STRING, "must be a string", why);
     if (o == nullptr) {
-        why = "\"op\" is missing";
-        return false;
-    }
-    if (o->type != JVal::str_t) {
-        why = "\"op\" must be a string";
         return false;
     }
     bool known = false;
     for (const OpName &n : op_names) {
-        if (o->s == n.name) {
+        if (str(*o) == n.name) {
             r.op = n.op;
             known = true;
             break;
         }
     }
     if (!known) {
-        why = "unknown operator " + quoted(o->s);
+        why = "unknown operator " + quoted(str(*o));
         return false;
     }
 
-    const JVal *ic = v.get("ignoreCase");
+    const jval *ic = get(v, "ignoreCase");
     if (ic != nullptr) {
-        if (ic->type != JVal::bool_t) {
+        if (!is_bool(*ic)) {
             why = "\"ignoreCase\" must be a boolean";
             return false;
         }
-        /* only meaningful for the string operators and regex (B8) */
-        r.ignore_case = ic->b && (is_string_op(r.op) || r.op == Op::regex
-                                  || r.op == Op::in || r.op == Op::not_in);
+        /* only meaningful for the string operators and regex */
+        r.ignore_case = ic->kind == J_TRUE
+                        && (is_string_op(r.op) || r.op == Op::regex
+                            || r.op == Op::in || r.op == Op::not_in);
     }
 
     if (r.op == Op::exists || r.op == Op::not_exists) {
@@ -544,21 +405,17 @@ bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
     }
 
     if (r.op == Op::in || r.op == Op::not_in) {
-        const JVal *vs = v.get("values");
+        const jval *vs = need(v, "values", K_ARRAY,
+                              "must be an array of strings", why);
         if (vs == nullptr) {
-            why = "\"values\" is missing";
             return false;
         }
-        if (vs->type != JVal::arr_t) {
-            why = "\"values\" must be an array of strings";
-            return false;
-        }
-        for (const JVal &e : vs->items) {
-            if (e.type != JVal::str_t) {
+        for (const jval &e : children(*vs)) {
+            if (e.kind != J_STRING) {
                 why = "\"values\" must be an array of strings";
                 return false;
             }
-            r.values.push_back(e.s);
+            r.values.emplace_back(str(e));
             if (r.ignore_case) {
                 fold_string(r.values.back());
             }
@@ -570,7 +427,7 @@ bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
         return true;
     }
 
-    const JVal *val = v.get("value");
+    const jval *val = get(v, "value");
     if (val == nullptr) {
         why = "\"value\" is missing";
         return false;
@@ -578,8 +435,8 @@ bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
 
     if (is_number_op(r.op)) {
         DecimalView d;
-        if ((val->type != JVal::num_t && val->type != JVal::str_t)
-            || !parse_decimal(val->s.data(), val->s.size(), &d))
+        if ((val->kind != J_NUMBER && val->kind != J_STRING)
+            || !parse_decimal(val->str, val->len, &d))
         {
             why = "\"value\" must be a number or a numeric string";
             return false;
@@ -588,11 +445,11 @@ bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
         return true;
     }
 
-    if (val->type != JVal::str_t) {
+    if (val->kind != J_STRING) {
         why = "\"value\" must be a string";
         return false;
     }
-    r.value = val->s;
+    r.value = str(*val);
 
     if (is_semver_op(r.op)) {
         int ok = 0;
@@ -641,20 +498,20 @@ bool Loader::load_rule(const JVal &v, Rule &r, std::string &why,
     return true;
 }
 
-bool Loader::load_segments(const JVal *segs)
+bool Loader::load_segments(const jval *segs)
 {
     if (segs == nullptr) {
         return true;
     }
-    if (segs->type != JVal::obj_t) {
+    if (segs->kind != J_OBJECT) {
         return fail("\"segments\" must be an object");
     }
 
-    p_.segments.resize(segs->keys.size());
+    p_.segments.resize(segs->count);
 
-    for (size_t i = 0; i < segs->keys.size(); i++) {
-        const std::string &name = segs->keys[i];
-        const JVal &v = segs->items[i];
+    size_t i = 0;
+    for (const jval &v : children(*segs)) {
+        std::string_view name = key(v);
         Segment &s = p_.segments[i];
 
         if (name.empty()) {
@@ -664,185 +521,159 @@ bool Loader::load_segments(const JVal *segs)
         if (name.size() > max_name_len) {
             return fail(where + "name is longer than 128 bytes");
         }
-        if (name.find('\0') != std::string::npos) {
+        if (name.find('\0') != std::string_view::npos) {
             return fail(where + "name contains a NUL byte");
         }
-        if (!segment_index_.emplace(name, static_cast<uint32_t>(i)).second) {
+        if (!segment_index_.emplace(name, static_cast<uint32_t>(i++)).second) {
             return fail(where + "defined twice");
         }
         s.name = name;
 
-        if (v.type != JVal::obj_t) {
+        if (v.kind != J_OBJECT) {
             return fail(where + "not an object");
         }
         warn_unknown(v, {"rules"}, where);
-        const JVal *rules = v.get("rules");
+        std::string why;
+        const jval *rules = need(v, "rules", K_ARRAY, "must be an array", why);
         if (rules == nullptr) {
-            return fail(where + "\"rules\" is missing");
-        }
-        if (rules->type != JVal::arr_t) {
-            return fail(where + "\"rules\" must be an array");
+            return fail(where + why);
         }
 
-        s.rules.resize(rules->items.size());
-        for (size_t j = 0; j < rules->items.size(); j++) {
-            std::string why;
+        s.rules.resize(rules->count);
+        size_t j = 0;
+        for (const jval &rv : children(*rules)) {
             std::string rule = where + "rule " + std::to_string(j + 1) + ": ";
-            if (!load_rule(rules->items[j], s.rules[j], why, rule)) {
+            if (!load_rule(rv, s.rules[j], why, rule)) {
                 return fail(rule + why);
             }
+            j++;
         }
     }
 
     return true;
 }
 
-bool Loader::load_rollback(const JVal &v, fl_rollback_policy_t &rb,
+bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     std::string &why, const std::string &where)
 {
     rb = fl_rollback_policy_t();
 
-    if (v.type == JVal::bool_t) {
-        rb.mode = v.b ? FL_ROLLBACK_INHERIT : FL_ROLLBACK_OFF;
+    if (is_bool(v)) {
+        rb.mode = (v.kind == J_TRUE) ? FL_ROLLBACK_INHERIT : FL_ROLLBACK_OFF;
         return true;
     }
-    if (v.type != JVal::obj_t) {
+    if (v.kind != J_OBJECT) {
         why = "\"rollback\" must be an object or false";
         return false;
     }
     rb.mode = FL_ROLLBACK_ON;
     warn_unknown(v, {"minErrors", "rate", "window"}, where + "rollback: ");
 
-    DecimalView d;
-    uint64_t n;
-    bool exact;
-
-    if (const JVal *f = v.get("minErrors")) {
-        if (f->type != JVal::num_t
-            || !parse_decimal(f->s.data(), f->s.size(), &d)
-            || !decimal_scaled(d, 0, UINT32_MAX, &n, &exact) || !exact
-            || n < 1)
-        {
+    if (const jval *f = get(v, "minErrors")) {
+        if (!count_in(*f, UINT32_MAX, &rb.min_errors)) {
             why = "rollback: \"minErrors\" must be an integer >= 1";
             return false;
         }
-        rb.min_errors = static_cast<uint32_t>(n);
     }
 
-    if (const JVal *f = v.get("rate")) {
-        bool ok = f->type == JVal::num_t
-                  && parse_decimal(f->s.data(), f->s.size(), &d)
-                  && decimal_scaled(d, 3, FL_MILLI_MAX, &n, &exact);
-        if (ok && !exact) {
+    if (const jval *f = get(v, "rate")) {
+        fl_milli_status_t st = f->kind != J_NUMBER ? FL_MILLI_SYNTAX
+                               : parse_milli(f->str, f->len, &rb.rate_milli);
+        if (st == FL_MILLI_DECIMALS) {
             why = "rollback: \"rate\" has more than 3 decimals";
             return false;
         }
-        if (!ok || n == 0) {
+        if (st != FL_MILLI_OK || rb.rate_milli == 0) {
             why = "rollback: \"rate\" must be a number above 0 and at most 100";
             return false;
         }
-        rb.rate_milli = static_cast<uint32_t>(n);
     }
 
-    if (const JVal *f = v.get("window")) {
-        if (f->type != JVal::num_t
-            || !parse_decimal(f->s.data(), f->s.size(), &d)
-            || !decimal_scaled(d, 0, FL_WINDOW_MAX, &n, &exact) || !exact
-            || n < 1)
-        {
+    if (const jval *f = get(v, "window")) {
+        if (!count_in(*f, FL_WINDOW_MAX, &rb.window)) {
             why = "rollback: \"window\" must be an integer between 1 and "
                   + std::to_string(FL_WINDOW_MAX);
             return false;
         }
-        rb.window = static_cast<uint32_t>(n);
     }
 
     return true;
 }
 
-bool Loader::load_flag(const JVal &v, size_t index, Flag &f)
+bool Loader::load_flag(const jval &v, size_t index, Flag &f)
 {
     std::string where = "flags[" + std::to_string(index) + "]: ";
 
-    if (v.type != JVal::obj_t) {
+    if (v.kind != J_OBJECT) {
         return fail(where + "not an object");
     }
 
-    const JVal *name = v.get("name");
+    std::string why;
+    const jval *name = need(v, "name", K_STRING, "must be a string", why);
     if (name == nullptr) {
-        return fail(where + "\"name\" is missing");
+        return fail(where + why);
     }
-    if (name->type != JVal::str_t) {
-        return fail(where + "\"name\" must be a string");
-    }
-    if (!valid_flag_name(name->s)) {
+    if (!valid_flag_name(str(*name))) {
         return fail(where + "\"name\" must match [A-Za-z0-9_.:-]{1,128}");
     }
-    f.name = name->s;
+    f.name = str(*name);
     where = "flag " + quoted(f.name) + ": ";
     warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
                      "stickiness", "rollback"}, where);
 
-    const JVal *en = v.get("enabled");
+    const jval *en = need(v, "enabled", K_BOOL, "must be a boolean", why);
     if (en == nullptr) {
-        return fail(where + "\"enabled\" is missing");
+        return fail(where + why);
     }
-    if (en->type != JVal::bool_t) {
-        return fail(where + "\"enabled\" must be a boolean");
-    }
-    f.enabled = en->b;
+    f.enabled = (en->kind == J_TRUE);
 
-    const JVal *rp = v.get("rolloutPercentage");
+    const jval *rp = get(v, "rolloutPercentage");
     if (rp == nullptr) {
         return fail(where + "\"rolloutPercentage\" is missing");
     }
-    DecimalView d;
-    if (rp->type != JVal::num_t
-        || !parse_decimal(rp->s.data(), rp->s.size(), &d))
+    switch (rp->kind != J_NUMBER ? FL_MILLI_SYNTAX
+            : parse_milli(rp->str, rp->len, &f.rollout_milli))
     {
+    case FL_MILLI_OK:
+        break;
+    case FL_MILLI_SYNTAX:
         return fail(where + "\"rolloutPercentage\" must be a number");
-    }
-    uint64_t milli;
-    bool exact;
-    if (!decimal_scaled(d, 3, FL_MILLI_MAX, &milli, &exact)) {
+    case FL_MILLI_RANGE:
         return fail(where + "\"rolloutPercentage\" must be between 0 and 100");
-    }
-    if (!exact) {
+    case FL_MILLI_DECIMALS:
         return fail(where + "\"rolloutPercentage\" has more than 3 decimals");
     }
-    f.rollout_milli = static_cast<uint32_t>(milli);
 
-    if (const JVal *segs = v.get("segments")) {
-        if (segs->type != JVal::arr_t) {
+    if (const jval *segs = get(v, "segments")) {
+        if (segs->kind != J_ARRAY) {
             return fail(where + "\"segments\" must be an array of strings");
         }
-        for (const JVal &s : segs->items) {
-            if (s.type != JVal::str_t) {
+        for (const jval &s : children(*segs)) {
+            if (s.kind != J_STRING) {
                 return fail(where + "\"segments\" must be an array of strings");
             }
-            auto it = segment_index_.find(s.s);
+            auto it = segment_index_.find(str(s));
             if (it == segment_index_.end()) {
-                return fail(where + "unknown segment " + quoted(s.s));
+                return fail(where + "unknown segment " + quoted(str(s)));
             }
             f.segments.push_back(it->second);
         }
     }
 
-    if (const JVal *st = v.get("stickiness")) {
-        if (st->type != JVal::str_t || st->s.empty()
-            || st->s.size() > max_name_len)
+    if (const jval *st = get(v, "stickiness")) {
+        if (st->kind != J_STRING || st->len == 0
+            || st->len > max_name_len)
         {
             return fail(where + "\"stickiness\" must be a non-empty string"
                         " of at most 128 bytes");
         }
-        if (st->s != "userId") {
-            f.stickiness = st->s;
+        if (str(*st) != "userId") {
+            f.stickiness = str(*st);
         }
     }
 
     f.rollback = fl_rollback_policy_t();
-    if (const JVal *rb = v.get("rollback")) {
-        std::string why;
+    if (const jval *rb = get(v, "rollback")) {
         if (!load_rollback(*rb, f.rollback, why, where)) {
             return fail(where + why);
         }
@@ -918,36 +749,36 @@ void Loader::finish_flag(Flag &f)
 
 bool Loader::load(const char *data, size_t len)
 {
-    JVal root;
+    const jval *doc = nullptr;
 
-    if (!parse_json(data, len, root)) {
+    if (!parse_json(data, len, &doc)) {
         return false;
     }
-    if (root.type != JVal::obj_t) {
+    const jval &root = *doc;
+    if (root.kind != J_OBJECT) {
         return fail("the top level must be an object");
     }
     warn_unknown(root, {"flags", "segments"}, "");
 
-    const JVal *flags = root.get("flags");
+    std::string why;
+    const jval *flags = need(root, "flags", K_ARRAY, "must be an array", why);
     if (flags == nullptr) {
-        return fail("\"flags\" is missing");
-    }
-    if (flags->type != JVal::arr_t) {
-        return fail("\"flags\" must be an array");
+        return fail(why);
     }
 
-    if (!load_segments(root.get("segments"))) {
+    if (!load_segments(get(root, "segments"))) {
         return false;
     }
 
-    p_.flags.resize(flags->items.size());
+    p_.flags.resize(flags->count);
     std::unordered_set<std::string_view> seen;
-    for (size_t i = 0; i < flags->items.size(); i++) {
+    size_t i = 0;
+    for (const jval &fv : children(*flags)) {
         Flag &f = p_.flags[i];
-        if (!load_flag(flags->items[i], i, f)) {
+        if (!load_flag(fv, i++, f)) {
             return false;
         }
-        if (!seen.insert(flags->items[i].get("name")->s).second) {
+        if (!seen.insert(str(*get(fv, "name"))).second) {
             return fail("flag " + quoted(f.name) + ": duplicate flag name");
         }
     }
@@ -1070,6 +901,21 @@ fl_status_t load_buffer(const char *data, size_t len,
     return FL_OK;
 }
 
+/* Runs a load; no exception reaches the C caller. */
+template <class F>
+fl_status_t guarded_load(char *err, size_t err_len, F load) noexcept
+{
+    try {
+        return load();
+    } catch (const std::bad_alloc &) {
+        set_error(err, err_len, "out of memory");
+        return FL_ERR_NOMEM;
+    } catch (...) {
+        set_error(err, err_len, "internal error while loading flags");
+        return FL_ERR_INTERNAL;
+    }
+}
+
 } // namespace
 
 } // namespace fl
@@ -1086,17 +932,11 @@ fl_status_t fl_project_load_buffer(const char *data, size_t len,
     }
     *out = nullptr;
 
-    try {
+    return fl::guarded_load(err, err_len, [&] {
         std::string source = source_name ? source_name : "(buffer)";
         return fl::load_buffer(data ? data : "", data ? len : 0, source, out,
                                err, err_len);
-    } catch (const std::bad_alloc &) {
-        fl::set_error(err, err_len, "out of memory");
-        return FL_ERR_NOMEM;
-    } catch (...) {
-        fl::set_error(err, err_len, "internal error while loading flags");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
@@ -1107,7 +947,7 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
     }
     *out = nullptr;
 
-    try {
+    return fl::guarded_load(err, err_len, [&] {
         std::string source(path);
         std::string data;
         fl_status_t rc = fl::read_flags_file(path, source, data, err, err_len);
@@ -1117,13 +957,7 @@ fl_status_t fl_project_load(const char *path, fl_project_t **out, char *err,
 
         return fl::load_buffer(data.data(), data.size(), source, out, err,
                                err_len);
-    } catch (const std::bad_alloc &) {
-        fl::set_error(err, err_len, "out of memory");
-        return FL_ERR_NOMEM;
-    } catch (...) {
-        fl::set_error(err, err_len, "internal error while loading flags");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 void fl_project_free(fl_project_t *p) noexcept

@@ -129,7 +129,7 @@ struct fl_project_s {
 
     size_t                    json_bound = 0;
 
-    /* Unknown fields met by the loader, for nginx -t (B8): at most
+    /* Unknown fields met by the loader, for nginx -t: at most
      * FL_MAX_PROJECT_WARNINGS, then one "and N more" line. */
     std::vector<std::string>  warnings;
 

@@ -1,5 +1,6 @@
 /*
- * query.cpp - the caller of GET /flags from its query string (SPEC B3, B8).
+ * query.cpp - the caller of GET /flags from its query string
+ * (docs/api.md, docs/evaluation.md).
  *
  * One pass decodes every parameter into a single buffer taken from the
  * caller's allocator (decoding never lengthens, so len bytes suffice); trait
@@ -13,10 +14,9 @@
  */
 
 #include "flags_core.h"
+#include "text.hpp"
 
 #include <algorithm>
-#include <cstdarg>
-#include <cstdio>
 #include <cstring>
 
 namespace {
@@ -32,25 +32,6 @@ struct Entry {
     size_t       pos;           /* order in the query: the last one wins */
 };
 
-/* Bytewise order of names, shorter first on a common prefix. */
-inline int name_cmp(const char *a, size_t an, const char *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int c = n ? std::memcmp(a, b, n) : 0;
-    if (c != 0) {
-        return c;
-    }
-    return an < bn ? -1 : an > bn ? 1 : 0;
-}
-
-inline int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 enum class Decode { ok, malformed, nul };
 
 /* Decodes %XX and '+' from src into dst (which may hold n bytes). */
@@ -65,8 +46,8 @@ Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
             if (i + 2 >= n) {             /* "%" or "%4" at the end */
                 return Decode::malformed;
             }
-            int hi = hex_value(static_cast<unsigned char>(src[i + 1]));
-            int lo = hex_value(static_cast<unsigned char>(src[i + 2]));
+            int hi = fl::hex_value(static_cast<unsigned char>(src[i + 1]));
+            int lo = fl::hex_value(static_cast<unsigned char>(src[i + 2]));
             if (hi < 0 || lo < 0) {
                 return Decode::malformed;
             }
@@ -84,20 +65,6 @@ Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
 
     *out_len = o;
     return Decode::ok;
-}
-
-void set_error(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-void set_error(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (err == nullptr || err_len == 0) {
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
 }
 
 /* A name is echoed in a message only when it is short printable ASCII
@@ -128,7 +95,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
     Entry *entries = static_cast<Entry *>(
         a->alloc(a->ctx, npieces * sizeof(Entry)));
     if (buf == nullptr || entries == nullptr) {
-        set_error(err, err_len, "out of memory");
+        fl::set_err(err, err_len, "out of memory");
         return FL_ERR_NOMEM;
     }
 
@@ -161,21 +128,21 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
             d = decode(raw_val, raw_vlen, value, &vlen);
         }
         if (d == Decode::malformed) {
-            set_error(err, err_len, "malformed percent-encoding in the query");
+            fl::set_err(err, err_len, "malformed percent-encoding in the query");
             return FL_ERR_QUERY;
         }
         if (d == Decode::nul) {
-            set_error(err, err_len, "a NUL byte (%%00) in the query");
+            fl::set_err(err, err_len, "a NUL byte (%%00) in the query");
             return FL_ERR_QUERY;
         }
 
         if (nlen == 6 && std::memcmp(name, "userId", 6) == 0) {
             if (vlen > FL_MAX_VALUE_LEN) {
-                set_error(err, err_len, "userId is longer than %u bytes",
+                fl::set_err(err, err_len, "userId is longer than %u bytes",
                           FL_MAX_VALUE_LEN);
                 return FL_ERR_QUERY;
             }
-            /* "userId=" is the same as no userId (B8) */
+            /* "userId=" is the same as no userId */
             user_id = vlen ? value : nullptr;
             user_id_len = vlen;
             used += nlen + vlen;
@@ -187,22 +154,22 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
             size_t tlen = nlen - trait_prefix_len;
 
             if (tlen == 0) {
-                set_error(err, err_len,
+                fl::set_err(err, err_len,
                           "a trait name is empty (\"trait_\" alone)");
                 return FL_ERR_QUERY;
             }
             if (tlen > FL_MAX_TRAIT_NAME_LEN) {
-                set_error(err, err_len, "a trait name is longer than %u bytes",
+                fl::set_err(err, err_len, "a trait name is longer than %u bytes",
                           FL_MAX_TRAIT_NAME_LEN);
                 return FL_ERR_QUERY;
             }
             if (vlen > FL_MAX_VALUE_LEN) {
                 if (echoable(tn, tlen)) {
-                    set_error(err, err_len,
+                    fl::set_err(err, err_len,
                               "trait \"%.*s\" is longer than %u bytes",
                               static_cast<int>(tlen), tn, FL_MAX_VALUE_LEN);
                 } else {
-                    set_error(err, err_len,
+                    fl::set_err(err, err_len,
                               "a trait value is longer than %u bytes",
                               FL_MAX_VALUE_LEN);
                 }
@@ -215,7 +182,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
     }
 
     std::sort(entries, entries + nentries, [](const Entry &x, const Entry &y) {
-        int c = name_cmp(x.name, x.name_len, y.name, y.name_len);
+        int c = fl::bytes_cmp(x.name, x.name_len, y.name, y.name_len);
         return c != 0 ? c < 0 : x.pos < y.pos;
     });
 
@@ -223,7 +190,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
     size_t distinct = 0;
     for (size_t i = 0; i < nentries; i++) {
         if (i + 1 < nentries
-            && name_cmp(entries[i].name, entries[i].name_len,
+            && fl::bytes_cmp(entries[i].name, entries[i].name_len,
                         entries[i + 1].name, entries[i + 1].name_len) == 0)
         {
             continue;
@@ -232,7 +199,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
     }
 
     if (distinct > max_traits) {
-        set_error(err, err_len, "more than %zu traits", max_traits);
+        fl::set_err(err, err_len, "more than %zu traits", max_traits);
         return FL_ERR_QUERY;
     }
 
@@ -241,7 +208,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
         traits = static_cast<fl_trait_t *>(
             a->alloc(a->ctx, distinct * sizeof(fl_trait_t)));
         if (traits == nullptr) {
-            set_error(err, err_len, "out of memory");
+            fl::set_err(err, err_len, "out of memory");
             return FL_ERR_NOMEM;
         }
         for (size_t i = 0; i < distinct; i++) {
@@ -284,7 +251,7 @@ fl_status_t fl_parse_query(const char *args, size_t len, size_t max_traits,
         }
         return rc;
     } catch (...) {
-        set_error(err, err_len, "internal error while parsing the query");
+        fl::set_err(err, err_len, "internal error while parsing the query");
         return FL_ERR_INTERNAL;
     }
 }
@@ -300,7 +267,7 @@ const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const fl_trait_t &t = u->traits[mid];
-        int c = name_cmp(name, len, t.name, t.name_len);
+        int c = fl::bytes_cmp(name, len, t.name, t.name_len);
         if (c == 0) {
             return &t;
         }

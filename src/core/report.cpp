@@ -1,12 +1,12 @@
 /*
- * report.cpp - the error report body (SPEC A2, B5, B6, B8): a streaming
- * yajl parser fed piece by piece as nginx reads the body, and the line
- * appended to flags_error_log.
+ * report.cpp - the error report body (docs/api.md, docs/errors.md): a
+ * streaming yajl parser fed piece by piece as nginx reads the body, and
+ * the line appended to flags_error_log.
  *
  * Decisions:
- *  - JSON problems win over field problems (B5 order): a field at fault is
- *    only remembered while parsing and reported by finish() once the whole
- *    body has proved to be one valid JSON object.
+ *  - JSON problems win over field problems (the order of docs/errors.md):
+ *    a field at fault is only remembered while parsing and reported by
+ *    finish() once the whole body has proved to be one valid JSON object.
  *  - Nesting deeper than FL_REPORT_MAX_DEPTH stops the parse at once, so
  *    "[[[[..." costs neither stack nor memory.
  *  - Duplicate keys: the last occurrence wins, for its value and for its
@@ -31,7 +31,10 @@
  */
 
 #include "flags_core.h"
-#include "alloc.hpp"
+#include "arena.hpp"
+#include "json_reader.hpp"
+#include "json_writer.hpp"
+#include "text.hpp"
 #include "utf8.hpp"
 
 #include <algorithm>
@@ -59,9 +62,7 @@ constexpr field_name field_names[F_COUNT] = {
     { "traits", 6 }
 };
 
-enum value_kind {
-    V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING, V_OBJECT, V_ARRAY
-};
+using fl::jkind;
 
 enum field_state {
     S_ABSENT = 0,           /* not sent, or null */
@@ -79,7 +80,7 @@ struct field {
 struct trait {
     const char  *key;
     size_t       key_len;
-    value_kind   kind;      /* V_OBJECT / V_ARRAY: at fault */
+    jkind   kind;      /* fl::J_OBJECT / fl::J_ARRAY: at fault */
     const char  *val;       /* string: decoded; number: its text */
     size_t       val_len;
     size_t       seq;
@@ -107,7 +108,7 @@ struct fl_report_parser_s {
     const char     *trait_key;
     size_t          trait_key_len;
     uint64_t        fed;            /* bytes before the current piece */
-    fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs (B8) */
+    fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs */
     field           fields[F_COUNT];
     trait          *traits;
     trait          *traits_tail;
@@ -151,7 +152,7 @@ void reset_traits(parser *p)
 
 /* A scalar, or a container's opening, as the value of a top-level key
  * (except traits: {...}, handled by on_open). */
-int set_field(parser *p, value_kind k, const char *s, size_t len)
+int set_field(parser *p, jkind k, const char *s, size_t len)
 {
     if (p->cur_field == F_UNKNOWN) {
         return 1;
@@ -164,12 +165,12 @@ int set_field(parser *p, value_kind k, const char *s, size_t len)
 
     if (p->cur_field == F_TRAITS) {
         reset_traits(p);
-        f.state = k == V_NULL ? S_ABSENT : S_BAD;
+        f.state = k == fl::J_NULL ? S_ABSENT : S_BAD;
         return 1;
     }
-    if (k == V_NULL) {
+    if (k == fl::J_NULL) {
         f.state = S_ABSENT;
-    } else if (k == V_STRING) {
+    } else if (k == fl::J_STRING) {
         f.str = fl::dup_bytes(&p->alloc, s, len);
         if (f.str == nullptr) {
             return fail_nomem(p);
@@ -182,7 +183,7 @@ int set_field(parser *p, value_kind k, const char *s, size_t len)
     return 1;
 }
 
-int add_trait(parser *p, value_kind k, const char *s, size_t len)
+int add_trait(parser *p, jkind k, const char *s, size_t len)
 {
     trait *t = fl::alloc_obj<trait>(&p->alloc);
     if (t == nullptr) {
@@ -191,7 +192,7 @@ int add_trait(parser *p, value_kind k, const char *s, size_t len)
     t->key = p->trait_key;
     t->key_len = p->trait_key_len;
     t->kind = k;
-    if (k == V_STRING || k == V_NUMBER) {
+    if (k == fl::J_STRING || k == fl::J_NUMBER) {
         t->val = fl::dup_bytes(&p->alloc, s, len);
         if (t->val == nullptr) {
             return fail_nomem(p);
@@ -208,7 +209,7 @@ int add_trait(parser *p, value_kind k, const char *s, size_t len)
     return 1;
 }
 
-int on_scalar(parser *p, value_kind k, const char *s, size_t len)
+int on_scalar(parser *p, jkind k, const char *s, size_t len)
 {
     if (p->depth == 0) {
         p->top = TOP_OTHER;
@@ -220,7 +221,7 @@ int on_scalar(parser *p, value_kind k, const char *s, size_t len)
     return 1;
 }
 
-int on_open(parser *p, value_kind k)
+int on_open(parser *p, jkind k)
 {
     if (p->depth >= FL_REPORT_MAX_DEPTH) {
         p->status = FL_ERR_JSON;
@@ -230,9 +231,9 @@ int on_open(parser *p, value_kind k)
     }
 
     if (p->depth == 0) {
-        p->top = k == V_OBJECT ? TOP_OBJECT : TOP_OTHER;
+        p->top = k == fl::J_OBJECT ? TOP_OBJECT : TOP_OTHER;
     } else if (p->depth == 1 && p->top == TOP_OBJECT) {
-        if (p->cur_field == F_TRAITS && k == V_OBJECT) {
+        if (p->cur_field == F_TRAITS && k == fl::J_OBJECT) {
             /* A new traits object replaces any earlier one. */
             reset_traits(p);
             field &f = p->fields[F_TRAITS];
@@ -263,32 +264,32 @@ int on_close(parser *p)
 
 int cb_null(void *ctx)
 {
-    return on_scalar(P(ctx), V_NULL, nullptr, 0);
+    return on_scalar(P(ctx), fl::J_NULL, nullptr, 0);
 }
 
 int cb_boolean(void *ctx, int v)
 {
-    return on_scalar(P(ctx), v ? V_TRUE : V_FALSE, nullptr, 0);
+    return on_scalar(P(ctx), v ? fl::J_TRUE : fl::J_FALSE, nullptr, 0);
 }
 
 int cb_number(void *ctx, const char *s, size_t len)
 {
-    return on_scalar(P(ctx), V_NUMBER, s, len);
+    return on_scalar(P(ctx), fl::J_NUMBER, s, len);
 }
 
 int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
-    return on_scalar(P(ctx), V_STRING, reinterpret_cast<const char *>(s), len);
+    return on_scalar(P(ctx), fl::J_STRING, reinterpret_cast<const char *>(s), len);
 }
 
 int cb_start_map(void *ctx)
 {
-    return on_open(P(ctx), V_OBJECT);
+    return on_open(P(ctx), fl::J_OBJECT);
 }
 
 int cb_start_array(void *ctx)
 {
-    return on_open(P(ctx), V_ARRAY);
+    return on_open(P(ctx), fl::J_ARRAY);
 }
 
 int cb_end(void *ctx)
@@ -331,12 +332,7 @@ void syntax_error(parser *p, uint64_t at)
 
 int key_cmp(const trait *a, const trait *b)
 {
-    size_t n = std::min(a->key_len, b->key_len);
-    int c = n == 0 ? 0 : std::memcmp(a->key, b->key, n);
-    if (c != 0) {
-        return c;
-    }
-    return a->key_len < b->key_len ? -1 : a->key_len > b->key_len ? 1 : 0;
+    return fl::bytes_cmp(a->key, a->key_len, b->key, b->key_len);
 }
 
 /* Duplicate trait names: the first occurrence takes the last one's value,
@@ -386,8 +382,8 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
             continue;
         }
         bound += fl::str_bound(t->key_len) + 2;     /* ':' and ',' */
-        bound += t->kind == V_STRING ? fl::str_bound(t->val_len)
-                 : t->kind == V_NUMBER ? t->val_len : 5;
+        bound += t->kind == fl::J_STRING ? fl::str_bound(t->val_len)
+                 : t->kind == fl::J_NUMBER ? t->val_len : 5;
     }
 
     char *buf = static_cast<char *>(fl::alloc_bytes(&p->alloc, bound + 1));
@@ -409,17 +405,17 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
         o = fl::put_str(o, t->key, t->key_len);
         *o++ = ':';
         switch (t->kind) {
-        case V_STRING:
+        case fl::J_STRING:
             o = fl::put_str(o, t->val, t->val_len);
             break;
-        case V_NUMBER:
+        case fl::J_NUMBER:
             std::memcpy(o, t->val, t->val_len);
             o += t->val_len;
             break;
-        case V_TRUE:
+        case fl::J_TRUE:
             o = fl::put_lit(o, "true");
             break;
-        case V_FALSE:
+        case fl::J_FALSE:
             o = fl::put_lit(o, "false");
             break;
         default:
@@ -435,7 +431,7 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
     return FL_OK;
 }
 
-/* B5: the first field at fault, else a missing required one. */
+/* The first field at fault, else a missing required one. */
 fl_status_t check_fields(parser *p, char *err, size_t err_len)
 {
     const field *bad = nullptr;
@@ -453,7 +449,7 @@ fl_status_t check_fields(parser *p, char *err, size_t err_len)
     const field &tf = p->fields[F_TRAITS];
     if (tf.state == S_OK && (bad == nullptr || tf.seq < bad->seq)) {
         for (const trait *t = p->traits; t != nullptr; t = t->next) {
-            if (!t->dropped && (t->kind == V_OBJECT || t->kind == V_ARRAY)) {
+            if (!t->dropped && (t->kind == fl::J_OBJECT || t->kind == fl::J_ARRAY)) {
                 bad_trait = t;
                 break;
             }

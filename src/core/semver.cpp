@@ -1,5 +1,6 @@
 /*
- * semver.cpp - semantic version precedence (SPEC B8, semver.org 2.0.0).
+ * semver.cpp - semantic version precedence (semver.org 2.0.0; a leading
+ * v and short forms as in docs/evaluation.md).
  *
  * Accepted: [v]MAJOR[.MINOR[.PATCH]][-PRE][+BUILD] where the numbers are
  * digits without leading zeros ("0" itself is fine), PRE and BUILD are

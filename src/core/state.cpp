@@ -1,9 +1,10 @@
 /*
- * state.cpp - per-flag state in shared memory (SPEC B4, B7, B8): lifetime
- * totals, the control block of a definition, and window blocks.
+ * state.cpp - per-flag state in shared memory (docs/evaluation.md,
+ * automatic rollback): lifetime totals, the control block of a
+ * definition, and window blocks.
  *
  * The blocks are plain data shared by every worker: no pointers, no locks
- * (a worker that dies must never leave a lock behind, CRAFT pitfall 6).
+ * (a worker that dies must never leave a lock behind).
  * Every field is a 64-bit word changed only with __atomic operations.
  *
  * Control word: bit 0 rolled back, bits 1-2 override kind, bits 32-63
@@ -29,6 +30,7 @@
  */
 
 #include "flags_core.h"
+#include "control.hpp"
 
 #include <cstring>
 
@@ -37,16 +39,22 @@ namespace {
 static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0),
               "shared state needs lock-free 64-bit atomics");
 
-struct window_header {
+} // namespace
+
+/* A window block's header; its buckets follow. */
+struct fl_window_s {
     uint64_t    seconds;                /* 1 .. FL_WINDOW_MAX */
 };
+
+namespace {
+
 
 struct bucket {
     uint64_t    enabled;
     uint64_t    errors;
 };
 
-static_assert(sizeof(window_header) % alignof(bucket) == 0, "bucket alignment");
+static_assert(sizeof(fl_window_t) % alignof(bucket) == 0, "bucket alignment");
 static_assert(sizeof(fl_control_t) == 5 * sizeof(uint64_t), "control block layout");
 
 constexpr uint64_t CTL_ROLLED = 1;
@@ -54,15 +62,14 @@ constexpr uint64_t CTL_KIND_SHIFT = 1;
 constexpr uint64_t CTL_KIND_MASK = 3u << CTL_KIND_SHIFT;
 constexpr unsigned CTL_MILLI_SHIFT = 32;
 
-inline bucket *buckets(void *w)
+inline bucket *buckets(fl_window_t *w)
 {
-    return reinterpret_cast<bucket *>(static_cast<char *>(w) + sizeof(window_header));
+    return reinterpret_cast<bucket *>(w + 1);
 }
 
-inline const bucket *buckets(const void *w)
+inline const bucket *buckets(const fl_window_t *w)
 {
-    return reinterpret_cast<const bucket *>(
-        static_cast<const char *>(w) + sizeof(window_header));
+    return reinterpret_cast<const bucket *>(w + 1);
 }
 
 inline uint64_t load(const uint64_t *p)
@@ -92,9 +99,9 @@ inline uint32_t clamp_window(uint32_t w)
 
 /* The block's length as stored; clamped again so that a corrupted word
  * cannot send a loop beyond the block. */
-inline uint32_t block_seconds(const void *w)
+inline uint32_t block_seconds(const fl_window_t *w)
 {
-    uint64_t n = load(&static_cast<const window_header *>(w)->seconds);
+    uint64_t n = load(&w->seconds);
     return clamp_window(n > FL_WINDOW_MAX ? FL_WINDOW_MAX : static_cast<uint32_t>(n));
 }
 
@@ -225,7 +232,7 @@ inline uint64_t ctl_override(fl_override_kind_t kind, uint32_t milli)
 
 extern "C" {
 
-void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled) noexcept
+void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec, int enabled) noexcept
 {
     add(&t->evaluations, 1);
     if (enabled) {
@@ -235,7 +242,7 @@ void fl_count_eval(fl_totals_t *t, void *w, int64_t now_sec, int enabled) noexce
     }
 }
 
-void fl_count_error(fl_totals_t *t, void *w, int64_t now_sec) noexcept
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec) noexcept
 {
     uint32_t now = stamp_of(now_sec);
 
@@ -253,17 +260,8 @@ uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) 
 {
     uint64_t w = load_acq(&c->control);
 
-    if (w & CTL_ROLLED) {
-        return 0;               /* a rollback takes precedence (B8) */
-    }
-    switch (ctl_kind(w)) {
-    case FL_OVERRIDE_OFF:
-        return 0;
-    case FL_OVERRIDE_PERCENT:
-        return ctl_milli(w);
-    default:
-        return configured_milli;
-    }
+    return fl::effective_milli((w & CTL_ROLLED) != 0, ctl_kind(w), ctl_milli(w),
+                               configured_milli);
 }
 
 int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
@@ -324,23 +322,25 @@ int fl_control_rolled_back(const fl_control_t *c) noexcept
 
 size_t fl_window_size(uint32_t seconds) noexcept
 {
-    return sizeof(window_header) + clamp_window(seconds) * sizeof(bucket);
+    return sizeof(fl_window_t) + clamp_window(seconds) * sizeof(bucket);
 }
 
-void fl_window_init(void *w, uint32_t seconds) noexcept
+fl_window_t *fl_window_init(void *mem, uint32_t seconds) noexcept
 {
     uint32_t n = clamp_window(seconds);
 
-    std::memset(w, 0, sizeof(window_header) + n * sizeof(bucket));
-    static_cast<window_header *>(w)->seconds = n;
+    std::memset(mem, 0, sizeof(fl_window_t) + n * sizeof(bucket));
+    fl_window_t *w = static_cast<fl_window_t *>(mem);
+    w->seconds = n;
+    return w;
 }
 
-uint32_t fl_window_seconds(const void *w) noexcept
+uint32_t fl_window_seconds(const fl_window_t *w) noexcept
 {
     return block_seconds(w);
 }
 
-void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
+void fl_window_sums(const fl_window_t *w, int64_t now_sec, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors) noexcept
 {
     const bucket *b = buckets(w);
@@ -363,7 +363,7 @@ void fl_window_sums(const void *w, int64_t now_sec, uint32_t seconds,
     *errors += er;
 }
 
-void fl_window_merge(void *dst, const void *src) noexcept
+void fl_window_merge(fl_window_t *dst, const fl_window_t *src) noexcept
 {
     const bucket *sb = buckets(src);
     bucket *db = buckets(dst);
@@ -379,7 +379,7 @@ void fl_window_merge(void *dst, const void *src) noexcept
     }
 }
 
-void fl_window_clear(void *w) noexcept
+void fl_window_clear(fl_window_t *w) noexcept
 {
     bucket *b = buckets(w);
     uint32_t n = block_seconds(w);
@@ -388,30 +388,6 @@ void fl_window_clear(void *w) noexcept
         store(&b[i].enabled, 0);
         store(&b[i].errors, 0);
     }
-}
-
-int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
-    const fl_rollback_policy_t *policy) noexcept
-{
-    /* Only an explicit OFF disables: INHERIT should have been resolved by
-     * the caller, and treating it as ON fails safe for the users. */
-    if (policy == nullptr || policy->mode == FL_ROLLBACK_OFF) {
-        return 0;
-    }
-    uint64_t min_errors = policy->min_errors == 0 ? 1 : policy->min_errors;
-
-    if (window_errors < min_errors) {
-        return 0;
-    }
-    if (window_enabled == 0) {
-        return 1;
-    }
-    /* errors >= rate% x enabled, i.e. errors x 100000 >= rate_milli x
-     * enabled; 128-bit products cannot overflow. */
-    unsigned __int128 lhs = static_cast<unsigned __int128>(window_errors) * FL_MILLI_MAX;
-    unsigned __int128 rhs = static_cast<unsigned __int128>(policy->rate_milli)
-                            * window_enabled;
-    return lhs >= rhs;
 }
 
 void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,

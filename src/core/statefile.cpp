@@ -1,5 +1,5 @@
 /*
- * statefile.cpp - the flags_state_file (SPEC B4, B8): what must survive a
+ * statefile.cpp - the flags_state_file (docs/operations.md): what must survive a
  * restart, i.e. rollbacks and overrides, each tied to the definition hash
  * of its flag so that an edited flag starts clean.
  *
@@ -26,7 +26,11 @@
  */
 
 #include "flags_core.h"
-#include "alloc.hpp"
+#include "arena.hpp"
+#include "json_reader.hpp"
+#include "json_writer.hpp"
+#include "number.hpp"
+#include "text.hpp"
 #include "utf8.hpp"
 
 #include <cstring>
@@ -37,23 +41,16 @@ constexpr unsigned max_depth = 64;
 
 bool parse_hash(const fl::jval *v, uint64_t *out)
 {
-    if (v == nullptr || v->kind != fl::jval::J_STRING || v->len != 16) {
+    if (v == nullptr || v->kind != fl::J_STRING || v->len != 16) {
         return false;
     }
     uint64_t h = 0;
     for (size_t i = 0; i < 16; i++) {
-        char c = v->str[i];
-        unsigned d;
-        if (c >= '0' && c <= '9') {
-            d = static_cast<unsigned>(c - '0');
-        } else if (c >= 'a' && c <= 'f') {
-            d = static_cast<unsigned>(c - 'a' + 10);
-        } else if (c >= 'A' && c <= 'F') {
-            d = static_cast<unsigned>(c - 'A' + 10);
-        } else {
+        int d = fl::hex_value(static_cast<unsigned char>(v->str[i]));
+        if (d < 0) {
             return false;
         }
-        h = h << 4 | d;
+        h = h << 4 | static_cast<uint64_t>(d);
     }
     *out = h;
     return true;
@@ -62,7 +59,7 @@ bool parse_hash(const fl::jval *v, uint64_t *out)
 bool get_u64(const fl::jval *obj, const char *key, uint64_t *out)
 {
     const fl::jval *v = fl::jget(obj, key);
-    return v != nullptr && v->kind == fl::jval::J_NUMBER
+    return v != nullptr && v->kind == fl::J_NUMBER
            && fl::parse_u64(v->str, v->len, out);
 }
 
@@ -71,18 +68,18 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
 {
     using fl::jval;
 
-    if (e->kind != jval::J_OBJECT) {
+    if (e->kind != fl::J_OBJECT) {
         fl::set_err(err, err_len, "flags[%zu] must be an object", i);
         return FL_ERR_INVALID;
     }
 
     const jval *project = fl::jget(e, "project");
     const jval *flag = fl::jget(e, "flag");
-    if (project == nullptr || project->kind != jval::J_STRING) {
+    if (project == nullptr || project->kind != fl::J_STRING) {
         fl::set_err(err, err_len, "flags[%zu].project must be a string", i);
         return FL_ERR_INVALID;
     }
-    if (flag == nullptr || flag->kind != jval::J_STRING) {
+    if (flag == nullptr || flag->kind != fl::J_STRING) {
         fl::set_err(err, err_len, "flags[%zu].flag must be a string", i);
         return FL_ERR_INVALID;
     }
@@ -107,7 +104,7 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
 
     const jval *rb = fl::jget(e, "rollback");
     if (rb != nullptr) {
-        if (rb->kind != jval::J_OBJECT) {
+        if (rb->kind != fl::J_OBJECT) {
             fl::set_err(err, err_len, "flags[%zu].rollback must be an object or null", i);
             return FL_ERR_INVALID;
         }
@@ -127,7 +124,7 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
 
     const jval *ov = fl::jget(e, "override");
     if (ov != nullptr) {
-        if (ov->kind != jval::J_OBJECT) {
+        if (ov->kind != fl::J_OBJECT) {
             fl::set_err(err, err_len, "flags[%zu].override must be an object or null", i);
             return FL_ERR_INVALID;
         }
@@ -157,7 +154,7 @@ fl_status_t parse(const char *data, size_t len, const fl_alloc_t *a,
         fl::set_err(err, err_len, "%s%s", named ? "" : "state file: ", why);
         return rc == FL_ERR_NOMEM ? rc : FL_ERR_INVALID;
     }
-    if (root->kind != jval::J_OBJECT) {
+    if (root->kind != fl::J_OBJECT) {
         fl::set_err(err, err_len, "state file must be a JSON object");
         return FL_ERR_INVALID;
     }
@@ -169,7 +166,7 @@ fl_status_t parse(const char *data, size_t len, const fl_alloc_t *a,
     }
 
     const jval *flags = fl::jget(root, "flags");
-    if (flags == nullptr || flags->kind != jval::J_ARRAY) {
+    if (flags == nullptr || flags->kind != fl::J_ARRAY) {
         fl::set_err(err, err_len, "state file: flags must be an array");
         return FL_ERR_INVALID;
     }
@@ -241,7 +238,6 @@ size_t fl_state_file_bound(const fl_saved_flag_t *e, size_t n) noexcept
 
 size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexcept
 {
-    static const char hex[] = "0123456789abcdef";
     char *o = buf;
 
     o = fl::put_lit(o, "{\"version\":1,\"flags\":[");
@@ -260,7 +256,7 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexce
                         f.flag == nullptr ? 0 : f.flag_len);
         o = fl::put_lit(o, ",\"definitionHash\":\"");
         for (int s = 60; s >= 0; s -= 4) {
-            *o++ = hex[(f.def_hash >> s) & 0xf];
+            *o++ = fl::hex_digits[(f.def_hash >> s) & 0xf];
         }
         o = fl::put_lit(o, "\",\"rollback\":");
         if (f.rolled_back) {
@@ -275,19 +271,7 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexce
             o = fl::put_lit(o, "null");
         }
         o = fl::put_lit(o, ",\"override\":");
-        switch (f.override_kind) {
-        case FL_OVERRIDE_OFF:
-            o = fl::put_lit(o, "{\"enabled\":false}");
-            break;
-        case FL_OVERRIDE_PERCENT:
-            o = fl::put_lit(o, "{\"rolloutPercentage\":");
-            o += fl_json_milli(f.override_milli, o);
-            *o++ = '}';
-            break;
-        default:
-            o = fl::put_lit(o, "null");
-            break;
-        }
+        o = fl::put_override(o, f.override_kind, f.override_milli);
         *o++ = '}';
     }
     if (n != 0) {

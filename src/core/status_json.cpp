@@ -1,5 +1,5 @@
 /*
- * status_json.cpp - one flag's object in the flags_status answer (SPEC B7):
+ * status_json.cpp - one flag's object in the flags_status answer (docs/api.md):
  *
  *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
@@ -17,7 +17,8 @@
  */
 
 #include "flags_core.h"
-#include "alloc.hpp"
+#include "control.hpp"
+#include "json_writer.hpp"
 
 namespace {
 
@@ -25,22 +26,6 @@ namespace {
  * with room to spare: about 320 bytes, plus 6 integers of at most 20
  * digits, 2 percentages of at most 8 bytes and a 24-byte time. */
 constexpr size_t fixed_bound = 512;
-
-/* fl_state_effective() semantics, from a snapshot. */
-uint32_t effective(const fl_state_snapshot_t *s, uint32_t configured)
-{
-    if (s->rolled_back) {
-        return 0;
-    }
-    switch (s->override_kind) {
-    case FL_OVERRIDE_OFF:
-        return 0;
-    case FL_OVERRIDE_PERCENT:
-        return s->override_milli;
-    default:
-        return configured;
-    }
-}
 
 } // namespace
 
@@ -100,24 +85,15 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         *o++ = ']';
 
         o = fl::put_lit(o, ",\"effectiveRolloutPercentage\":");
-        o += fl_json_milli(effective(s, info.rollout_milli), o);
+        o += fl_json_milli(fl::effective_milli(s->rolled_back != 0,
+                                              s->override_kind,
+                                              s->override_milli,
+                                              info.rollout_milli), o);
         o = s->rolled_back ? fl::put_lit(o, ",\"rolledBack\":true")
                            : fl::put_lit(o, ",\"rolledBack\":false");
 
         o = fl::put_lit(o, ",\"override\":");
-        switch (s->override_kind) {
-        case FL_OVERRIDE_OFF:
-            o = fl::put_lit(o, "{\"enabled\":false}");
-            break;
-        case FL_OVERRIDE_PERCENT:
-            o = fl::put_lit(o, "{\"rolloutPercentage\":");
-            o += fl_json_milli(s->override_milli, o);
-            *o++ = '}';
-            break;
-        default:
-            o = fl::put_lit(o, "null");
-            break;
-        }
+        o = fl::put_override(o, s->override_kind, s->override_milli);
 
         o = fl::put_lit(o, ",\"counters\":{\"evaluations\":");
         o += fl::put_u64(s->evaluations, o);

@@ -4,24 +4,14 @@
  */
 
 #include "utf8.hpp"
+#include "text.hpp"
+#include "flags_core.h"
 
 #include <cstdio>
 
 namespace fl {
 
 namespace {
-
-int hex_value(unsigned char c) noexcept
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
 
 bool is_high(uint32_t u) noexcept
 {
@@ -174,3 +164,10 @@ void Utf8JsonCheck::message(char *buf, size_t len) const noexcept
 }
 
 } // namespace fl
+
+
+extern "C" size_t fl_utf8_prefix(const char *s, size_t len, size_t max)
+    noexcept
+{
+    return s == nullptr ? 0 : fl::utf8_prefix(s, len, max);
+}

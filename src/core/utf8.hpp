@@ -4,7 +4,7 @@
  * yajl's own check lets through overlong forms (C0 80, E0 80 80), encoded
  * surrogates (ED A0 80), code points above U+10FFFF (F4 90 80 80) and
  * escapes that are lone surrogates ("\ud800" becomes "?", "\udc00" raw
- * ED B0 80).  B8 wants all of these refused, so the report parser runs
+ * ED B0 80).  The module refuses all of these (400 invalid_json), so the report parser runs
  * every raw piece of a body through a Utf8JsonCheck before yajl sees it;
  * and the JSON escaper replaces what is not well-formed with U+FFFD.
  *
@@ -102,6 +102,35 @@ inline bool utf8_valid(const char *s, size_t n) noexcept
     return true;
 }
 
+
+/* The length of the longest prefix of s[0..n) that does not end inside a
+ * multi-byte sequence: a cut sequence at the end is dropped whole.  Only
+ * s[0..n) is read (the byte after the cut may be gone already, as when
+ * snprintf truncated). */
+inline size_t utf8_cut(const char *s, size_t n) noexcept
+{
+    const unsigned char *p = reinterpret_cast<const unsigned char *>(s);
+    size_t i = n;
+
+    /* back over at most 3 continuation bytes to the lead of the last
+     * sequence, then check it has all the bytes it wants */
+    while (i > 0 && n - i < 3 && (p[i - 1] & 0xc0) == 0x80) {
+        i--;
+    }
+    if (i == 0) {
+        return n;
+    }
+    unsigned char lead = p[i - 1];
+    size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    return n - (i - 1) < need ? i - 1 : n;
+}
+
+/* At most max bytes of s[0..len), never ending inside a UTF-8 sequence:
+ * how a name is shortened for a message. */
+inline size_t utf8_prefix(const char *s, size_t len, size_t max) noexcept
+{
+    return len <= max ? len : utf8_cut(s, max);
+}
 
 /*
  * A streaming check of a JSON text's bytes, fed in pieces of any size:

@@ -159,6 +159,39 @@ static void test_not_nul_terminated(void **state)
     assert_int_equal(m, 25000);
 }
 
+/* fl_parse_milli: the one percentage reader, shared with flags_rollback
+ * rate= and the flags file. */
+static void expect_milli(const char *s, fl_milli_status_t st, uint32_t want)
+{
+    uint32_t m = 4242;
+
+    assert_int_equal(fl_parse_milli(s, strlen(s), &m), st);
+    assert_int_equal(m, st == FL_MILLI_OK ? want : 4242);
+}
+
+static void test_parse_milli(void **state)
+{
+    (void) state;
+    expect_milli("10%", FL_MILLI_OK, 10000);
+    expect_milli("10", FL_MILLI_OK, 10000);
+    expect_milli("12.5%", FL_MILLI_OK, 12500);
+    expect_milli("0.001%", FL_MILLI_OK, 1);
+    expect_milli("1.25e1%", FL_MILLI_OK, 12500);
+    expect_milli("100%", FL_MILLI_OK, 100000);
+    expect_milli("0%", FL_MILLI_OK, 0);
+    expect_milli("101%", FL_MILLI_RANGE, 0);
+    expect_milli("100.0001%", FL_MILLI_RANGE, 0);
+    expect_milli("-1%", FL_MILLI_RANGE, 0);
+    expect_milli("0.0001%", FL_MILLI_DECIMALS, 0);
+    expect_milli("12.3456", FL_MILLI_DECIMALS, 0);
+    expect_milli("", FL_MILLI_SYNTAX, 0);
+    expect_milli("%", FL_MILLI_SYNTAX, 0);
+    expect_milli("10%%", FL_MILLI_SYNTAX, 0);
+    expect_milli("ten%", FL_MILLI_SYNTAX, 0);
+    expect_milli(" 10%", FL_MILLI_SYNTAX, 0);
+    assert_int_equal(fl_parse_milli(NULL, 0, NULL), FL_MILLI_SYNTAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_field_errors),
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_not_nul_terminated),
+        cmocka_unit_test(test_parse_milli),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

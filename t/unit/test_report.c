@@ -766,6 +766,26 @@ static void test_log_bound_worst_case(void **state)
     free(buf);
 }
 
+/* fl_utf8_prefix: the one UTF-8 cut for names quoted in messages. */
+static void test_utf8_prefix(void **state)
+{
+    (void) state;
+    const char *s = "ab\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";    /* ab é € 😀 */
+    size_t len = strlen(s);
+
+    assert_int_equal(fl_utf8_prefix(s, len, 100), len);
+    assert_int_equal(fl_utf8_prefix(s, len, len), len);
+    assert_int_equal(fl_utf8_prefix(s, len, 2), 2);
+    assert_int_equal(fl_utf8_prefix(s, len, 3), 2);         /* in é */
+    assert_int_equal(fl_utf8_prefix(s, len, 4), 4);
+    assert_int_equal(fl_utf8_prefix(s, len, 5), 4);         /* in € */
+    assert_int_equal(fl_utf8_prefix(s, len, 6), 4);
+    assert_int_equal(fl_utf8_prefix(s, len, 7), 7);
+    assert_int_equal(fl_utf8_prefix(s, len, 8), 7);         /* in 😀 */
+    assert_int_equal(fl_utf8_prefix(s, len, 10), 7);
+    assert_int_equal(fl_utf8_prefix(s, len, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -796,6 +816,7 @@ int main(void)
         cmocka_unit_test_teardown(test_log_line_full, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_epoch_and_nul, arena_teardown),
         cmocka_unit_test_teardown(test_log_bound_worst_case, arena_teardown),
+        cmocka_unit_test(test_utf8_prefix),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

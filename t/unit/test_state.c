@@ -24,19 +24,21 @@
 typedef struct {
     fl_totals_t     t;
     fl_control_t    c;
-    void           *w;
+    fl_window_t    *w;
 } flag_state;
 
 #define FS(m) ((flag_state *) (m))
 
-static void *new_window(uint32_t window)
+static fl_window_t *new_window(uint32_t window)
 {
     void *mem = NULL;
+    fl_window_t *w;
 
     assert_int_equal(posix_memalign(&mem, 16, fl_window_size(window)), 0);
     memset(mem, 0xa5, fl_window_size(window));      /* init must not rely on zeroes */
-    fl_window_init(mem, window);
-    return mem;
+    w = fl_window_init(mem, window);
+    assert_ptr_equal(w, mem);
+    return w;
 }
 
 static void *new_block(uint32_t window, uint64_t hash)
@@ -787,6 +789,81 @@ static void test_status_json(void **state)
     fl_project_free(p);
 }
 
+/* ---------------------------------------------------- policy resolution */
+
+static fl_rollback_policy_t pol(fl_rollback_mode_t mode, uint32_t min_errors,
+    uint32_t rate_milli, uint32_t window)
+{
+    fl_rollback_policy_t p;
+
+    p.mode = mode;
+    p.min_errors = min_errors;
+    p.rate_milli = rate_milli;
+    p.window = window;
+    return p;
+}
+
+static void assert_policy(const fl_rollback_policy_t *p, fl_rollback_mode_t mode,
+    uint32_t min_errors, uint32_t rate_milli, uint32_t window)
+{
+    assert_int_equal(p->mode, mode);
+    assert_int_equal(p->min_errors, min_errors);
+    assert_int_equal(p->rate_milli, rate_milli);
+    assert_int_equal(p->window, window);
+}
+
+static void test_policy_default(void **state)
+{
+    (void) state;
+    fl_rollback_policy_t d = fl_rollback_policy_default();
+
+    /* min_errors=20 rate=10% window=60s */
+    assert_policy(&d, FL_ROLLBACK_ON, 20, 10000, 60);
+}
+
+static void test_policy_resolve(void **state)
+{
+    (void) state;
+    fl_rollback_policy_t http = pol(FL_ROLLBACK_ON, 5, 2500, 300);
+    fl_rollback_policy_t off = pol(FL_ROLLBACK_OFF, 7, 3000, 90);
+    fl_rollback_policy_t flag, out;
+
+    /* no "rollback": the http policy, on or off */
+    flag = pol(FL_ROLLBACK_INHERIT, 0, 0, 0);
+    fl_rollback_policy_resolve(&flag, &http, &out);
+    assert_policy(&out, FL_ROLLBACK_ON, 5, 2500, 300);
+    fl_rollback_policy_resolve(&flag, &off, &out);
+    assert_policy(&out, FL_ROLLBACK_OFF, 7, 3000, 90);
+
+    /* "rollback": false disables, whatever the http policy */
+    flag = pol(FL_ROLLBACK_OFF, 0, 0, 0);
+    fl_rollback_policy_resolve(&flag, &http, &out);
+    assert_int_equal(out.mode, FL_ROLLBACK_OFF);
+    assert_int_equal(out.window, 300);
+
+    /* an object fills its gaps from the http policy */
+    flag = pol(FL_ROLLBACK_ON, 50, 0, 0);
+    fl_rollback_policy_resolve(&flag, &http, &out);
+    assert_policy(&out, FL_ROLLBACK_ON, 50, 2500, 300);
+    flag = pol(FL_ROLLBACK_ON, 0, 500, 0);
+    fl_rollback_policy_resolve(&flag, &http, &out);
+    assert_policy(&out, FL_ROLLBACK_ON, 5, 500, 300);
+    flag = pol(FL_ROLLBACK_ON, 1, 1, 1);
+    fl_rollback_policy_resolve(&flag, &http, &out);
+    assert_policy(&out, FL_ROLLBACK_ON, 1, 1, 1);
+
+    /* ... or from the built-in defaults when flags_rollback is off; the
+     * object still switches rollback on for its flag */
+    flag = pol(FL_ROLLBACK_ON, 0, 0, 120);
+    fl_rollback_policy_resolve(&flag, &off, &out);
+    assert_policy(&out, FL_ROLLBACK_ON, 20, 10000, 120);
+
+    /* no http policy reads as the default; in place works */
+    flag = pol(FL_ROLLBACK_ON, 0, 0, 0);
+    fl_rollback_policy_resolve(&flag, NULL, &flag);
+    assert_policy(&flag, FL_ROLLBACK_ON, 20, 10000, 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -798,6 +875,8 @@ int main(void)
         cmocka_unit_test(test_clock_backwards),
         cmocka_unit_test(test_32bit_stamps),
         cmocka_unit_test(test_rollback_decide),
+        cmocka_unit_test(test_policy_default),
+        cmocka_unit_test(test_policy_resolve),
         cmocka_unit_test(test_record_error_trips_once),
         cmocka_unit_test(test_record_error_rate_not_reached),
         cmocka_unit_test(test_record_error_mode_off),

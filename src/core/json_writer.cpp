@@ -1,20 +1,19 @@
 /*
- * json.cpp - small JSON writing helpers shared by every serializer of the
- * core: string escaping, milli-percent numbers and UTC timestamps.
+ * json_writer.cpp - the exported primitives of the JSON writer
+ * (json_writer.hpp): string escaping, milli-percent numbers and UTC
+ * timestamps.
  *
  * None of these allocate or consult the C library's locale or time zone, so
  * they are safe on the request path and give the same bytes on every host.
  */
 
 #include "flags_core.h"
-#include "number.hpp"
+#include "json_writer.hpp"
 #include "utf8.hpp"
 
 #include <cstring>
 
 namespace {
-
-const char hex_digits[] = "0123456789abcdef";
 
 /* Bytes fl_json_escape() cannot copy without a look: control characters,
  * '"', '\\', and every non-ASCII byte (its sequence must be checked, and
@@ -34,15 +33,6 @@ constexpr struct SpecialTable {
     }
     constexpr bool operator[](unsigned char c) const { return v[c]; }
 } special;
-
-/* Writes v zero-padded to exactly width digits. */
-void put_padded(uint64_t v, size_t width, char *out)
-{
-    for (size_t i = width; i > 0; i--) {
-        out[i - 1] = static_cast<char>('0' + v % 10);
-        v /= 10;
-    }
-}
 
 } // namespace
 
@@ -90,8 +80,8 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
         default:
             if (c < 0x80) {
                 *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
-                *o++ = hex_digits[c >> 4];
-                *o++ = hex_digits[c & 0xf];
+                *o++ = fl::hex_digits[c >> 4];
+                *o++ = fl::hex_digits[c & 0xf];
                 break;
             }
             n = fl::utf8_seq(p + i, len - i, &bad);
@@ -140,7 +130,7 @@ size_t fl_json_milli(uint32_t milli, char *out) noexcept
         char digits[3];
         size_t nd = 3;
 
-        put_padded(frac, 3, digits);
+        fl::put_padded(frac, 3, digits);
         while (digits[nd - 1] == '0') {     /* 12.500 -> 12.5 */
             nd--;
         }
@@ -175,19 +165,19 @@ size_t fl_format_time_ms(uint64_t ms, char *out) noexcept
 
     /* Years past 9999 cannot be written in 4 digits; they are not
      * reachable from a real clock, so they are simply truncated. */
-    put_padded(y, 4, out);
+    fl::put_padded(y, 4, out);
     out[4] = '-';
-    put_padded(m, 2, out + 5);
+    fl::put_padded(m, 2, out + 5);
     out[7] = '-';
-    put_padded(d, 2, out + 8);
+    fl::put_padded(d, 2, out + 8);
     out[10] = 'T';
-    put_padded(sod / 3600, 2, out + 11);
+    fl::put_padded(sod / 3600, 2, out + 11);
     out[13] = ':';
-    put_padded(sod / 60 % 60, 2, out + 14);
+    fl::put_padded(sod / 60 % 60, 2, out + 14);
     out[16] = ':';
-    put_padded(sod % 60, 2, out + 17);
+    fl::put_padded(sod % 60, 2, out + 17);
     out[19] = '.';
-    put_padded(ms % 1000, 3, out + 20);
+    fl::put_padded(ms % 1000, 3, out + 20);
     out[23] = 'Z';
 
     return 24;

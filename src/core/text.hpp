@@ -1,0 +1,68 @@
+/*
+ * text.hpp - byte-string helpers of the core (internal, not part of the C
+ * API): messages for a person, hex digits and the bytewise name order.
+ */
+
+#ifndef FLAGS_TEXT_HPP
+#define FLAGS_TEXT_HPP
+
+#include "utf8.hpp"
+
+#include <cstdarg>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+namespace fl {
+
+/* snprintf into err; a truncated message is cut before any incomplete
+ * UTF-8 sequence (messages quote client-supplied names). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+inline void set_err(char *err, size_t err_len, const char *fmt, ...) noexcept
+{
+    if (err == nullptr || err_len == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = std::vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        err[0] = '\0';
+        return;
+    }
+    if (static_cast<size_t>(n) >= err_len) {
+        err[utf8_cut(err, err_len - 1)] = '\0';
+    }
+}
+
+/* The value of a hex digit (either case), or -1. */
+inline int hex_value(unsigned char c) noexcept
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    return -1;
+}
+
+/* Bytewise order, shorter first on a common prefix: the order of trait
+ * names in a fl_user_t and of report traits. */
+inline int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) noexcept
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? std::memcmp(a, b, n) : 0;
+    if (c != 0) {
+        return c;
+    }
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+} // namespace fl
+
+#endif /* FLAGS_TEXT_HPP */
