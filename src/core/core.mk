@@ -19,10 +19,12 @@
 # The sources, one a line: add or rename a file here and nowhere else.
 FLAGS_CORE_SRCS = \
 	evaluate.cpp \
-	json.cpp \
+	json_reader.cpp \
+	json_writer.cpp \
 	murmur3.cpp \
 	number.cpp \
 	override.cpp \
+	policy.cpp \
 	project.cpp \
 	query.cpp \
 	report.cpp \
