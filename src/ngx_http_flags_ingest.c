@@ -27,8 +27,6 @@ static ngx_int_t ngx_http_flags_write_report(ngx_http_request_t *r,
 static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *s);
-static ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
-    ngx_uint_t status, const char *code, const u_char *message, size_t len);
 
 
 /*
@@ -369,42 +367,4 @@ ngx_http_flags_rolled_back(ngx_http_request_t *r,
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
     (void) ngx_http_flags_save_state(fmcf, r->connection->log, NULL, 0);
-}
-
-
-/*
- * ngx_http_flags_send_error() takes the message as a C string; this one
- * takes its length, for messages that echo client bytes and so may hold a
- * NUL.  The body is the same {"error":code,"message":message}.
- */
-
-static ngx_int_t
-ngx_http_flags_send_error_len(ngx_http_request_t *r, ngx_uint_t status,
-    const char *code, const u_char *message, size_t len)
-{
-    u_char     *body, *p;
-    size_t      code_len;
-    ngx_int_t   rc;
-
-    /* unread bodies would be taken for the next request on keep-alive */
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    code_len = ngx_strlen(code);
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
-                                + code_len + fl_json_escape_bound(len));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
-    p = ngx_cpymem(p, code, code_len);
-    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
-    p += fl_json_escape((const char *) message, len, (char *) p);
-    p = ngx_cpymem(p, "\"}", 2);
-
-    return ngx_http_flags_send_json(r, status, body, p - body);
 }
