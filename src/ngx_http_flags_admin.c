@@ -24,6 +24,8 @@ static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what);
+static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
+    ngx_int_t rc, u_char *err);
 
 
 /*
@@ -259,16 +261,14 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
 
 /*
  * A change is in the zone (every worker sees it): log it, save it, and
- * say so.  A change that could not be saved stays in effect (a kill switch
- * thrown during an incident must not be undone by a full disk), but is not
- * answered 204: it would be lost at the next restart.
+ * say so.  The answer waits, off the event loop, for the state file to
+ * hold the change (ngx_http_flags_state_changed()).
  */
 
 static ngx_int_t
 ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what)
 {
-    u_char                       err[256], msg[512];
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -279,11 +279,23 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
                   "flags: %s for flag \"%V\" of project \"%V\"",
                   what, &ctx->flag->name, &ctx->project->name);
 
-    err[0] = '\0';
+    return ngx_http_flags_state_changed(fmcf, r->connection->log, r,
+                                        ngx_http_flags_admin_saved);
+}
 
-    if (ngx_http_flags_save_state(fmcf, r->connection->log, err, sizeof(err))
-        == NGX_ERROR)
-    {
+
+/*
+ * A change that could not be saved stays in effect (a kill switch thrown
+ * during an incident must not be undone by a full disk), but is not
+ * answered 204: it would be lost at the next restart.
+ */
+
+static ngx_int_t
+ngx_http_flags_admin_saved(ngx_http_request_t *r, ngx_int_t rc, u_char *err)
+{
+    u_char  msg[512];
+
+    if (rc == NGX_ERROR) {
         ngx_snprintf(msg, sizeof(msg) - 1, "the change is in effect on every "
                      "worker but was not saved to flags_state_file, so a "
                      "restart would lose it: %s%Z", err);

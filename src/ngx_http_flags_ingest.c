@@ -366,5 +366,6 @@ ngx_http_flags_rolled_back(ngx_http_request_t *r,
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    (void) ngx_http_flags_save_state(fmcf, r->connection->log, NULL, 0);
+    /* written off the event loop; nothing waits for it */
+    (void) ngx_http_flags_state_changed(fmcf, r->connection->log, NULL, NULL);
 }

@@ -27,6 +27,8 @@ static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf);
 static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
@@ -84,6 +86,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       ngx_http_flags_state_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("flags_state_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_flags_main_conf_t, state_thread_pool_name),
       NULL },
 
     { ngx_string("flags_max_traits"),
@@ -317,6 +326,39 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
 
     fmcf->shm_zone->init = ngx_http_flags_init_zone;
     fmcf->shm_zone->data = fmcf;
+
+    return ngx_http_flags_init_thread_pool(cf, fmcf);
+}
+
+
+/*
+ * Workers write the state file in a thread of this pool ("default" unless
+ * flags_state_thread_pool names another): adding it here makes nginx
+ * create "default" even when no thread_pool directive is written, and
+ * fails "nginx -t" for a name that no thread_pool defines.
+ */
+
+static char *
+ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf)
+{
+    if (fmcf->state_thread_pool_name.data == NULL) {
+        ngx_str_set(&fmcf->state_thread_pool_name, "default");
+    }
+
+#if (NGX_THREADS)
+
+    if (fmcf->state_file.len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    fmcf->state_thread_pool = ngx_thread_pool_add(cf,
+                                              &fmcf->state_thread_pool_name);
+    if (fmcf->state_thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+#endif
 
     return NGX_CONF_OK;
 }

@@ -107,6 +107,8 @@ typedef struct {
     ngx_uint_t                  untracked;   /* a worker found no slot */
     ngx_uint_t                  retired;     /* replaced by another zone */
     ngx_atomic_t                log_torn;    /* a report line was cut */
+    ngx_atomic_t                state_seq;   /* the last state snapshot */
+    ngx_atomic_t                state_written; /* the one on disk */
     ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_shctx_t;
 
@@ -156,6 +158,10 @@ typedef struct {
     ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
     ngx_str_t                   state_file_conf;  /* "file:line" */
+    ngx_str_t                   state_thread_pool_name;
+#if (NGX_THREADS)
+    ngx_thread_pool_t          *state_thread_pool;  /* NULL: write at once */
+#endif
     ngx_uint_t                  rollback_set;
     ngx_uint_t                  gen;         /* this configuration's */
     ngx_uint_t                  log_level;
@@ -192,7 +198,7 @@ ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
 void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
     fl_override_kind_t kind, uint32_t milli);
 size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
-    fl_saved_flag_t *e, u_char *keys, size_t max);
+    fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
 uint64_t ngx_http_flags_now_ms(void);
 
@@ -203,6 +209,10 @@ void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log);
 ngx_int_t ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, u_char *err, size_t err_len);
+typedef ngx_int_t (*ngx_http_flags_state_done_pt)(ngx_http_request_t *r,
+    ngx_int_t rc, u_char *err);
+ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
 
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
