@@ -1062,14 +1062,20 @@ ngx_http_flags_open_log(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
  * one 0644.  It is called at process exit too (ngx_conf_flush_files),
  * where nothing is reopened: then it does nothing.  Otherwise it only
  * creates a missing file (a worker that may not create it leaves that to
- * the master, which reopens first); it never writes, truncates or changes
- * an existing file, and it never holds a descriptor.
+ * the master, which reopens first); apart from the batch of report lines
+ * it never writes, truncates or changes an existing file, and it never
+ * holds a descriptor.
  */
 
 static void
 ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
 {
     ngx_fd_t  fd;
+
+    /* reports waiting for their line go to the file still open (the
+     * batch is written before each pass of the event loop ends, so this
+     * finds it empty) */
+    ngx_http_flags_batch_flush();
 
     if (ngx_exiting || ngx_quit || ngx_terminate) {
         return;

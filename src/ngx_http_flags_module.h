@@ -12,7 +12,7 @@
  *   ngx_http_flags_state.c     flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
- *   ngx_http_flags_ingest.c    POST /ingest/errors
+ *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
  * What comes next gets files of its own beside them: _push.c (long-lived
@@ -232,6 +232,9 @@ void *ngx_http_flags_pool_alloc(void *ctx, size_t size);
 off_t ngx_http_flags_body_size(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
     ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx);
+
+/* ngx_http_flags_ingest.c: writes the report-log batch now */
+void ngx_http_flags_batch_flush(void);
 
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
