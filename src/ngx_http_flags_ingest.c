@@ -55,10 +55,21 @@ typedef struct {
 
 static ngx_http_flags_batch_t  ngx_http_flags_batch;
 
+/*
+ * The parser's memory (yajl's buffers, the report's strings) is needed
+ * only until the report's line is in the batch.  Taking it from one pool a
+ * worker reuses, not from the request's pool, keeps the requests that wait
+ * for the batch small: 32 waiting requests with parsers of their own grew
+ * and trimmed the heap (brk) on every pass.
+ */
+static ngx_pool_t  *ngx_http_flags_scratch;
+static ngx_uint_t   ngx_http_flags_scratch_busy;
+
 
 static ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
+    ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
@@ -178,12 +189,37 @@ ngx_http_flags_too_large(ngx_http_request_t *r, size_t max)
 static void
 ngx_http_flags_ingest_body(ngx_http_request_t *r)
 {
-    ngx_http_finalize_request(r, ngx_http_flags_ingest_process(r));
+    ngx_int_t    rc;
+    ngx_pool_t  *pool;
+
+    pool = r->pool;
+
+    /* nothing runs a second report while one is parsed, but should it */
+    if (!ngx_http_flags_scratch_busy) {
+        if (ngx_http_flags_scratch == NULL) {
+            ngx_http_flags_scratch = ngx_create_pool(NGX_DEFAULT_POOL_SIZE,
+                                                     ngx_cycle->log);
+        }
+
+        if (ngx_http_flags_scratch) {
+            pool = ngx_http_flags_scratch;
+            ngx_http_flags_scratch_busy = 1;
+        }
+    }
+
+    rc = ngx_http_flags_ingest_process(r, pool);
+
+    if (pool != r->pool) {
+        ngx_reset_pool(pool);
+        ngx_http_flags_scratch_busy = 0;
+    }
+
+    ngx_http_finalize_request(r, rc);
 }
 
 
 static ngx_int_t
-ngx_http_flags_ingest_process(ngx_http_request_t *r)
+ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
 {
     char                          err[256];
     u_char                        msg[256], *p;
@@ -208,7 +244,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     }
 
     alloc.alloc = ngx_http_flags_pool_alloc;
-    alloc.ctx = r->pool;
+    alloc.ctx = pool;
 
     rp = fl_report_parser_new(&alloc);
     if (rp == NULL) {
