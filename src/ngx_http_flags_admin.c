@@ -1,7 +1,6 @@
 /*
- * ngx_http_flags_admin.c - the operator endpoints: flags_status (read) and
- * flags_admin (clear rollbacks, set and remove overrides).  Neither takes a
- * token: protect them with allow/deny or auth_basic.
+ * ngx_http_flags_admin.c - flags_admin: clear rollbacks, set and remove
+ * overrides.  It takes no token: protect it with allow/deny or auth_basic.
  */
 
 #include "ngx_http_flags_module.h"
@@ -25,76 +24,8 @@ static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what);
-
-
-ngx_int_t
-ngx_http_flags_status_handler(ngx_http_request_t *r)
-{
-    u_char                      *body, *p;
-    size_t                       i, n, size;
-    int64_t                      now;
-    ngx_int_t                    rc;
-    fl_state_snapshot_t          s;
-    ngx_http_flags_project_t    *project;
-    ngx_http_flags_main_conf_t  *fmcf;
-
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
-    }
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-    project = fmcf->projects.elts;
-
-    size = sizeof("{\"projects\":[]}");
-
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
-
-        for (n = 0; n < project[i].nflags; n++) {
-            size += fl_status_flag_json_bound(project[i].core, n) + 1;
-        }
-    }
-
-    body = ngx_pnalloc(r->pool, size);
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    now = ngx_http_flags_now_sec();
-    p = ngx_cpymem(body, "{\"projects\":[", sizeof("{\"projects\":[") - 1);
-
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        if (i) {
-            *p++ = ',';
-        }
-
-        /* project names are [A-Za-z0-9_.-]: nothing to escape */
-        p = ngx_sprintf(p, "{\"name\":\"%V\",\"flags\":[", &project[i].name);
-
-        for (n = 0; n < project[i].nflags; n++) {
-            if (n) {
-                *p++ = ',';
-            }
-
-            ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
-
-            p += fl_status_flag_json(project[i].core, n, &s,
-                                     project[i].flags[n].node != NULL,
-                                     (char *) p);
-        }
-
-        p = ngx_cpymem(p, "]}", 2);
-    }
-
-    p = ngx_cpymem(p, "]}", 2);
-
-    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, p - body);
-}
+static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
+    ngx_int_t rc, u_char *err);
 
 
 /*
@@ -330,16 +261,14 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
 
 /*
  * A change is in the zone (every worker sees it): log it, save it, and
- * say so.  A change that could not be saved stays in effect (a kill switch
- * thrown during an incident must not be undone by a full disk), but is not
- * answered 204: it would be lost at the next restart.
+ * say so.  The answer waits, off the event loop, for the state file to
+ * hold the change (ngx_http_flags_state_changed()).
  */
 
 static ngx_int_t
 ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what)
 {
-    u_char                       err[256], msg[512];
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -350,11 +279,23 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
                   "flags: %s for flag \"%V\" of project \"%V\"",
                   what, &ctx->flag->name, &ctx->project->name);
 
-    err[0] = '\0';
+    return ngx_http_flags_state_changed(fmcf, r->connection->log, r,
+                                        ngx_http_flags_admin_saved);
+}
 
-    if (ngx_http_flags_save_state(fmcf, r->connection->log, err, sizeof(err))
-        == NGX_ERROR)
-    {
+
+/*
+ * A change that could not be saved stays in effect (a kill switch thrown
+ * during an incident must not be undone by a full disk), but is not
+ * answered 204: it would be lost at the next restart.
+ */
+
+static ngx_int_t
+ngx_http_flags_admin_saved(ngx_http_request_t *r, ngx_int_t rc, u_char *err)
+{
+    u_char  msg[512];
+
+    if (rc == NGX_ERROR) {
         ngx_snprintf(msg, sizeof(msg) - 1, "the change is in effect on every "
                      "worker but was not saved to flags_state_file, so a "
                      "restart would lose it: %s%Z", err);

@@ -2,33 +2,88 @@
  * ngx_http_flags_ingest.c - POST {base}/ingest/errors.
  *
  * Checks in the order of the spec (token, method, Content-Type, size, JSON,
- * fields, flag), appends the report to flags_error_log with one write(2)
- * before answering 204, then counts the error and lets the core decide on
- * a rollback.
+ * fields, flag), appends the report's line to flags_error_log before
+ * answering 204, then counts the error and lets the core decide on a
+ * rollback.
+ *
+ * The lines of all reports accepted in one pass of the event loop go into
+ * one write(2): each accepted report appends its line to this worker's
+ * batch and its request waits (r->main->count++, NGX_DONE, as while a body
+ * is read); a posted event, run once the pass has handled every ready
+ * connection, writes the batch and only then counts and answers each
+ * report, in order.  So a 204 still means the line is in the kernel, and
+ * the lines of one batch are one O_APPEND write: never interleaved with
+ * another worker's.  A write that fails or is cut short fails the whole
+ * batch: every report in it is answered 500 and none is counted, and the
+ * written part is cut off again.  A batch over NGX_HTTP_FLAGS_BATCH_MAX
+ * bytes is written before the next line is added.  A client that closes
+ * while its report waits changes nothing: the line is written and the
+ * report counted, only the 204 goes nowhere.  The batch is always written
+ * before the event loop's pass ends, hence before the report log is
+ * reopened (USR1) or the worker exits; the report log's flush callback
+ * writes it too, should anything be left.
  */
 
 #include "ngx_http_flags_module.h"
 
 
+#define NGX_HTTP_FLAGS_BATCH_MAX  65536
+
+
+typedef struct ngx_http_flags_ingest_ctx_s  ngx_http_flags_ingest_ctx_t;
+
+struct ngx_http_flags_ingest_ctx_s {
+    ngx_http_flags_project_t     *project;
+    ngx_http_flags_flag_t        *flag;      /* of the accepted report */
+    ngx_http_request_t           *request;
+    ngx_http_flags_ingest_ctx_t  *next;      /* in the batch */
+};
+
+
+/* A worker's batch: lines not yet written, and their requests. */
 typedef struct {
-    ngx_http_flags_project_t  *project;
-} ngx_http_flags_ingest_ctx_t;
+    u_char                       *buf;       /* buf[0]: room for a '\n' */
+    size_t                        len;       /* of the lines, from buf + 1 */
+    size_t                        size;
+    ngx_http_flags_ingest_ctx_t  *first;
+    ngx_http_flags_ingest_ctx_t **last;
+    ngx_uint_t                    n;
+    ngx_event_t                   event;     /* posted: writes the batch */
+    ngx_http_flags_main_conf_t   *fmcf;
+} ngx_http_flags_batch_t;
+
+
+static ngx_http_flags_batch_t  ngx_http_flags_batch;
+
+/*
+ * The parser's memory (yajl's buffers, the report's strings) is needed
+ * only until the report's line is in the batch.  Taking it from one pool a
+ * worker reuses, not from the request's pool, keeps the requests that wait
+ * for the batch small: 32 waiting requests with parsers of their own grew
+ * and trimmed the heap (brk) on every pass.
+ */
+static ngx_pool_t  *ngx_http_flags_scratch;
+static ngx_uint_t   ngx_http_flags_scratch_busy;
 
 
 static ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
+    ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
     size_t max);
-static ngx_int_t ngx_http_flags_write_report(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, fl_report_t *report);
+static ngx_int_t ngx_http_flags_batch_add(ngx_http_request_t *r,
+    ngx_http_flags_ingest_ctx_t *ctx, fl_report_t *report);
+static void ngx_http_flags_batch_event(ngx_event_t *ev);
+static ngx_int_t ngx_http_flags_batch_write(ngx_http_flags_batch_t *b,
+    ngx_log_t *log);
+static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
+    ngx_http_flags_ingest_ctx_t *ctx);
 static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *s);
-static ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
-    ngx_uint_t status, const char *code, const u_char *message, size_t len);
 
 
 /*
@@ -100,7 +155,7 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
         return ngx_http_flags_too_large(r, flcf->max_report_size);
     }
 
-    ctx = ngx_palloc(r->pool, sizeof(ngx_http_flags_ingest_ctx_t));
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_ingest_ctx_t));
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -134,26 +189,49 @@ ngx_http_flags_too_large(ngx_http_request_t *r, size_t max)
 static void
 ngx_http_flags_ingest_body(ngx_http_request_t *r)
 {
-    ngx_http_finalize_request(r, ngx_http_flags_ingest_process(r));
+    ngx_int_t    rc;
+    ngx_pool_t  *pool;
+
+    pool = r->pool;
+
+    /* nothing runs a second report while one is parsed, but should it */
+    if (!ngx_http_flags_scratch_busy) {
+        if (ngx_http_flags_scratch == NULL) {
+            ngx_http_flags_scratch = ngx_create_pool(NGX_DEFAULT_POOL_SIZE,
+                                                     ngx_cycle->log);
+        }
+
+        if (ngx_http_flags_scratch) {
+            pool = ngx_http_flags_scratch;
+            ngx_http_flags_scratch_busy = 1;
+        }
+    }
+
+    rc = ngx_http_flags_ingest_process(r, pool);
+
+    if (pool != r->pool) {
+        ngx_reset_pool(pool);
+        ngx_http_flags_scratch_busy = 0;
+    }
+
+    ngx_http_finalize_request(r, rc);
 }
 
 
 static ngx_int_t
-ngx_http_flags_ingest_process(ngx_http_request_t *r)
+ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
 {
     char                          err[256];
     u_char                        msg[256], *p;
     long                          idx;
     size_t                        len;
-    ngx_int_t                     rc;
     fl_alloc_t                    alloc;
     fl_status_t                   st;
     fl_report_t                   report;
-    fl_state_snapshot_t           s;
     fl_report_parser_t           *rp;
-    ngx_http_flags_flag_t        *flag;
     ngx_http_flags_project_t     *project;
     ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_main_conf_t   *fmcf;
     ngx_http_flags_ingest_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
@@ -166,7 +244,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
     }
 
     alloc.alloc = ngx_http_flags_pool_alloc;
-    alloc.ctx = r->pool;
+    alloc.ctx = pool;
 
     rp = fl_report_parser_new(&alloc);
     if (rp == NULL) {
@@ -223,19 +301,33 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r)
                                              "unknown_flag", msg, p - msg);
     }
 
-    rc = ngx_http_flags_write_report(r, project, &report);
-    if (rc != NGX_OK) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                         "internal_error",
-                                         "the report could not be stored");
+    ctx->flag = &project->flags[idx];
+    ctx->request = r;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    if (fmcf->error_log == NULL) {
+        /* nothing to write: counted and answered at once */
+        return ngx_http_flags_accepted(r, ctx);
     }
 
-    flag = &project->flags[idx];
+    return ngx_http_flags_batch_add(r, ctx, &report);
+}
+
+
+/* The report's line is written (or there is no report log). */
+
+static ngx_int_t
+ngx_http_flags_accepted(ngx_http_request_t *r,
+    ngx_http_flags_ingest_ctx_t *ctx)
+{
+    fl_state_snapshot_t  s;
 
     if (ngx_http_flags_count_error(
-            ngx_http_get_module_main_conf(r, ngx_http_flags_module), flag, &s))
+            ngx_http_get_module_main_conf(r, ngx_http_flags_module),
+            ctx->flag, &s))
     {
-        ngx_http_flags_rolled_back(r, project, flag, &s);
+        ngx_http_flags_rolled_back(r, ctx->project, ctx->flag, &s);
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
@@ -251,58 +343,177 @@ ngx_http_flags_feed_piece(void *ctx, u_char *p, size_t len)
 
 
 /*
- * One line, one write(2) on a file opened with O_APPEND: lines from
- * different workers never interleave, and the 204 is sent only after the
- * kernel has the whole line.
+ * An accepted report: its line joins the batch and its request waits for
+ * the write.  Returns NGX_DONE (the request is answered later) or an error
+ * to answer now.
+ */
+
+static ngx_int_t
+ngx_http_flags_batch_add(ngx_http_request_t *r,
+    ngx_http_flags_ingest_ctx_t *ctx, fl_report_t *report)
+{
+    u_char                  *buf;
+    size_t                   bound, size;
+    ngx_http_flags_batch_t  *b;
+
+    b = &ngx_http_flags_batch;
+
+    if (b->fmcf == NULL) {
+        b->fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+        b->first = NULL;
+        b->last = &b->first;
+        b->event.handler = ngx_http_flags_batch_event;
+        b->event.data = b;
+        b->event.log = ngx_cycle->log;
+    }
+
+    bound = fl_report_log_bound(report, ctx->project->name.len);
+
+    /* a full batch is written first: memory stays bounded */
+    if (b->len && b->len + bound > NGX_HTTP_FLAGS_BATCH_MAX) {
+        ngx_http_flags_batch_flush();
+    }
+
+    if (b->size < 1 + b->len + bound) {
+        size = ngx_max(1 + b->len + bound, NGX_HTTP_FLAGS_BATCH_MAX + 1);
+
+        buf = ngx_alloc(size, r->connection->log);
+        if (buf == NULL) {
+            return ngx_http_flags_send_error(r,
+                                             NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                             "internal_error",
+                                             "the report could not be "
+                                             "stored");
+        }
+
+        if (b->len) {
+            ngx_memcpy(buf + 1, b->buf + 1, b->len);
+        }
+
+        ngx_free(b->buf);
+        b->buf = buf;
+        b->size = size;
+    }
+
+    b->len += fl_report_log_line(report, (const char *) ctx->project->name.data,
+                                 ctx->project->name.len,
+                                 ngx_http_flags_now_ms(),
+                                 (char *) b->buf + 1 + b->len);
+
+    ctx->next = NULL;
+    *b->last = ctx;
+    b->last = &ctx->next;
+    b->n++;
+
+    r->main->count++;
+
+    if (!b->event.posted) {
+        ngx_post_event(&b->event, &ngx_posted_events);
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_flags_batch_event(ngx_event_t *ev)
+{
+    ngx_http_flags_batch_flush();
+}
+
+
+/*
+ * Writes the batch, then counts and answers its reports in the order they
+ * came; on failure each is answered 500 and none is counted.
+ */
+
+void
+ngx_http_flags_batch_flush(void)
+{
+    ngx_int_t                     rc;
+    ngx_connection_t             *c;
+    ngx_http_request_t           *r;
+    ngx_http_flags_batch_t       *b;
+    ngx_http_flags_ingest_ctx_t  *ctx, *next;
+
+    b = &ngx_http_flags_batch;
+
+    if (b->n == 0) {
+        return;
+    }
+
+    if (b->event.posted) {
+        ngx_delete_posted_event(&b->event);
+    }
+
+    rc = ngx_http_flags_batch_write(b, ngx_cycle->log);
+
+    /* answering may run more requests: they start a new batch */
+    ctx = b->first;
+    b->first = NULL;
+    b->last = &b->first;
+    b->len = 0;
+    b->n = 0;
+
+    for ( /* void */ ; ctx; ctx = next) {
+        next = ctx->next;
+        r = ctx->request;
+        c = r->connection;
+
+        if (rc == NGX_OK) {
+            ngx_http_finalize_request(r, ngx_http_flags_accepted(r, ctx));
+
+        } else {
+            ngx_http_finalize_request(r,
+                ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                          "internal_error",
+                                          "the report could not be stored"));
+        }
+
+        ngx_http_run_posted_requests(c);
+    }
+}
+
+
+/*
+ * One write(2) on a file opened with O_APPEND: lines from different
+ * workers never interleave.
  *
- * A full disk (or file size limit) can take only part of a line.  The
+ * A full disk (or file size limit) can take only part of a batch.  The
  * fragment is cut off again so that the next line starts on a line of its
  * own; where that is impossible (an append-only file), the zone remembers
  * it and the next writer starts with a newline.
  */
 
 static ngx_int_t
-ngx_http_flags_write_report(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, fl_report_t *report)
+ngx_http_flags_batch_write(ngx_http_flags_batch_t *b, ngx_log_t *log)
 {
-    u_char                      *line, *start;
+    u_char                      *start;
     off_t                        end;
     size_t                       len;
     ssize_t                      n;
     ngx_err_t                    err;
     ngx_file_info_t              fi;
+    ngx_open_file_t             *file;
     ngx_http_flags_shctx_t      *sh;
-    ngx_http_flags_main_conf_t  *fmcf;
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    /* the descriptor nginx holds now: USR1 replaces it between passes */
+    file = b->fmcf->error_log;
+    sh = b->fmcf->sh;
 
-    if (fmcf->error_log == NULL) {
-        return NGX_OK;
-    }
-
-    sh = fmcf->sh;
-
-    line = ngx_pnalloc(r->pool, 1 + fl_report_log_bound(report,
-                                                        project->name.len));
-    if (line == NULL) {
-        return NGX_ERROR;
-    }
-
-    len = fl_report_log_line(report, (const char *) project->name.data,
-                             project->name.len, ngx_http_flags_now_ms(),
-                             (char *) line + 1);
-    start = line + 1;
+    start = b->buf + 1;
+    len = b->len;
 
     if (sh && sh->log_torn) {
-        *line = '\n';
-        start = line;
+        *b->buf = '\n';
+        start = b->buf;
         len++;
     }
 
-    n = ngx_write_fd(fmcf->error_log->fd, start, len);
+    n = ngx_write_fd(file->fd, start, len);
 
     if (n == (ssize_t) len) {
-        if (start == line) {
+        if (start == b->buf) {
             (void) ngx_atomic_cmp_set(&sh->log_torn, 1, 0);
         }
 
@@ -311,30 +522,31 @@ ngx_http_flags_write_report(ngx_http_request_t *r,
 
     if (n == -1) {
         err = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, err,
-                      "flags: writing a report to \"%V\" failed",
-                      &fmcf->error_log->name);
+        ngx_log_error(NGX_LOG_ALERT, log, err,
+                      "flags: writing a report to \"%V\" failed; %ui "
+                      "reports answered 500", &file->name, b->n);
         return NGX_ERROR;
     }
 
     /* a short write: the file system is full or the file at its limit */
 
-    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+    ngx_log_error(NGX_LOG_ALERT, log, 0,
                   "flags: writing a report to \"%V\" failed: only %z of "
                   "%uz bytes were written (file system full or file size "
-                  "limit reached)", &fmcf->error_log->name, n, len);
+                  "limit reached); %ui reports answered 500",
+                  &file->name, n, len, b->n);
 
-    end = lseek(fmcf->error_log->fd, 0, SEEK_CUR);
+    end = lseek(file->fd, 0, SEEK_CUR);
 
     if (n > 0
         && (end == -1
-            || ngx_fd_info(fmcf->error_log->fd, &fi) == NGX_FILE_ERROR
+            || ngx_fd_info(file->fd, &fi) == NGX_FILE_ERROR
             || ngx_file_size(&fi) != end
-            || ftruncate(fmcf->error_log->fd, end - n) == -1))
+            || ftruncate(file->fd, end - n) == -1))
     {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, ngx_errno,
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
                       "flags: could not remove the partial line from \"%V\"",
-                      &fmcf->error_log->name);
+                      &file->name);
 
         if (sh) {
             sh->log_torn = 1;
@@ -368,43 +580,6 @@ ngx_http_flags_rolled_back(ngx_http_request_t *r,
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    (void) ngx_http_flags_save_state(fmcf, r->connection->log, NULL, 0);
-}
-
-
-/*
- * ngx_http_flags_send_error() takes the message as a C string; this one
- * takes its length, for messages that echo client bytes and so may hold a
- * NUL.  The body is the same {"error":code,"message":message}.
- */
-
-static ngx_int_t
-ngx_http_flags_send_error_len(ngx_http_request_t *r, ngx_uint_t status,
-    const char *code, const u_char *message, size_t len)
-{
-    u_char     *body, *p;
-    size_t      code_len;
-    ngx_int_t   rc;
-
-    /* unread bodies would be taken for the next request on keep-alive */
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    code_len = ngx_strlen(code);
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
-                                + code_len + fl_json_escape_bound(len));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
-    p = ngx_cpymem(p, code, code_len);
-    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
-    p += fl_json_escape((const char *) message, len, (char *) p);
-    p = ngx_cpymem(p, "\"}", 2);
-
-    return ngx_http_flags_send_json(r, status, body, p - body);
+    /* written off the event loop; nothing waits for it */
+    (void) ngx_http_flags_state_changed(fmcf, r->connection->log, NULL, NULL);
 }

@@ -27,6 +27,8 @@ static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf);
 static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
@@ -83,6 +85,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       ngx_http_flags_state_file,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("flags_state_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_flags_main_conf_t, state_thread_pool_name),
       NULL },
 
     { ngx_string("flags_max_traits"),
@@ -281,6 +290,39 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
 
     fmcf->shm_zone->init = ngx_http_flags_init_zone;
     fmcf->shm_zone->data = fmcf;
+
+    return ngx_http_flags_init_thread_pool(cf, fmcf);
+}
+
+
+/*
+ * Workers write the state file in a thread of this pool ("default" unless
+ * flags_state_thread_pool names another): adding it here makes nginx
+ * create "default" even when no thread_pool directive is written, and
+ * fails "nginx -t" for a name that no thread_pool defines.
+ */
+
+static char *
+ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf)
+{
+    if (fmcf->state_thread_pool_name.data == NULL) {
+        ngx_str_set(&fmcf->state_thread_pool_name, "default");
+    }
+
+#if (NGX_THREADS)
+
+    if (fmcf->state_file.len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    fmcf->state_thread_pool = ngx_thread_pool_add(cf,
+                                              &fmcf->state_thread_pool_name);
+    if (fmcf->state_thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+#endif
 
     return NGX_CONF_OK;
 }
@@ -922,14 +964,20 @@ ngx_http_flags_open_log(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
  * one 0644.  It is called at process exit too (ngx_conf_flush_files),
  * where nothing is reopened: then it does nothing.  Otherwise it only
  * creates a missing file (a worker that may not create it leaves that to
- * the master, which reopens first); it never writes, truncates or changes
- * an existing file, and it never holds a descriptor.
+ * the master, which reopens first); apart from the batch of report lines
+ * it never writes, truncates or changes an existing file, and it never
+ * holds a descriptor.
  */
 
 static void
 ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
 {
     ngx_fd_t  fd;
+
+    /* reports waiting for their line go to the file still open (the
+     * batch is written before each pass of the event loop ends, so this
+     * finds it empty) */
+    ngx_http_flags_batch_flush();
 
     if (ngx_exiting || ngx_quit || ngx_terminate) {
         return;

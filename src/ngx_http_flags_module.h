@@ -4,6 +4,23 @@
  * The C glue shared by the ngx_http_flags_*.c files.  Decisions (parsing,
  * evaluation, counting, the rollback rule, JSON) live in the C++ core behind
  * src/core/flags_core.h; these files translate between nginx and the core.
+ * This is the one header they share.
+ *
+ * One file per nginx concern:
+ *   ngx_http_flags_module.c    the module, its directives, configuration
+ *   ngx_http_flags_shm.c       the zone: generations, reload, commit, counting
+ *   ngx_http_flags_state.c     flags_state_file: checks, restore, rewrites
+ *   ngx_http_flags_http.c      token, request body, JSON answers
+ *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
+ *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
+ *   ngx_http_flags_status.c    flags_status
+ *   ngx_http_flags_admin.c     flags_admin
+ * What comes next gets files of its own beside them: _push.c (long-lived
+ * WebSocket/SSE connections and their shutdown), _variables.c ($flag_NAME,
+ * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
+ * the zone's snapshots), _upstream.c (flags_upstream_errors, a log-phase
+ * handler) and _sync.c (flags_sync: the Redis connection owned by the
+ * event loop); OFREP and the SDK API are handlers like _evaluate.c.
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_
@@ -92,6 +109,8 @@ typedef struct {
     ngx_uint_t                  untracked;   /* a worker found no slot */
     ngx_uint_t                  retired;     /* replaced by another zone */
     ngx_atomic_t                log_torn;    /* a report line was cut */
+    ngx_atomic_t                state_seq;   /* the last state snapshot */
+    ngx_atomic_t                state_written; /* the one on disk */
     ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_shctx_t;
 
@@ -141,6 +160,10 @@ typedef struct {
     ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
     ngx_str_t                   state_file_conf;  /* "file:line" */
+    ngx_str_t                   state_thread_pool_name;
+#if (NGX_THREADS)
+    ngx_thread_pool_t          *state_thread_pool;  /* NULL: write at once */
+#endif
     ngx_uint_t                  rollback_set;
     ngx_uint_t                  gen;         /* this configuration's */
     ngx_uint_t                  log_level;
@@ -177,7 +200,7 @@ ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
 void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
     fl_override_kind_t kind, uint32_t milli);
 size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
-    fl_saved_flag_t *e, u_char *keys, size_t max);
+    fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
 uint64_t ngx_http_flags_now_ms(void);
 
@@ -188,12 +211,18 @@ void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log);
 ngx_int_t ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, u_char *err, size_t err_len);
+typedef ngx_int_t (*ngx_http_flags_state_done_pt)(ngx_http_request_t *r,
+    ngx_int_t rc, u_char *err);
+ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
 
-/* ngx_http_flags_response.c */
+/* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
 ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message);
+ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
+    ngx_uint_t status, const char *code, const u_char *message, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
@@ -206,7 +235,10 @@ off_t ngx_http_flags_body_size(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
     ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx);
 
-/* handlers: ngx_http_flags_evaluate.c, _ingest.c, _admin.c */
+/* ngx_http_flags_ingest.c: writes the report-log batch now */
+void ngx_http_flags_batch_flush(void);
+
+/* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);

@@ -979,13 +979,14 @@ ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
  * The rollbacks and overrides of the committed generation, for the state
  * file: at most max entries, names copied into keys (max times
  * NGX_HTTP_FLAGS_KEY_LEN bytes) so that nothing points into the zone once
- * it is unlocked.  Returns the number of entries, or (size_t) -1 when the
- * zone was replaced by another (its workers must not write the file).
+ * it is unlocked, and the snapshot's sequence number in *seq.  Returns the
+ * number of entries, or (size_t) -1 when the zone was replaced by another
+ * (its workers must not write the file).
  */
 
 size_t
 ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
-    fl_saved_flag_t *e, u_char *keys, size_t max)
+    fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq)
 {
     u_char                    *k;
     size_t                     n, plen;
@@ -1007,6 +1008,10 @@ ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     }
 
     c = sh->committed;
+
+    /* snapshots are ordered by the mutex: a later one holds every change
+     * an earlier one held */
+    *seq = ++sh->state_seq;
 
     for (q = ngx_queue_head(&sh->queue);
          q != ngx_queue_sentinel(&sh->queue) && n < max;

@@ -4,23 +4,106 @@
  *
  * The file always describes the zone as the committed configuration sees
  * it (ngx_http_flags_zone_saved()): it is rewritten at every commit (start
- * and reload, by the master) and after every rollback and admin change (by
- * the worker that made it).  Writers take an fcntl() lock (released by the
- * kernel if a worker dies) and snapshot the zone only once they hold it,
- * so the file on disk is never older than the last change; a temporary
- * file renamed over the old one means a crash never leaves it
- * half-written.
+ * and reload, by the master, synchronously) and after every rollback and
+ * admin change (by the worker that made it, in a thread of
+ * flags_state_thread_pool, so the event loop never waits for the disk).
+ *
+ * A rewrite is two steps.  The snapshot is taken in the event loop (a
+ * copy under the slab mutex: ngx_shmtx_lock() identifies its owner by pid,
+ * so it could not exclude two threads of one process) and gets a sequence
+ * number from the zone under that same mutex: a higher number is a later
+ * snapshot, which holds every change an earlier one held.  The write
+ * (temporary file, fsync, rename) runs in the thread under an fcntl() lock
+ * on <file>.lock (released by the kernel if a worker dies) and is skipped
+ * when the zone says a later snapshot is on disk already, so an older
+ * snapshot never replaces a newer one.  fcntl() locks belong to processes,
+ * so a worker has at most one write in flight; changes made meanwhile
+ * mark it dirty and are written, together, by the next one.  A temporary
+ * file renamed over the old one means a crash never leaves it half-written.
+ *
+ * flags_admin's answer waits for the write that holds its change (204, or
+ * 500 state_not_saved); a rollback does not wait.
  */
 
 #include "ngx_http_flags_module.h"
+
+
+/* What a rewrite writes, and how it went. */
+typedef struct {
+    u_char                         *buf;        /* the serialized zone */
+    size_t                          len;
+    ngx_atomic_uint_t               seq;        /* of its snapshot */
+    ngx_atomic_t                   *written;    /* the zone's: on disk */
+
+    u_char                         *names;      /* one block for: */
+    u_char                         *path;
+    u_char                         *lock_name;
+    u_char                         *tmp_name;
+    u_char                         *dir;        /* NULL: the cwd */
+
+    ngx_uint_t                      chown;
+    ngx_uid_t                       user;
+    ngx_gid_t                       group;
+
+    ngx_int_t                       rc;
+    ngx_uint_t                      skipped;
+    ngx_err_t                       err;
+    ngx_err_t                       chown_err;
+    const char                     *op;         /* the call that failed */
+    u_char                         *op_name;
+    u_char                          msg[256];   /* for state_not_saved */
+} ngx_http_flags_state_job_t;
+
+
+#if (NGX_THREADS)
+
+typedef struct ngx_http_flags_state_waiter_s  ngx_http_flags_state_waiter_t;
+
+struct ngx_http_flags_state_waiter_s {
+    ngx_http_flags_state_waiter_t  *next;
+    ngx_http_request_t             *r;
+    ngx_http_flags_state_done_pt    done;
+};
+
+
+/* A worker's writer: one write in flight, the requests waiting for it. */
+typedef struct {
+    ngx_http_flags_main_conf_t     *fmcf;
+    ngx_thread_task_t              *task;       /* its ctx: the job */
+    ngx_uint_t                      busy;
+    ngx_uint_t                      dirty;      /* changed since its snapshot */
+    ngx_http_flags_state_waiter_t  *writing;    /* answered when it is done */
+    ngx_http_flags_state_waiter_t  *waiting;    /* need the next snapshot */
+    ngx_event_t                     guard;      /* holds a graceful exit */
+} ngx_http_flags_state_writer_t;
+
+
+static ngx_http_flags_state_writer_t  ngx_http_flags_state_writer;
+
+#endif
+
 
 
 static ngx_int_t ngx_http_flags_user_may(ngx_core_conf_t *ccf,
     ngx_file_info_t *fi, ngx_uint_t dir);
 static ngx_int_t ngx_http_flags_read_state(ngx_str_t *path, ngx_pool_t *pool,
     ngx_str_t *out, ngx_log_t *log);
-static ngx_int_t ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf,
+static ngx_int_t ngx_http_flags_state_serialize(
+    ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
+    ngx_http_flags_state_job_t *job, u_char *err, size_t err_len);
+static void ngx_http_flags_state_write(ngx_http_flags_state_job_t *job);
+static void ngx_http_flags_state_report(ngx_http_flags_state_job_t *job,
+    ngx_log_t *log);
+static void ngx_http_flags_state_free(ngx_http_flags_state_job_t *job);
+#if (NGX_THREADS)
+static ngx_int_t ngx_http_flags_state_post(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, u_char *err, size_t err_len);
+static void ngx_http_flags_state_thread(void *data, ngx_log_t *log);
+static void ngx_http_flags_state_written(ngx_event_t *ev);
+static void ngx_http_flags_state_guard(ngx_event_t *ev);
+static void ngx_http_flags_state_answer(ngx_http_flags_state_waiter_t *w,
+    ngx_int_t rc, u_char *err);
+#endif
 
 
 #define ngx_http_flags_state_err(err, len, fmt, ...)                         \
@@ -341,101 +424,42 @@ done:
 
 
 /*
- * Rewrites the state file from the zone.  NGX_OK when the file on disk
- * describes the zone; NGX_ERROR (logged, and described in err when given)
- * when it could not be written; NGX_DECLINED when this process's zone was
- * replaced by another one at a reload and must not write it.
+ * The snapshot (event loop, or the master): the zone's rollbacks and
+ * overrides serialized into job->buf, with the sequence number that orders
+ * it among all snapshots, and the names the write needs.  NGX_DECLINED
+ * when this process's zone was replaced by another one at a reload and
+ * must not write the file.
  */
 
-ngx_int_t
-ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
-    u_char *err, size_t err_len)
-{
-    u_char           *lock_name;
-    ngx_fd_t          lock_fd;
-    ngx_int_t         rc;
-    ngx_err_t         e;
-    ngx_core_conf_t  *ccf;
-
-    if (fmcf->state_file.len == 0) {
-        return NGX_OK;
-    }
-
-    lock_name = ngx_alloc(fmcf->state_file.len + sizeof(".lock"), log);
-    if (lock_name == NULL) {
-        ngx_http_flags_state_err(err, err_len, "%s", "out of memory");
-        return NGX_ERROR;
-    }
-
-    ngx_sprintf(lock_name, "%V.lock%Z", &fmcf->state_file);
-
-    lock_fd = ngx_open_file(lock_name, NGX_FILE_RDWR, NGX_FILE_CREATE_OR_OPEN,
-                            0600);
-    if (lock_fd == NGX_INVALID_FILE) {
-        e = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, e,
-                      ngx_open_file_n " \"%s\" failed", lock_name);
-        ngx_http_flags_state_err(err, err_len, "cannot open \"%s\": %s",
-                                 lock_name, strerror(e));
-        ngx_free(lock_name);
-        return NGX_ERROR;
-    }
-
-    /* the master writes at start and reload: the lock file must stay
-     * usable by the workers */
-    ccf = (ngx_core_conf_t *) ngx_get_conf(fmcf->cycle->conf_ctx,
-                                           ngx_core_module);
-
-    if (geteuid() == 0 && ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT
-        && ccf->user != 0)
-    {
-        if (fchown(lock_fd, ccf->user, ccf->group) == -1) {
-            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                          "fchown(\"%s\") failed", lock_name);
-        }
-    }
-
-    if (ngx_lock_fd(lock_fd) != 0) {
-        e = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, e,
-                      ngx_lock_fd_n " \"%s\" failed", lock_name);
-        ngx_http_flags_state_err(err, err_len, "cannot lock \"%s\": %s",
-                                 lock_name, strerror(e));
-        rc = NGX_ERROR;
-        goto close;
-    }
-
-    rc = ngx_http_flags_write_state(fmcf, log, err, err_len);
-
-    (void) ngx_unlock_fd(lock_fd);
-
-close:
-
-    ngx_close_file(lock_fd);
-    ngx_free(lock_name);
-
-    return rc;
-}
-
-
 static ngx_int_t
-ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
-    u_char *err, size_t err_len)
+ngx_http_flags_state_serialize(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, ngx_http_flags_state_job_t *job, u_char *err,
+    size_t err_len)
 {
-    u_char           *tmp_name, *buf, *keys, *dir;
-    size_t            n, max, len, off;
-    ssize_t           w;
-    ngx_fd_t          fd, dfd;
-    ngx_err_t         e;
+    u_char           *keys, *p;
+    size_t            n, max, len;
     ngx_int_t         rc;
+    ngx_core_conf_t  *ccf;
     fl_saved_flag_t  *entries;
 
     rc = NGX_ERROR;
-    fd = NGX_INVALID_FILE;
-    buf = NULL;
-    tmp_name = NULL;
     entries = NULL;
     keys = NULL;
+
+    job->buf = NULL;
+    job->names = NULL;
+    job->written = &fmcf->sh->state_written;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(fmcf->cycle->conf_ctx,
+                                           ngx_core_module);
+
+    /* the master writes at start and reload: the lock file must stay
+     * usable by the workers */
+    job->chown = geteuid() == 0
+                 && ccf->user != (ngx_uid_t) NGX_CONF_UNSET_UINT
+                 && ccf->user != 0;
+    job->user = ccf->user;
+    job->group = ccf->group;
 
     /* the zone may gain nodes at a reload meanwhile: retry with room */
     max = fmcf->sh->nnodes + 16;
@@ -448,7 +472,7 @@ ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
             goto done;
         }
 
-        n = ngx_http_flags_zone_saved(fmcf, entries, keys, max);
+        n = ngx_http_flags_zone_saved(fmcf, entries, keys, max, &job->seq);
 
         if (n == (size_t) -1) {
             ngx_log_error(NGX_LOG_INFO, log, 0,
@@ -468,58 +492,23 @@ ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
         max *= 2;
     }
 
-    tmp_name = ngx_alloc(fmcf->state_file.len + sizeof(".tmp.")
-                         + NGX_INT_T_LEN, log);
-    buf = ngx_alloc(fl_state_file_bound(entries, n), log);
-    if (tmp_name == NULL || buf == NULL) {
+    /* <file>, <file>.lock, <file>.tmp.<pid>, its directory */
+    len = fmcf->state_file.len + 1;
+
+    job->names = ngx_alloc(4 * len + sizeof(".lock") + sizeof(".tmp.")
+                           + NGX_INT_T_LEN + 2, log);
+    job->buf = ngx_alloc(fl_state_file_bound(entries, n), log);
+    if (job->names == NULL || job->buf == NULL) {
         ngx_http_flags_state_err(err, err_len, "%s", "out of memory");
         goto done;
     }
 
-    ngx_sprintf(tmp_name, "%V.tmp.%P%Z", &fmcf->state_file, ngx_pid);
-
-    len = fl_state_file_write(entries, n, (char *) buf);
-
-    fd = ngx_open_file(tmp_name, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE, 0644);
-    if (fd == NGX_INVALID_FILE) {
-        e = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, e,
-                      ngx_open_file_n " \"%s\" failed", tmp_name);
-        ngx_http_flags_state_err(err, err_len, "cannot create \"%s\": %s",
-                                 tmp_name, strerror(e));
-        goto done;
-    }
-
-    for (off = 0; off < len; off += w) {
-        w = ngx_write_fd(fd, buf + off, len - off);
-        if (w <= 0) {
-            e = (w == 0) ? NGX_ENOSPC : ngx_errno;
-            ngx_log_error(NGX_LOG_ALERT, log, e,
-                          ngx_write_fd_n " \"%s\" failed", tmp_name);
-            ngx_http_flags_state_err(err, err_len, "cannot write \"%s\": %s",
-                                     tmp_name, strerror(e));
-            goto done;
-        }
-    }
-
-    if (fsync(fd) == -1) {
-        e = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, e,
-                      "fsync() \"%s\" failed", tmp_name);
-        ngx_http_flags_state_err(err, err_len, "cannot sync \"%s\": %s",
-                                 tmp_name, strerror(e));
-        goto done;
-    }
-
-    if (ngx_rename_file(tmp_name, fmcf->state_file.data) == NGX_FILE_ERROR) {
-        e = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, e,
-                      ngx_rename_file_n " \"%s\" to \"%V\" failed",
-                      tmp_name, &fmcf->state_file);
-        ngx_http_flags_state_err(err, err_len, "cannot rename \"%s\": %s",
-                                 tmp_name, strerror(e));
-        goto done;
-    }
+    job->path = job->names;
+    p = ngx_sprintf(job->path, "%V%Z", &fmcf->state_file);
+    job->lock_name = p;
+    p = ngx_sprintf(p, "%V.lock%Z", &fmcf->state_file);
+    job->tmp_name = p;
+    p = ngx_sprintf(p, "%V.tmp.%P%Z", &fmcf->state_file, ngx_pid);
 
     /* the rename itself reaches the disk with the directory */
     for (len = fmcf->state_file.len;
@@ -527,36 +516,480 @@ ngx_http_flags_write_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
          len--)
     { /* void */ }
 
-    dir = len ? ngx_alloc(len + 1, log) : NULL;
+    if (len) {
+        job->dir = p;
+        ngx_memcpy(p, fmcf->state_file.data, len);
+        p[len > 1 ? len - 1 : len] = '\0';
 
-    if (dir) {
-        ngx_memcpy(dir, fmcf->state_file.data, len);
-        dir[len > 1 ? len - 1 : len] = '\0';
-
-        dfd = open((char *) dir, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
-        if (dfd != -1) {
-            (void) fsync(dfd);
-            (void) close(dfd);
-        }
-
-        ngx_free(dir);
+    } else {
+        job->dir = NULL;
     }
+
+    job->len = fl_state_file_write(entries, n, (char *) job->buf);
 
     rc = NGX_OK;
 
 done:
 
-    if (fd != NGX_INVALID_FILE) {
-        ngx_close_file(fd);
-        if (rc != NGX_OK) {
-            (void) ngx_delete_file(tmp_name);
-        }
-    }
-
-    ngx_free(tmp_name);
-    ngx_free(buf);
     ngx_free(entries);
     ngx_free(keys);
 
+    if (rc != NGX_OK) {
+        ngx_http_flags_state_free(job);
+    }
+
     return rc;
 }
+
+
+static void
+ngx_http_flags_state_free(ngx_http_flags_state_job_t *job)
+{
+    ngx_free(job->buf);
+    ngx_free(job->names);
+    job->buf = NULL;
+    job->names = NULL;
+}
+
+
+#define ngx_http_flags_state_fail(job, e, fmt, ...)                          \
+    (job)->err = (e);                                                        \
+    *ngx_snprintf((job)->msg, sizeof((job)->msg) - 1, fmt, __VA_ARGS__)      \
+        = '\0'
+
+
+/*
+ * The write: in a thread of the pool, or in the master.  It neither logs
+ * nor allocates; what went wrong is left in the job for
+ * ngx_http_flags_state_report() (alert) and the admin answer (msg).
+ */
+
+static void
+ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
+{
+    u_char     errstr[NGX_MAX_ERROR_STR], *es;
+    size_t     off;
+    ssize_t    w;
+    ngx_fd_t   lock_fd, fd, dfd;
+    ngx_err_t  e;
+
+    job->rc = NGX_ERROR;
+    job->msg[0] = '\0';
+    job->err = 0;
+    job->chown_err = 0;
+    job->op = NULL;
+    job->op_name = NULL;
+    job->skipped = 0;
+    fd = NGX_INVALID_FILE;
+
+    lock_fd = ngx_open_file(job->lock_name, NGX_FILE_RDWR,
+                            NGX_FILE_CREATE_OR_OPEN, 0600);
+    if (lock_fd == NGX_INVALID_FILE) {
+        e = ngx_errno;
+        job->op = ngx_open_file_n;
+        job->op_name = job->lock_name;
+        es = ngx_strerror(e, errstr, sizeof(errstr));
+        ngx_http_flags_state_fail(job, e, "cannot open \"%s\": %*s",
+                                  job->lock_name, es - errstr, errstr);
+        return;
+    }
+
+    if (job->chown && fchown(lock_fd, job->user, job->group) == -1) {
+        job->chown_err = ngx_errno;
+    }
+
+    if (ngx_lock_fd(lock_fd) != 0) {
+        e = ngx_errno;
+        job->op = ngx_lock_fd_n;
+        job->op_name = job->lock_name;
+        es = ngx_strerror(e, errstr, sizeof(errstr));
+        ngx_http_flags_state_fail(job, e, "cannot lock \"%s\": %*s",
+                                  job->lock_name, es - errstr, errstr);
+        goto close;
+    }
+
+    /* a later snapshot is on disk already: it holds this one's changes */
+    if (*job->written > job->seq) {
+        job->skipped = 1;
+        job->rc = NGX_OK;
+        goto unlock;
+    }
+
+    fd = ngx_open_file(job->tmp_name, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE,
+                       0644);
+    if (fd == NGX_INVALID_FILE) {
+        e = ngx_errno;
+        job->op = ngx_open_file_n;
+        job->op_name = job->tmp_name;
+        es = ngx_strerror(e, errstr, sizeof(errstr));
+        ngx_http_flags_state_fail(job, e, "cannot create \"%s\": %*s",
+                                  job->tmp_name, es - errstr, errstr);
+        goto unlock;
+    }
+
+    for (off = 0; off < job->len; off += w) {
+        w = ngx_write_fd(fd, job->buf + off, job->len - off);
+        if (w <= 0) {
+            e = (w == 0) ? NGX_ENOSPC : ngx_errno;
+            job->op = ngx_write_fd_n;
+            job->op_name = job->tmp_name;
+            es = ngx_strerror(e, errstr, sizeof(errstr));
+            ngx_http_flags_state_fail(job, e, "cannot write \"%s\": %*s",
+                                      job->tmp_name, es - errstr, errstr);
+            goto unlock;
+        }
+    }
+
+    if (fsync(fd) == -1) {
+        e = ngx_errno;
+        job->op = "fsync()";
+        job->op_name = job->tmp_name;
+        es = ngx_strerror(e, errstr, sizeof(errstr));
+        ngx_http_flags_state_fail(job, e, "cannot sync \"%s\": %*s",
+                                  job->tmp_name, es - errstr, errstr);
+        goto unlock;
+    }
+
+    if (ngx_rename_file(job->tmp_name, job->path) == NGX_FILE_ERROR) {
+        e = ngx_errno;
+        job->op = ngx_rename_file_n;
+        job->op_name = job->tmp_name;
+        es = ngx_strerror(e, errstr, sizeof(errstr));
+        ngx_http_flags_state_fail(job, e, "cannot rename \"%s\": %*s",
+                                  job->tmp_name, es - errstr, errstr);
+        goto unlock;
+    }
+
+    *job->written = job->seq;
+    job->rc = NGX_OK;
+
+    if (job->dir) {
+        dfd = open((char *) job->dir, O_RDONLY|O_DIRECTORY|O_CLOEXEC);
+        if (dfd != -1) {
+            (void) fsync(dfd);
+            (void) close(dfd);
+        }
+    }
+
+unlock:
+
+    if (fd != NGX_INVALID_FILE) {
+        (void) ngx_close_file(fd);
+        if (job->rc != NGX_OK) {
+            (void) ngx_delete_file(job->tmp_name);
+        }
+    }
+
+    (void) ngx_unlock_fd(lock_fd);
+
+close:
+
+    (void) ngx_close_file(lock_fd);
+}
+
+
+/* In the event loop: what the write left to say. */
+
+static void
+ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
+{
+    if (job->chown_err) {
+        ngx_log_error(NGX_LOG_WARN, log, job->chown_err,
+                      "fchown(\"%s\") failed", job->lock_name);
+    }
+
+    if (job->op == NULL) {
+        if (job->skipped) {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
+                           "flags: state snapshot %uA not written, %uA is "
+                           "newer", job->seq, *job->written);
+        }
+        return;
+    }
+
+    if (job->op_name == job->tmp_name && job->rc == NGX_ERROR
+        && ngx_strcmp(job->op, ngx_rename_file_n) == 0)
+    {
+        ngx_log_error(NGX_LOG_ALERT, log, job->err,
+                      ngx_rename_file_n " \"%s\" to \"%s\" failed",
+                      job->tmp_name, job->path);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ALERT, log, job->err, "%s \"%s\" failed",
+                  job->op, job->op_name);
+}
+
+
+/*
+ * Rewrites the state file from the zone, synchronously: the master at
+ * start and reload, and every process when nginx has no threads.  NGX_OK
+ * when the file on disk describes the zone; NGX_ERROR (logged, and
+ * described in err when given) when it could not be written; NGX_DECLINED
+ * when this process's zone was replaced by another one at a reload.
+ */
+
+ngx_int_t
+ngx_http_flags_save_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
+    u_char *err, size_t err_len)
+{
+    ngx_int_t                   rc;
+    ngx_http_flags_state_job_t  job;
+
+    if (fmcf->state_file.len == 0) {
+        return NGX_OK;
+    }
+
+    rc = ngx_http_flags_state_serialize(fmcf, log, &job, err, err_len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ngx_http_flags_state_write(&job);
+    ngx_http_flags_state_report(&job, log);
+
+    if (job.rc != NGX_OK) {
+        ngx_http_flags_state_err(err, err_len, "%s", job.msg);
+    }
+
+    ngx_http_flags_state_free(&job);
+
+    return job.rc;
+}
+
+
+/*
+ * After a change in the zone (a rollback, an admin change): rewrite the
+ * state file.  Without r nothing waits.  With r, r is answered by
+ * done(r, rc, err) once the file holds the change (rc NGX_OK), could not
+ * be written (NGX_ERROR, err says why) or must not be (NGX_DECLINED): at
+ * once, whose value is returned, or later from the event loop, and then
+ * this returns NGX_DONE with r->main->count raised, as
+ * ngx_http_read_client_request_body() does.
+ */
+
+ngx_int_t
+ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done)
+{
+    u_char     err[256];
+    ngx_int_t  rc;
+#if (NGX_THREADS)
+    ngx_http_flags_state_waiter_t  *w;
+#endif
+
+    err[0] = '\0';
+
+    if (fmcf->state_file.len == 0) {
+        return r ? done(r, NGX_OK, err) : NGX_OK;
+    }
+
+#if (NGX_THREADS)
+
+    if (fmcf->state_thread_pool) {
+        w = NULL;
+
+        if (r) {
+            w = ngx_palloc(r->pool, sizeof(ngx_http_flags_state_waiter_t));
+            if (w == NULL) {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            w->r = r;
+            w->done = done;
+        }
+
+        if (ngx_http_flags_state_writer.busy) {
+            /* the write in flight may have snapshotted the zone before
+             * this change: the next one holds it */
+            ngx_http_flags_state_writer.dirty = 1;
+
+            if (w) {
+                w->next = ngx_http_flags_state_writer.waiting;
+                ngx_http_flags_state_writer.waiting = w;
+                r->main->count++;
+                return NGX_DONE;
+            }
+
+            return NGX_OK;
+        }
+
+        rc = ngx_http_flags_state_post(fmcf, log, err, sizeof(err));
+
+        if (rc == NGX_OK) {
+            if (w) {
+                w->next = NULL;
+                ngx_http_flags_state_writer.writing = w;
+                r->main->count++;
+                return NGX_DONE;
+            }
+
+            return NGX_OK;
+        }
+
+        return r ? done(r, rc, err) : NGX_OK;
+    }
+
+#endif
+
+    rc = ngx_http_flags_save_state(fmcf, log, err, sizeof(err));
+
+    return r ? done(r, rc, err) : NGX_OK;
+}
+
+
+#if (NGX_THREADS)
+
+/* Snapshot now, write in the pool. */
+
+static ngx_int_t
+ngx_http_flags_state_post(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
+    u_char *err, size_t err_len)
+{
+    ngx_int_t                       rc;
+    ngx_thread_task_t              *task;
+    ngx_http_flags_state_job_t     *job;
+    ngx_http_flags_state_writer_t  *sw;
+
+    sw = &ngx_http_flags_state_writer;
+
+    if (sw->task == NULL) {
+        /* one task a worker, reused: one write in flight at a time */
+        task = ngx_thread_task_alloc(fmcf->cycle->pool,
+                                     sizeof(ngx_http_flags_state_job_t));
+        if (task == NULL) {
+            ngx_http_flags_state_err(err, err_len, "%s", "out of memory");
+            return NGX_ERROR;
+        }
+
+        task->handler = ngx_http_flags_state_thread;
+        task->event.handler = ngx_http_flags_state_written;
+        task->event.data = sw;
+        task->event.log = fmcf->cycle->log;
+
+        sw->guard.handler = ngx_http_flags_state_guard;
+        sw->guard.data = sw;
+        sw->guard.log = fmcf->cycle->log;
+        sw->guard.cancelable = 0;
+
+        sw->task = task;
+        sw->fmcf = fmcf;
+    }
+
+    task = sw->task;
+    job = task->ctx;
+
+    sw->dirty = 0;
+
+    rc = ngx_http_flags_state_serialize(fmcf, log, job, err, err_len);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ngx_thread_task_post(fmcf->state_thread_pool, task) != NGX_OK) {
+        ngx_http_flags_state_free(job);
+        ngx_http_flags_state_err(err, err_len, "%s",
+                                 "the thread pool's queue is full");
+        return NGX_ERROR;
+    }
+
+    sw->busy = 1;
+
+    /* a graceful exit waits for timers that are not cancelable: the
+     * worker stays until the write is done and its waiters answered */
+    ngx_add_timer(&sw->guard, 60000);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_flags_state_thread(void *data, ngx_log_t *log)
+{
+    ngx_http_flags_state_write(data);
+}
+
+
+static void
+ngx_http_flags_state_guard(ngx_event_t *ev)
+{
+    ngx_http_flags_state_writer_t  *sw = ev->data;
+
+    if (sw->busy) {
+        ngx_add_timer(ev, 60000);
+    }
+}
+
+
+/* In the event loop, once the thread is done. */
+
+static void
+ngx_http_flags_state_written(ngx_event_t *ev)
+{
+    u_char                          err[256], next_err[256];
+    ngx_int_t                       rc, next_rc;
+    ngx_http_flags_state_job_t     *job;
+    ngx_http_flags_state_waiter_t  *done, *waiting;
+    ngx_http_flags_state_writer_t  *sw;
+
+    sw = ev->data;
+    job = sw->task->ctx;
+
+    sw->busy = 0;
+
+    if (sw->guard.timer_set) {
+        ngx_del_timer(&sw->guard);
+    }
+
+    ngx_http_flags_state_report(job, ngx_cycle->log);
+
+    rc = job->rc;
+    ngx_cpystrn(err, job->msg, sizeof(err));
+    ngx_http_flags_state_free(job);
+
+    done = sw->writing;
+    sw->writing = NULL;
+
+    /*
+     * Changes made while the thread wrote: one more write for them all,
+     * posted before anyone is answered (an answer may run the next
+     * pipelined request, which may change the zone again).
+     */
+    if (sw->dirty) {
+        waiting = sw->waiting;
+        sw->waiting = NULL;
+
+        next_err[0] = '\0';
+        next_rc = ngx_http_flags_state_post(sw->fmcf, ngx_cycle->log,
+                                            next_err, sizeof(next_err));
+        if (next_rc == NGX_OK) {
+            sw->writing = waiting;
+
+        } else {
+            ngx_http_flags_state_answer(waiting, next_rc, next_err);
+        }
+    }
+
+    ngx_http_flags_state_answer(done, rc, err);
+}
+
+
+static void
+ngx_http_flags_state_answer(ngx_http_flags_state_waiter_t *w, ngx_int_t rc,
+    u_char *err)
+{
+    ngx_connection_t               *c;
+    ngx_http_request_t             *r;
+    ngx_http_flags_state_waiter_t  *next;
+
+    for ( /* void */ ; w; w = next) {
+        next = w->next;
+        r = w->r;
+        c = r->connection;
+
+        ngx_http_finalize_request(r, w->done(r, rc, err));
+        ngx_http_run_posted_requests(c);
+    }
+}
+
+#endif

@@ -1,6 +1,7 @@
 /*
- * ngx_http_flags_response.c - authentication and JSON answers shared by
- * every handler of the module.
+ * ngx_http_flags_http.c - what every handler of the module shares: the
+ * Bearer token, reading the request body, and JSON answers (errors are
+ * JSON too: returning a status would make nginx send its HTML page).
  */
 
 #include "ngx_http_flags_module.h"
@@ -229,6 +230,44 @@ ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "flags: %ui %s", status, code);
+
+    return ngx_http_flags_send_json(r, status, body, p - body);
+}
+
+
+/*
+ * ngx_http_flags_send_error() takes the message as a C string; this one
+ * takes its length, for messages that echo client bytes and so may hold a
+ * NUL.  The body is the same {"error":code,"message":message}.
+ */
+
+ngx_int_t
+ngx_http_flags_send_error_len(ngx_http_request_t *r, ngx_uint_t status,
+    const char *code, const u_char *message, size_t len)
+{
+    u_char     *body, *p;
+    size_t      code_len;
+    ngx_int_t   rc;
+
+    /* unread bodies would be taken for the next request on keep-alive */
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    code_len = ngx_strlen(code);
+
+    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
+                                + code_len + fl_json_escape_bound(len));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
+    p = ngx_cpymem(p, code, code_len);
+    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
+    p += fl_json_escape((const char *) message, len, (char *) p);
+    p = ngx_cpymem(p, "\"}", 2);
 
     return ngx_http_flags_send_json(r, status, body, p - body);
 }

@@ -1,0 +1,77 @@
+/*
+ * ngx_http_flags_status.c - flags_status: per project and flag, the
+ * definition, the effective state, the counters and the rollback record.
+ * It takes no token: protect it with allow/deny or auth_basic.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+ngx_int_t
+ngx_http_flags_status_handler(ngx_http_request_t *r)
+{
+    u_char                      *body, *p;
+    size_t                       i, n, size;
+    int64_t                      now;
+    ngx_int_t                    rc;
+    fl_state_snapshot_t          s;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    project = fmcf->projects.elts;
+
+    size = sizeof("{\"projects\":[]}");
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
+
+        for (n = 0; n < project[i].nflags; n++) {
+            size += fl_status_flag_json_bound(project[i].core, n) + 1;
+        }
+    }
+
+    body = ngx_pnalloc(r->pool, size);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    now = ngx_http_flags_now_sec();
+    p = ngx_cpymem(body, "{\"projects\":[", sizeof("{\"projects\":[") - 1);
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (i) {
+            *p++ = ',';
+        }
+
+        /* project names are [A-Za-z0-9_.-]: nothing to escape */
+        p = ngx_sprintf(p, "{\"name\":\"%V\",\"flags\":[", &project[i].name);
+
+        for (n = 0; n < project[i].nflags; n++) {
+            if (n) {
+                *p++ = ',';
+            }
+
+            ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
+
+            p += fl_status_flag_json(project[i].core, n, &s,
+                                     project[i].flags[n].node != NULL,
+                                     (char *) p);
+        }
+
+        p = ngx_cpymem(p, "]}", 2);
+    }
+
+    p = ngx_cpymem(p, "]}", 2);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, p - body);
+}
