@@ -79,6 +79,13 @@ sub nginx_start {
         wait_port($o{port}, $timeout)
             or die "nginx does not listen on 127.0.0.1:$o{port}\n";
     }
+    # the master listens before it forks its workers: a caller that counts
+    # them must find them all
+    my ($n) = (read_file("$prefix/conf/nginx.conf") // '') =~ /^\s*worker_processes\s+(\d+)\s*;/m;
+    if ($n) {
+        wait_for(sub { worker_pids($pid) >= $n }, $timeout)
+            or die "nginx $pid did not start its $n workers\n";
+    }
     return $pid;
 }
 
