@@ -282,14 +282,8 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     if (idx < 0) {
         /* echo at most 128 bytes of the client's name, never half of a
          * UTF-8 sequence: the message goes into a JSON answer */
-        len = report.flag_name_len;
-
-        if (len > 128) {
-            len = 128;
-            while (len && ((u_char) report.flag_name[len] & 0xc0) == 0x80) {
-                len--;
-            }
-        }
+        len = fl_utf8_prefix(report.flag_name, report.flag_name_len,
+                             FL_MAX_FLAG_NAME_LEN);
 
         /* the name may hold a decoded NUL ("\u0000"): the message goes
          * on by its length, never as a C string */

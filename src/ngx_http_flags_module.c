@@ -453,7 +453,7 @@ ngx_http_flags_valid_name(ngx_str_t *name)
     size_t  i;
     u_char  c;
 
-    if (name->len == 0 || name->len > 64) {
+    if (name->len == 0 || name->len > FL_MAX_PROJECT_NAME_LEN) {
         return 0;
     }
 
@@ -780,7 +780,7 @@ ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "min_errors=", 11) == 0) {
             n = ngx_atoi(value[i].data + 11, value[i].len - 11);
-            if (n < 1 || n > 1000000000) {
+            if (n < 1 || n > (ngx_int_t) NGX_MAX_UINT32_VALUE) {
                 goto invalid;
             }
 

@@ -87,17 +87,6 @@ ngx_http_flags_now_ms(void)
 }
 
 
-/* The window length a flag counts over: its own, or the http one. */
-
-static uint32_t
-ngx_http_flags_window_of(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag)
-{
-    return (flag->policy.mode == FL_ROLLBACK_ON) ? flag->policy.window
-                                                 : fmcf->rollback.window;
-}
-
-
 ngx_int_t
 ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
@@ -249,7 +238,8 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     for (i = 0; i < fmcf->projects.nelts; i++) {
         for (n = 0; n < project[i].nflags; n++) {
             flag = &project[i].flags[n];
-            window = ngx_http_flags_window_of(fmcf, flag);
+            /* resolved: its own window, or the http one */
+            window = flag->policy.window;
 
             rc = ngx_http_flags_bind(fmcf, &project[i].name, flag, window,
                                      gen, committed, log);
@@ -936,7 +926,7 @@ ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
         return;
     }
 
-    seconds = ngx_http_flags_window_of(fmcf, flag);
+    seconds = flag->policy.window;
 
     ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
                                &enabled, &errors);
