@@ -115,7 +115,12 @@ static size_t plain_run(const unsigned char *d, size_t len) noexcept
         uint64_t b = x ^ (ones * '\\');
         uint64_t stop = (x | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
         if (stop) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flagged byte is exact: it is the first one */
+            return i + static_cast<size_t>(__builtin_ctzll(stop) >> 3);
+#else
             break;
+#endif
         }
     }
     while (i < len && d[i] < 0x80 && d[i] != '"' && d[i] != '\\') {
