@@ -84,6 +84,8 @@ static ngx_http_flags_state_writer_t  ngx_http_flags_state_writer;
 
 
 
+static ngx_int_t ngx_http_flags_user_cannot(ngx_http_flags_main_conf_t *fmcf,
+    ngx_core_conf_t *ccf, ngx_log_t *log, const char *what, u_char *path);
 static ngx_int_t ngx_http_flags_user_may(ngx_core_conf_t *ccf,
     ngx_file_info_t *fi, ngx_uint_t dir);
 static ngx_int_t ngx_http_flags_read_state(ngx_str_t *path, ngx_pool_t *pool,
@@ -166,13 +168,8 @@ ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
     }
 
     if (!ngx_http_flags_user_may(ccf, &fi, 1)) {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
-                      "flags_state_file \"%V\": the worker user \"%s\" "
-                      "cannot create files in \"%s\" in %V",
-                      &fmcf->state_file,
-                      ccf->username ? ccf->username : "(current)", dir,
-                      &fmcf->state_file_conf);
-        return NGX_ERROR;
+        return ngx_http_flags_user_cannot(fmcf, ccf, log,
+                                          "create files in", dir);
     }
 
     if (ngx_file_info(fmcf->state_file.data, &fi) != NGX_FILE_ERROR
@@ -189,16 +186,25 @@ ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
     if (ngx_file_info(lock, &fi) != NGX_FILE_ERROR
         && (!ngx_is_file(&fi) || !ngx_http_flags_user_may(ccf, &fi, 0)))
     {
-        ngx_log_error(NGX_LOG_EMERG, log, 0,
-                      "flags_state_file \"%V\": the worker user \"%s\" "
-                      "cannot write the lock file \"%s\" in %V",
-                      &fmcf->state_file,
-                      ccf->username ? ccf->username : "(current)", lock,
-                      &fmcf->state_file_conf);
-        return NGX_ERROR;
+        return ngx_http_flags_user_cannot(fmcf, ccf, log,
+                                          "write the lock file", lock);
     }
 
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_user_cannot(ngx_http_flags_main_conf_t *fmcf,
+    ngx_core_conf_t *ccf, ngx_log_t *log, const char *what, u_char *path)
+{
+    ngx_log_error(NGX_LOG_EMERG, log, 0,
+                  "flags_state_file \"%V\": the worker user \"%s\" "
+                  "cannot %s \"%s\" in %V", &fmcf->state_file,
+                  ccf->username ? ccf->username : "(current)", what, path,
+                  &fmcf->state_file_conf);
+
+    return NGX_ERROR;
 }
 
 
@@ -552,10 +558,24 @@ ngx_http_flags_state_free(ngx_http_flags_state_job_t *job)
 }
 
 
-#define ngx_http_flags_state_fail(job, e, fmt, ...)                          \
-    (job)->err = (e);                                                        \
-    *ngx_snprintf((job)->msg, sizeof((job)->msg) - 1, fmt, __VA_ARGS__)      \
-        = '\0'
+/* What went wrong, for the alert (op on name) and the admin answer
+ * ("cannot VERB "name": reason"); no logging, no allocation. */
+
+static void
+ngx_http_flags_state_fail(ngx_http_flags_state_job_t *job, ngx_err_t e,
+    const char *op, u_char *name, const char *verb)
+{
+    u_char  errstr[NGX_MAX_ERROR_STR], *es;
+
+    job->err = e;
+    job->op = op;
+    job->op_name = name;
+
+    es = ngx_strerror(e, errstr, sizeof(errstr));
+
+    *ngx_snprintf(job->msg, sizeof(job->msg) - 1, "cannot %s \"%s\": %*s",
+                  verb, name, es - errstr, errstr) = '\0';
+}
 
 
 /*
@@ -567,7 +587,6 @@ ngx_http_flags_state_free(ngx_http_flags_state_job_t *job)
 static void
 ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
 {
-    u_char     errstr[NGX_MAX_ERROR_STR], *es;
     size_t     off;
     ssize_t    w;
     ngx_fd_t   lock_fd, fd, dfd;
@@ -586,11 +605,7 @@ ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
                             NGX_FILE_CREATE_OR_OPEN, 0600);
     if (lock_fd == NGX_INVALID_FILE) {
         e = ngx_errno;
-        job->op = ngx_open_file_n;
-        job->op_name = job->lock_name;
-        es = ngx_strerror(e, errstr, sizeof(errstr));
-        ngx_http_flags_state_fail(job, e, "cannot open \"%s\": %*s",
-                                  job->lock_name, es - errstr, errstr);
+        ngx_http_flags_state_fail(job, e, ngx_open_file_n, job->lock_name, "open");
         return;
     }
 
@@ -600,11 +615,7 @@ ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
 
     if (ngx_lock_fd(lock_fd) != 0) {
         e = ngx_errno;
-        job->op = ngx_lock_fd_n;
-        job->op_name = job->lock_name;
-        es = ngx_strerror(e, errstr, sizeof(errstr));
-        ngx_http_flags_state_fail(job, e, "cannot lock \"%s\": %*s",
-                                  job->lock_name, es - errstr, errstr);
+        ngx_http_flags_state_fail(job, e, ngx_lock_fd_n, job->lock_name, "lock");
         goto close;
     }
 
@@ -619,11 +630,7 @@ ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
                        0644);
     if (fd == NGX_INVALID_FILE) {
         e = ngx_errno;
-        job->op = ngx_open_file_n;
-        job->op_name = job->tmp_name;
-        es = ngx_strerror(e, errstr, sizeof(errstr));
-        ngx_http_flags_state_fail(job, e, "cannot create \"%s\": %*s",
-                                  job->tmp_name, es - errstr, errstr);
+        ngx_http_flags_state_fail(job, e, ngx_open_file_n, job->tmp_name, "create");
         goto unlock;
     }
 
@@ -631,32 +638,20 @@ ngx_http_flags_state_write(ngx_http_flags_state_job_t *job)
         w = ngx_write_fd(fd, job->buf + off, job->len - off);
         if (w <= 0) {
             e = (w == 0) ? NGX_ENOSPC : ngx_errno;
-            job->op = ngx_write_fd_n;
-            job->op_name = job->tmp_name;
-            es = ngx_strerror(e, errstr, sizeof(errstr));
-            ngx_http_flags_state_fail(job, e, "cannot write \"%s\": %*s",
-                                      job->tmp_name, es - errstr, errstr);
+            ngx_http_flags_state_fail(job, e, ngx_write_fd_n, job->tmp_name, "write");
             goto unlock;
         }
     }
 
     if (fsync(fd) == -1) {
         e = ngx_errno;
-        job->op = "fsync()";
-        job->op_name = job->tmp_name;
-        es = ngx_strerror(e, errstr, sizeof(errstr));
-        ngx_http_flags_state_fail(job, e, "cannot sync \"%s\": %*s",
-                                  job->tmp_name, es - errstr, errstr);
+        ngx_http_flags_state_fail(job, e, "fsync()", job->tmp_name, "sync");
         goto unlock;
     }
 
     if (ngx_rename_file(job->tmp_name, job->path) == NGX_FILE_ERROR) {
         e = ngx_errno;
-        job->op = ngx_rename_file_n;
-        job->op_name = job->tmp_name;
-        es = ngx_strerror(e, errstr, sizeof(errstr));
-        ngx_http_flags_state_fail(job, e, "cannot rename \"%s\": %*s",
-                                  job->tmp_name, es - errstr, errstr);
+        ngx_http_flags_state_fail(job, e, ngx_rename_file_n, job->tmp_name, "rename");
         goto unlock;
     }
 
