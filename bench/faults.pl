@@ -380,6 +380,25 @@ sub load_figures {
     push @{ $res->{fail} }, "$st->{connect_errors} connection errors" if $st->{connect_errors};
 }
 
+# LoadGen::run with what every scenario shares: the port, the connection
+# count, the pipelining depth and the bounds; the rest is the scenario's.
+sub run_load {
+    my ($gen, $seconds, %o) = @_;
+    return LoadGen::run(port => $PORT, conns => $CONNS, depth => $DEPTH,
+                        max_requests => $MAXREQ, max_seconds => $seconds,
+                        next => $gen, %o);
+}
+
+# A resend callback that remembers the ids of resent reports.
+sub resend_into {
+    my ($ids) = @_;
+    return sub {
+        my ($m) = @_;
+        $ids->{ $m->[2] } = 1 if $m->[0] eq 'report';
+        return 1;
+    };
+}
+
 # ---------------------------------------------------------- 1. kill -9
 
 sub scenario_kill {
@@ -419,10 +438,7 @@ sub scenario_kill {
         push @{ $res{fail} }, "kill of $k->{pid}: status read failed: $err" unless $s;
     };
 
-    my $st = LoadGen::run(
-        port => $PORT, conns => $CONNS, depth => $DEPTH,
-        max_requests => $MAXREQ, max_seconds => $seconds,
-        next => $gen,
+    my $st = run_load($gen, $seconds,
         on_response => sub {
             my ($m, $status, $body, $head) = @_;
             $acked{ $m->[2] } = 1 if $m->[0] eq 'report' && $status == 204;
@@ -545,15 +561,8 @@ sub scenario_reload {
     my ($reloads, $last_hup, $samples, $last_eval, $decreases, $not_rolled_back, $status_fail) = (0, 0, 0, 0, 0, 0, 0);
     my %resent_ids;
     my $t0 = time;
-    my $st = LoadGen::run(
-        port => $PORT, conns => $CONNS, depth => $DEPTH,
-        max_requests => $MAXREQ, max_seconds => $seconds,
-        next => $gen,
-        resend => sub {
-            my ($m) = @_;
-            $resent_ids{ $m->[2] } = 1 if $m->[0] eq 'report';
-            return 1;
-        },
+    my $st = run_load($gen, $seconds,
+        resend => resend_into(\%resent_ids),
         on_response => sub {
             my ($m, $status) = @_;
             $acked{ $m->[2] } = 1 if $m->[0] eq 'report' && $status == 204;
@@ -644,10 +653,7 @@ sub scenario_reopen {
     my ($gen, $book) = traffic('reopen', 0.8);
     my %acked;
     my ($rotations, $last, @rename_fail) = (0, 0);
-    my $st = LoadGen::run(
-        port => $PORT, conns => $CONNS, depth => $DEPTH,
-        max_requests => $MAXREQ, max_seconds => $seconds,
-        next => $gen,
+    my $st = run_load($gen, $seconds,
         on_response => sub {
             my ($m, $status) = @_;
             $acked{ $m->[2] } = 1 if $m->[0] eq 'report' && $status == 204;
@@ -715,15 +721,8 @@ sub scenario_window {
     my (%acked, %acked_by_flag, %resent_ids);
     my ($reloads, $last_hup) = (0, 0);
     my $t0 = time;
-    my $st = LoadGen::run(
-        port => $PORT, conns => $CONNS, depth => $DEPTH,
-        max_requests => $MAXREQ, max_seconds => $seconds,
-        next => $gen,
-        resend => sub {
-            my ($m) = @_;
-            $resent_ids{ $m->[2] } = 1 if $m->[0] eq 'report';
-            return 1;
-        },
+    my $st = run_load($gen, $seconds,
+        resend => resend_into(\%resent_ids),
         on_response => sub {
             my ($m, $status) = @_;
             return unless $m->[0] eq 'report' && $status == 204;
