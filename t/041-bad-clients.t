@@ -31,13 +31,6 @@ my $report = '{"flagName":"f","message":"slow"}';
 my $head = "POST /ingest/errors HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\n"
          . "Content-Type: application/json\r\nConnection: close\r\n";
 
-sub connect_raw {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
-                                  Timeout => 5);
-    die "connect: $!" unless $s;
-    return $s;
-}
-
 sub still_fine {
     my ($what) = @_;
     my ($st, undef, $body) = http_request(GET => '/flags?userId=u', headers => ['Authorization: Bearer tok']);
@@ -49,7 +42,7 @@ sub still_fine {
 
 # --- a body shorter than its Content-Length, then the client goes away -------
 for my $i (1 .. 20) {
-    my $s = connect_raw();
+    my $s = raw_connect();
     print $s $head . "Content-Length: 500\r\n\r\n" . substr($report, 0, 10);
     close $s;
 }
@@ -58,7 +51,7 @@ still_fine('short bodies');
 
 # --- a slow client: the report in 12 pieces, 100 ms apart --------------------
 {
-    my $s = connect_raw();
+    my $s = raw_connect();
     my $req = $head . "Content-Length: " . length($report) . "\r\n\r\n" . $report;
     my $n = 12;
     my $step = int(length($req) / $n) + 1;
@@ -75,7 +68,7 @@ still_fine('short bodies');
 
 # --- a client that stalls mid-body: nginx times it out (client_body_timeout) --
 {
-    my $s = connect_raw();
+    my $s = raw_connect();
     print $s $head . "Content-Length: " . length($report) . "\r\n\r\n" . substr($report, 0, 5);
     $s->flush;
     local $/;
@@ -91,7 +84,7 @@ still_fine('stalled body');
 {
     my @open;
     for (1 .. 100) {
-        my $s = connect_raw();
+        my $s = raw_connect();
         print $s "GET /flags?userId=u HTTP/1.1\r\nHost: x\r\nAuthoriza";
         push @open, $s;
     }
@@ -101,7 +94,7 @@ still_fine('stalled body');
 
 # --- chunked body with a broken chunk size: nginx's own 400 ------------------
 {
-    my $s = connect_raw();
+    my $s = raw_connect();
     print $s $head . "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n";
     local $/;
     my $resp = <$s> // '';

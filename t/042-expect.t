@@ -28,13 +28,6 @@ _S_
 
 my $pid = nginx_start($dir);
 
-sub connect_nginx {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
-                                  Timeout => 5);
-    die "connect: $!" unless $s;
-    return $s;
-}
-
 # One response (head and, by Content-Length, body) read from $s, or what
 # arrived before $wait seconds of silence.
 sub read_response {
@@ -81,7 +74,7 @@ my @refused = (
 
 for my $c (@refused) {
     my ($name, $head, $body, $status) = @$c;
-    my $s = connect_nginx();
+    my $s = raw_connect();
     print $s $head . "Content-Length: " . length($body) . "\r\nExpect: 100-continue\r\n\r\n";
     my $resp = read_response($s);
     like($resp, qr{\AHTTP/1\.1 \Q$status\E\r\n}, "$name: the final status comes first");
@@ -99,7 +92,7 @@ for my $c (@refused) {
 # An accepted report: 100 Continue, then the body, then 204.
 {
     my $body = '{"flagName":"a","message":"m"}';
-    my $s = connect_nginx();
+    my $s = raw_connect();
     print $s "POST /ingest/errors HTTP/1.1\r\nHost: localhost\r\n$auth$json"
         . "Content-Length: " . length($body) . "\r\nExpect: 100-continue\r\n\r\n";
     my $resp = read_response($s);

@@ -30,7 +30,7 @@ use Test::Builder;
 use Text::ParseWords qw(shellwords);
 use Time::HiRes qw(sleep time);
 
-our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test
+our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_connect
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log);
@@ -306,6 +306,14 @@ sub wait_port {
 
 # The PIDs of the master's worker processes (children of the master).
 sub worker_pids { NginxProc::worker_pids(@_) }
+
+# A connection to the nginx under test, for tests that write raw bytes.
+sub raw_connect {
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $Port,
+                                  Timeout => 5);
+    die "connect: $!" unless $s;
+    return $s;
+}
 
 # One request on its own connection: returns (status, \%headers, body).
 sub http_request {
