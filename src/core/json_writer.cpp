@@ -13,29 +13,6 @@
 
 #include <cstring>
 
-namespace {
-
-/* Bytes fl_json_escape() cannot copy without a look: control characters,
- * '"', '\\', and every non-ASCII byte (its sequence must be checked, and
- * E2 may start U+2028 / U+2029).  ASCII text stays one memcpy per run. */
-constexpr struct SpecialTable {
-    bool v[256];
-    constexpr SpecialTable() : v()
-    {
-        for (int c = 0; c < 0x20; c++) {
-            v[c] = true;
-        }
-        for (int c = 0x80; c < 0x100; c++) {
-            v[c] = true;
-        }
-        v[static_cast<unsigned char>('"')] = true;
-        v[static_cast<unsigned char>('\\')] = true;
-    }
-    constexpr bool operator[](unsigned char c) const { return v[c]; }
-} special;
-
-} // namespace
-
 extern "C" {
 
 size_t fl_json_escape_bound(size_t len) noexcept
@@ -55,10 +32,7 @@ size_t fl_json_escape(const char *s, size_t len, char *out) noexcept
     while (i < len) {
         /* copy the run of bytes that need nothing in one go: reports are
          * mostly plain text */
-        size_t run = i;
-        while (run < len && !special[p[run]]) {
-            run++;
-        }
+        size_t run = i + fl::plain_ascii_run(p + i, len - i, true);
         std::memcpy(o, p + i, run - i);
         o += run - i;
         i = run;

@@ -99,36 +99,6 @@ bool Utf8JsonCheck::json_byte(unsigned char c) noexcept
     }
 }
 
-/* Bytes from d[0] on that can change no state: plain ASCII other than
- * '"' and '\\', eight at a time (a byte >= 0x80 sets its high bit; a zero
- * byte of x ^ '"' or x ^ '\\' is found by the usual carry trick). */
-static size_t plain_run(const unsigned char *d, size_t len) noexcept
-{
-    constexpr uint64_t ones = 0x0101010101010101ull;
-    constexpr uint64_t highs = 0x8080808080808080ull;
-    size_t i = 0;
-
-    for ( ; i + 8 <= len; i += 8) {
-        uint64_t x;
-        std::memcpy(&x, d + i, 8);
-        uint64_t q = x ^ (ones * '"');
-        uint64_t b = x ^ (ones * '\\');
-        uint64_t stop = (x | ((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
-        if (stop) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            /* the lowest flagged byte is exact: it is the first one */
-            return i + static_cast<size_t>(__builtin_ctzll(stop) >> 3);
-#else
-            break;
-#endif
-        }
-    }
-    while (i < len && d[i] < 0x80 && d[i] != '"' && d[i] != '\\') {
-        i++;
-    }
-    return i;
-}
-
 size_t Utf8JsonCheck::feed(const unsigned char *d, size_t len) noexcept
 {
     if (error_ != E_NONE) {
@@ -143,7 +113,7 @@ size_t Utf8JsonCheck::feed(const unsigned char *d, size_t len) noexcept
 
         /* the common case: text inside or outside strings */
         if (need_ == 0 && (js_ == J_OUT || (js_ == J_IN && !high_pending_))) {
-            size_t n = plain_run(d + i, len - i);
+            size_t n = plain_ascii_run(d + i, len - i, false);
             i += n;
             pos_ += n;
             if (i == len) {

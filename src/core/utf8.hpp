@@ -18,6 +18,7 @@
 #define FLAGS_UTF8_HPP
 
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 
 namespace fl {
@@ -81,6 +82,48 @@ inline size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad) noexcept
     }
     return i;
 }
+
+/*
+ * The length of the run at d[0] of plain ASCII that neither JSON escaping
+ * nor the UTF-8 checks need to look at: no byte >= 0x80, '"' or '\\', and
+ * with controls, no byte below 0x20 either.  Eight bytes a step: a byte
+ * >= 0x80 sets its high bit, a byte below 0x20 borrows in x - 0x20..20,
+ * and a zero byte of x ^ c in (x ^ c) - 0x01..01; the first flagged byte
+ * of a little-endian word is exact.
+ */
+inline size_t plain_ascii_run(const unsigned char *d, size_t len,
+    bool controls) noexcept
+{
+    constexpr uint64_t ones = 0x0101010101010101ull;
+    constexpr uint64_t highs = 0x8080808080808080ull;
+    size_t i = 0;
+
+    for ( ; i + 8 <= len; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, d + i, 8);
+        uint64_t q = x ^ (ones * '"');
+        uint64_t b = x ^ (ones * '\\');
+        uint64_t stop = x | ((q - ones) & ~q) | ((b - ones) & ~b);
+        if (controls) {
+            stop |= (x - ones * 0x20) & ~x;
+        }
+        stop &= highs;
+        if (stop) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + static_cast<size_t>(__builtin_ctzll(stop) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+    while (i < len && d[i] < 0x80 && d[i] != '"' && d[i] != '\\'
+           && (!controls || d[i] >= 0x20))
+    {
+        i++;
+    }
+    return i;
+}
+
 
 /* Is s[0..n) well-formed UTF-8 throughout? */
 inline bool utf8_valid(const char *s, size_t n) noexcept
