@@ -94,10 +94,12 @@ sub serving_workers {
     return grep { !is_exiting($_) } worker_pids($master);
 }
 
+# A worker told to shut down: its title says so, and so does the error log
+# (under valgrind the title is valgrind's).
 sub is_exiting {
     my ($pid) = @_;
     my $cmd = read_file("/proc/$pid/cmdline") // '';
-    return $cmd =~ /shutting down/;
+    return $cmd =~ /shutting down/ || $log->() =~ /\b$pid#\d+: gracefully shutting down/;
 }
 
 # A report whose last body byte is held back.
@@ -107,9 +109,18 @@ sub slow_report {
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
                                   Timeout => 10) or die "connect: $!";
     $s->autoflush(1);
+    # "100 Continue" proves that a worker of this generation owns the
+    # request before the reloads begin
     print $s "POST /ingest/errors HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
            . "Authorization: Bearer $token\r\nContent-Type: application/json\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n" . substr($body, 0, -1);
+           . "Expect: 100-continue\r\n"
+           . "Content-Length: " . length($body) . "\r\n\r\n";
+    my $cont = '';
+    while ($cont !~ /\r\n\r\n/) {
+        sysread($s, $cont, 1024, length $cont) or die "no 100 Continue: $cont";
+    }
+    die "not 100 Continue: $cont" unless $cont =~ m{^HTTP/1\.1 100 Continue\r\n};
+    print $s substr($body, 0, -1);
     return [$s, substr($body, -1)];
 }
 

@@ -81,7 +81,11 @@ sub status_of {
     my $master = nginx_start($dir);
     my ($worker) = worker_pids($master);
     my @tasks = glob("/proc/$worker/task/*");
-    ok(@tasks >= 2, 'the worker runs the pool\'s thread') or diag "tasks: @tasks";
+    SKIP: {
+        # valgrind runs the guest's threads in its own way
+        skip 'not under valgrind', 1 if $FlagsTest::Valgrind;
+        ok(@tasks >= 2, 'the worker runs the pool\'s thread') or diag "tasks: @tasks";
+    }
 
     for my $pct (1 .. 20) {
         my ($st) = http_request(PUT => '/flags-admin/overrides/shop/tuned',
