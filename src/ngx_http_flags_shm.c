@@ -58,6 +58,8 @@ static void ngx_http_flags_free_version(ngx_slab_pool_t *shpool,
 static ngx_http_flags_node_t *ngx_http_flags_lookup(
     ngx_http_flags_shctx_t *sh, u_char *key, size_t len, uint32_t hash);
 static ngx_int_t ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone);
+static ngx_http_flags_main_conf_t *ngx_http_flags_zone_conf(
+    ngx_cycle_t *cycle);
 static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors);
@@ -678,6 +680,25 @@ ngx_http_flags_lookup(ngx_http_flags_shctx_t *sh, u_char *key, size_t len,
 }
 
 
+/* The module's configuration of a cycle, when that cycle has a zone. */
+
+static ngx_http_flags_main_conf_t *
+ngx_http_flags_zone_conf(ngx_cycle_t *cycle)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (cycle->conf_ctx == NULL
+        || cycle->conf_ctx[ngx_http_module.index] == NULL)
+    {
+        return NULL;
+    }
+
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+
+    return (fmcf && fmcf->sh) ? fmcf : NULL;
+}
+
+
 /*
  * init_module: nginx commits the new cycle.  From now on its generation is
  * the one whose state the state file describes; definition changes take
@@ -692,29 +713,25 @@ ngx_http_flags_commit(ngx_cycle_t *cycle)
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf, *ofmcf;
 
-    if (ngx_test_config || cycle->conf_ctx[ngx_http_module.index] == NULL) {
+    if (ngx_test_config) {
         return NGX_OK;
     }
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
-    if (fmcf == NULL || fmcf->sh == NULL) {
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
         return NGX_OK;
     }
 
     /* a zone left behind by a size change: its workers stop writing the
      * state file, which now describes the new zone */
 
-    if (cycle->old_cycle && cycle->old_cycle->conf_ctx
-        && cycle->old_cycle->conf_ctx[ngx_http_module.index])
-    {
-        ofmcf = ngx_http_cycle_get_module_main_conf(cycle->old_cycle,
-                                                    ngx_http_flags_module);
+    ofmcf = cycle->old_cycle ? ngx_http_flags_zone_conf(cycle->old_cycle)
+                             : NULL;
 
-        if (ofmcf && ofmcf->sh && ofmcf->sh != fmcf->sh) {
-            ngx_shmtx_lock(&ofmcf->shpool->mutex);
-            ofmcf->sh->retired = 1;
-            ngx_shmtx_unlock(&ofmcf->shpool->mutex);
-        }
+    if (ofmcf && ofmcf->sh != fmcf->sh) {
+        ngx_shmtx_lock(&ofmcf->shpool->mutex);
+        ofmcf->sh->retired = 1;
+        ngx_shmtx_unlock(&ofmcf->shpool->mutex);
     }
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
@@ -754,14 +771,12 @@ ngx_http_flags_init_process(ngx_cycle_t *cycle)
     ngx_http_flags_shctx_t      *sh;
     ngx_http_flags_main_conf_t  *fmcf;
 
-    if (ngx_process == NGX_PROCESS_HELPER
-        || cycle->conf_ctx[ngx_http_module.index] == NULL)
-    {
+    if (ngx_process == NGX_PROCESS_HELPER) {
         return NGX_OK;
     }
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
-    if (fmcf == NULL || fmcf->sh == NULL) {
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
         return NGX_OK;
     }
 
@@ -812,14 +827,12 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
     ngx_http_flags_shctx_t      *sh;
     ngx_http_flags_main_conf_t  *fmcf;
 
-    if (ngx_process == NGX_PROCESS_HELPER
-        || cycle->conf_ctx[ngx_http_module.index] == NULL)
-    {
+    if (ngx_process == NGX_PROCESS_HELPER) {
         return;
     }
 
-    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
-    if (fmcf == NULL || fmcf->sh == NULL) {
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
         return;
     }
 
@@ -865,8 +878,9 @@ ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
 
 
 /*
- * One accepted error report; then the rollback decision (B4).  Returns 1
- * when this report rolled the flag back, with the record in *s.
+ * One accepted error report; then the rollback decision
+ * (docs/rollback.md).  Returns 1 when this report rolled the flag back,
+ * with the record in *s.
  */
 
 ngx_uint_t
@@ -886,7 +900,7 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     fl_count_error(flag->totals, flag->window, now);
 
     if (flag->policy.mode != FL_ROLLBACK_ON
-        || fl_control_rolled_back(&flag->version->ctl))
+        || fl_control_rolled_back(flag->ctl))
     {
         return 0;
     }
@@ -900,14 +914,13 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
         return 0;
     }
 
-    if (!fl_control_try_rollback(&flag->version->ctl, ngx_http_flags_now_ms(),
+    if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
                                  errors, enabled))
     {
         return 0;
     }
 
-    fl_state_snapshot(&flag->node->totals, &flag->version->ctl, seconds,
-                      enabled, errors, s);
+    fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
 
     return 1;
 }
@@ -931,13 +944,12 @@ ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
                                &enabled, &errors);
 
-    fl_state_snapshot(&flag->node->totals, &flag->version->ctl, seconds,
-                      enabled, errors, s);
+    fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
 }
 
 
 /* Clears a rollback and empties the windows so it does not trip again at
- * once (B8); returns 1 if there was one. */
+ * once (docs/rollback.md); returns 1 if there was one. */
 
 ngx_uint_t
 ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
@@ -953,7 +965,7 @@ ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
-    return fl_control_clear_rollback(&flag->version->ctl);
+    return fl_control_clear_rollback(flag->ctl);
 }
 
 
@@ -961,7 +973,7 @@ void
 ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
     fl_override_kind_t kind, uint32_t milli)
 {
-    fl_control_set_override(&flag->version->ctl, kind, milli);
+    fl_control_set_override(flag->ctl, kind, milli);
 }
 
 

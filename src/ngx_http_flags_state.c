@@ -403,7 +403,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
         }
 
         if (saved[i].rolled_back) {
-            fl_control_restore_rollback(&flag->version->ctl,
+            fl_control_restore_rollback(flag->ctl,
                                         saved[i].rollback_at_ms,
                                         saved[i].rollback_errors,
                                         saved[i].rollback_enabled);
@@ -411,7 +411,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
         }
 
         if (saved[i].override_kind != FL_OVERRIDE_NONE) {
-            fl_control_set_override(&flag->version->ctl,
+            fl_control_set_override(flag->ctl,
                                     saved[i].override_kind,
                                     saved[i].override_milli);
             overrides++;
