@@ -9,7 +9,7 @@
  *
  * The project is generated from the table below, loaded once on the first
  * call and never freed.  The same table drives a reference evaluator
- * written here from the SPEC (ASCII ignoreCase, exact decimals, semver via
+ * written here from docs/evaluation.md (ASCII ignoreCase, exact decimals, semver via
  * fl_semver_cmp, regex via PCRE2 without JIT), and every result of
  * fl_evaluate must agree with it wherever the reference can decide.
  */

@@ -26,7 +26,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
 
-    /* B8: the token is checked before the method */
+    /* the token is checked before the method (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
     if (project == NULL) {
         return rc;

@@ -166,7 +166,7 @@ write_file("$dir/conf/nginx.conf", nginx_conf(
 }
 unlink "$dir/conf/fifo.json";
 
-# Unknown fields load, but nginx -t names each one (B8), with the place of
+# Unknown fields load, but nginx -t names each one (docs/flags-file.md), with the place of
 # the flags_project directive, and still succeeds.
 write_file("$dir/conf/warn.json",
     '{"flags":[{"name":"new-checkout","enabled":true,"rolloutPercentage":5,'

@@ -147,7 +147,7 @@ Authorization: Bearer pub_shop_1
 
 
 
-=== TEST 7: reports: what yajl lets through is not UTF-8 either (B8); a good report still goes through, and only it is logged
+=== TEST 7: reports: what yajl lets through is not UTF-8 either; a good report still goes through, and only it is logged
 --- http_config eval
 $::HttpConfig =~ s{flags_error_log off;}{flags_error_log html/reports-utf8.log;}r
 --- config eval

@@ -1,5 +1,5 @@
 /*
- * test_eval.c - evaluation (SPEC B2, B3, B8): every rule operator, segments,
+ * test_eval.c - evaluation (docs/evaluation.md, docs/flags-file.md): every rule operator, segments,
  * rollout and stickiness, semver ordering, and the /flags JSON answer.
  *
  * Rules are tested through the public API: a one-flag project whose only
@@ -564,7 +564,7 @@ static void test_rollout_buckets(void **state)
     }
     assert_in_range(on, 900, 1100);
 
-    /* the SPEC vector: bucket 40631 is in at 40.632 %, out at 40.631 % */
+    /* the docs/evaluation.md vector: bucket 40631 is in at 40.632 %, out at 40.631 % */
     fl_project_t *q2 = load("{\"flags\":[{\"name\":\"new-checkout\","
                             "\"enabled\":true,\"rolloutPercentage\":40.632}]}");
     fl_user_t u1 = user("userId=user-1");

@@ -1,5 +1,5 @@
 /*
- * test_hash.c - murmur3 and the rollout bucket (SPEC B3), and the JSON
+ * test_hash.c - murmur3 and the rollout bucket (docs/evaluation.md), and the JSON
  * writing helpers (escape, milli-percent numbers, UTC timestamps).
  */
 

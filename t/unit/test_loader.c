@@ -1,5 +1,5 @@
 /*
- * test_loader.c - loading a flags file (SPEC B2, B8): every error message,
+ * test_loader.c - loading a flags file (docs/flags-file.md): every error message,
  * exact percentages, rollback policies, the definition hash, the accessors.
  */
 
@@ -645,7 +645,7 @@ static void test_def_hash(void **state)
                 "-10}]}}}", "f"));
 }
 
-/* ------------------------------------------------ unknown fields (B8) */
+/* ------------------------------------------------ unknown fields (docs/flags-file.md) */
 
 static void expect_warnings(const char *json, const char *const *want,
                             size_t n)

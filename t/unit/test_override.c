@@ -1,5 +1,5 @@
 /*
- * test_override.c - the PUT body of flags_admin overrides (SPEC B7, B8).
+ * test_override.c - the PUT body of flags_admin overrides (docs/http-api.md).
  */
 
 #include <setjmp.h>

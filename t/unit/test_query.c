@@ -1,5 +1,5 @@
 /*
- * test_query.c - decoding the caller from the query string (SPEC B3, B8).
+ * test_query.c - decoding the caller from the query string (docs/evaluation.md).
  */
 
 #include <stdarg.h>

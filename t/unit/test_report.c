@@ -1,5 +1,5 @@
 /*
- * test_report.c - the streaming error report parser (SPEC A2, B5, B6, B8)
+ * test_report.c - the streaming error report parser (docs/http-api.md)
  * and the line written to flags_error_log.
  *
  * Every body is parsed three ways (whole, one byte at a time, in 7-byte
@@ -554,7 +554,7 @@ static void test_invalid_utf8(void **state)
 
 #define PRE "{\"flagName\":\"f\",\"message\":\""     /* 27 bytes */
 
-/* B8: what yajl lets through must be refused too, whole, byte by byte and
+/* docs/http-api.md: what yajl lets through must be refused too, whole, byte by byte and
  * in 7-byte pieces (parse() does all three and wants the same message). */
 static void test_strict_utf8(void **state)
 {

@@ -64,7 +64,7 @@ static void count_eval(void *m, int64_t now, int enabled)
     fl_count_eval(&FS(m)->t, FS(m)->w, now, enabled);
 }
 
-/* ngx_http_flags_count_error(): count, then the B4 decision. */
+/* ngx_http_flags_count_error(): count, then the rollback decision. */
 static int record_error(void *m, int64_t now, uint64_t now_ms,
     const fl_rollback_policy_t *p)
 {
@@ -84,7 +84,7 @@ static int record_error(void *m, int64_t now, uint64_t now_ms,
     return fl_control_try_rollback(&FS(m)->c, now_ms, er, en);
 }
 
-/* ngx_http_flags_clear_rollback(): the window is emptied too (B8). */
+/* ngx_http_flags_clear_rollback(): the window is emptied too. */
 static int clear_rollback(void *m)
 {
     fl_window_clear(FS(m)->w);
@@ -735,7 +735,7 @@ static void test_status_json(void **state)
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0},"
         "\"rollback\":null,\"zoneFull\":false}");
 
-    /* A flag off in its file keeps its configured percentage (B8). */
+    /* A flag off in its file keeps its configured percentage. */
     void *m2 = new_block(30, 1);
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_OFF, 0);
     s = snap(m2, 100);
