@@ -26,20 +26,14 @@ bool is_low(uint32_t u) noexcept
 
 } // namespace
 
-/* One byte of the JSON string machine, at offset pos_.  Bytes of a
- * multi-byte character come here too; only their lead matters, as an
- * "other" character. */
+/* One byte of the escape machine, at offset pos_: a backslash or what
+ * follows one.  Bytes of a multi-byte character come here too; only their
+ * lead matters, as an "other" character. */
 bool Utf8JsonCheck::json_byte(unsigned char c) noexcept
 {
     switch (js_) {
 
-    case J_OUT:
-        if (c == '"') {
-            js_ = J_IN;
-        }
-        return true;
-
-    case J_IN:
+    case J_TEXT:
         if (c == '\\') {
             js_ = J_ESC;
             return true;
@@ -47,9 +41,6 @@ bool Utf8JsonCheck::json_byte(unsigned char c) noexcept
         /* anything but the next escape ends a pending pair */
         if (high_pending_) {
             return fail(E_LONE_HIGH, high_at_, high_code_);
-        }
-        if (c == '"') {
-            js_ = J_OUT;
         }
         return true;
 
@@ -64,7 +55,7 @@ bool Utf8JsonCheck::json_byte(unsigned char c) noexcept
         if (high_pending_) {
             return fail(E_LONE_HIGH, high_at_, high_code_);
         }
-        js_ = J_IN;
+        js_ = J_TEXT;
         return true;
 
     case J_HEX: {
@@ -78,7 +69,7 @@ bool Utf8JsonCheck::json_byte(unsigned char c) noexcept
         if (++nhex_ < 4) {
             return true;
         }
-        js_ = J_IN;
+        js_ = J_TEXT;
         if (high_pending_) {
             if (!is_low(code_)) {
                 return fail(E_LONE_HIGH, high_at_, high_code_);
@@ -111,8 +102,8 @@ size_t Utf8JsonCheck::feed(const unsigned char *d, size_t len) noexcept
             return len;
         }
 
-        /* the common case: text inside or outside strings */
-        if (need_ == 0 && (js_ == J_OUT || (js_ == J_IN && !high_pending_))) {
+        /* the common case: plain ASCII, quotes included */
+        if (need_ == 0 && js_ == J_TEXT && !high_pending_) {
             size_t n = plain_ascii_run(d + i, len - i, false);
             i += n;
             pos_ += n;
