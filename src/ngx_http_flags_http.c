@@ -29,14 +29,20 @@ static ngx_uint_t
 ngx_http_flags_token_equal(const u_char *conf, size_t conf_len,
     const u_char *cand, size_t cand_len)
 {
-    size_t              i;
-    volatile ngx_uint_t diff;
+    size_t      i;
+    ngx_uint_t  diff;
 
     diff = conf_len ^ cand_len;
 
     for (i = 0; i < conf_len; i++) {
         diff |= conf[i] ^ cand[i < cand_len ? i : 0];
     }
+
+#if (NGX_HAVE_GCC_ATOMIC || defined __GNUC__)
+    /* the compiler may not turn the loop into an early exit on a value it
+     * cannot see (a volatile would cost a memory round trip per byte) */
+    __asm__ __volatile__ ("" : "+r" (diff));
+#endif
 
     return diff == 0;
 }

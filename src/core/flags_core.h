@@ -253,8 +253,10 @@ size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
  * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
  * U+2029 as \u2028 / \u2029; well-formed UTF-8 is copied as it is, and
  * each ill-formed part (overlong, surrogate, past U+10FFFF, cut or stray
- * bytes) becomes \ufffd, so the output is always valid UTF-8.  Returns
- * bytes written. */
+ * bytes) becomes \ufffd, so the output is always valid UTF-8.  out
+ * must have room for fl_json_escape_bound(len) bytes, all of which may be
+ * written to (the copy goes sixteen bytes at a time).  Returns the bytes
+ * of the escaped text. */
 size_t fl_json_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
 /* At most max bytes of s[0..len), never ending inside a UTF-8 sequence
