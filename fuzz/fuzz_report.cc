@@ -6,7 +6,10 @@
  * copied to a buffer of its own size, so a read past a piece is caught),
  * and both parses must agree.  On FL_OK the log line is written into a
  * buffer of exactly fl_report_log_bound() bytes and must fit, end in '\n'
- * and be one JSON object.
+ * and be one JSON object.  A third parse goes through
+ * fl_report_parser_feed_whole(), the one-buffer scanner in front of yajl:
+ * it must agree with yajl's whole parse byte for byte, error messages
+ * included.
  */
 
 #include "fuzz_common.h"
@@ -20,10 +23,12 @@ const char project[] = "shop\"\\\n\xe2\x80\xa8";    /* escaping in the line */
 struct Outcome {
     fl_status_t  rc;
     std::string  line;          /* FL_OK: the log line */
+    std::string  err;           /* otherwise: the message */
 };
 
+/* fast: the whole body through fl_report_parser_feed_whole() */
 Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
-    size_t ncuts, uint64_t now_ms)
+    size_t ncuts, uint64_t now_ms, bool fast = false)
 {
     fuzz::Arena arena;
     Outcome o;
@@ -33,7 +38,14 @@ Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
 
     size_t at = 0;
     fl_status_t rc = FL_OK;
-    for (size_t i = 0; i <= ncuts; i++) {
+    if (fast) {
+        fuzz::Exact piece(data, size);
+        rc = fl_report_parser_feed_whole(
+            rp, reinterpret_cast<const unsigned char *>(piece.p), size);
+        FUZZ_CHECK(rc == FL_OK || rc == FL_ERR_JSON,
+                   "feed_whole returned %d", static_cast<int>(rc));
+    }
+    for (size_t i = 0; !fast && i <= ncuts; i++) {
         size_t end = i < ncuts ? cuts[i] : size;
         fuzz::Exact piece(data + at, end - at);
         fl_status_t r = fl_report_parser_feed(
@@ -57,6 +69,7 @@ Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
 
     if (o.rc != FL_OK) {
         fuzz::check_message(err, sizeof(err), "report", false);
+        o.err = err;
         /* finishing twice must not crash */
         fl_report_t again;
         (void) fl_report_parser_finish(rp, &again, err, sizeof(err));
@@ -119,6 +132,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     Outcome split = parse(data, size, cuts, ncuts, now_ms);
     Outcome whole = parse(data, size, nullptr, 0, now_ms);
+    Outcome fast = parse(data, size, nullptr, 0, now_ms, true);
+
+    FUZZ_CHECK(fast.rc == whole.rc && fast.err == whole.err,
+               "the scanner and yajl disagree: %d \"%s\", yajl %d \"%s\"",
+               static_cast<int>(fast.rc), fast.err.c_str(),
+               static_cast<int>(whole.rc), whole.err.c_str());
+    FUZZ_CHECK(fast.line == whole.line,
+               "the scanner and yajl disagree:\n%s%s",
+               fast.line.c_str(), whole.line.c_str());
 
     FUZZ_CHECK(split.rc == whole.rc,
                "status depends on the pieces: %d in %zu pieces, %d whole",

@@ -228,6 +228,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     fl_alloc_t                    alloc;
     fl_status_t                   st;
     fl_report_t                   report;
+    ngx_chain_t                  *cl;
     fl_report_parser_t           *rp;
     ngx_http_flags_project_t     *project;
     ngx_http_flags_loc_conf_t    *flcf;
@@ -251,8 +252,15 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_flags_body_pieces(r, ngx_http_flags_feed_piece, rp)
-        != NGX_OK)
+    cl = r->request_body ? r->request_body->bufs : NULL;
+
+    if (cl != NULL && cl->next == NULL && ngx_buf_in_memory(cl->buf)) {
+        /* the usual report: one buffer, read by the core's fast path */
+        (void) fl_report_parser_feed_whole(rp, cl->buf->pos,
+                                           cl->buf->last - cl->buf->pos);
+
+    } else if (ngx_http_flags_body_pieces(r, ngx_http_flags_feed_piece, rp)
+               != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }

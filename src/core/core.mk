@@ -20,6 +20,7 @@
 FLAGS_CORE_SRCS = \
 	evaluate.cpp \
 	json_reader.cpp \
+	json_scan.cpp \
 	json_writer.cpp \
 	murmur3.cpp \
 	number.cpp \

@@ -429,6 +429,15 @@ fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) FL_NOEXCEPT;
 fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
     const unsigned char *data, size_t len) FL_NOEXCEPT;
 
+/* The same as one fl_report_parser_feed() of the whole body, for a body
+ * held in one buffer, and faster: a scanner made for this reads it and
+ * yajl is used only where that scanner declines (src/core/json_scan.hpp);
+ * outcomes and messages are yajl's either way.  Only as the first call
+ * after fl_report_parser_new() (otherwise it is a plain feed); nothing
+ * may be fed after it. */
+fl_status_t fl_report_parser_feed_whole(fl_report_parser_t *rp,
+    const unsigned char *data, size_t len) FL_NOEXCEPT;
+
 /* Completes the parse and validates in the documented order: FL_ERR_JSON (empty
  * body, syntax, not an object), then FL_ERR_FIELD naming the first field
  * at fault.  On FL_OK *out points into memory from the allocator. */

@@ -33,6 +33,7 @@
 #include "flags_core.h"
 #include "arena.hpp"
 #include "json_reader.hpp"
+#include "json_scan.hpp"
 #include "json_writer.hpp"
 #include "text.hpp"
 #include "utf8.hpp"
@@ -96,7 +97,8 @@ enum top_kind {
 
 struct fl_report_parser_s {
     fl_alloc_t      alloc;          /* a copy: yajl keeps a pointer to it */
-    yajl_handle     yajl;
+    yajl_handle     yajl;           /* made at the first piece yajl reads */
+    bool            scanned;        /* json_scan() read the whole body */
     fl_status_t     status;         /* sticky once not FL_OK */
     bool            finished;
     bool            saw_content;    /* a byte other than JSON whitespace */
@@ -123,6 +125,20 @@ using parser = fl_report_parser_s;
 inline parser *P(void *ctx)
 {
     return static_cast<parser *>(ctx);
+}
+
+/* Everything but the allocator and the yajl handle, as new. */
+void init_state(parser *p)
+{
+    fl_alloc_t a = p->alloc;
+    yajl_handle y = p->yajl;
+
+    *p = parser();
+    p->alloc = a;
+    p->yajl = y;
+    p->status = FL_OK;
+    p->top = TOP_NONE;
+    p->cur_field = F_UNKNOWN;
 }
 
 int fail_nomem(parser *p)
@@ -496,7 +512,8 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
         if (!p->saw_content) {
             p->status = FL_ERR_JSON;
             fl::set_err(p->msg, sizeof(p->msg), "request body is empty");
-        } else if (yajl_complete_parse(p->yajl) != yajl_status_ok
+        } else if (!p->scanned
+                   && yajl_complete_parse(p->yajl) != yajl_status_ok
                    && p->status == FL_OK)
         {
             syntax_error(p, p->fed);
@@ -571,17 +588,7 @@ fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) noexcept
             return nullptr;
         }
         p->alloc = *a;
-        p->status = FL_OK;
-        p->top = TOP_NONE;
-        p->cur_field = F_UNKNOWN;
-
-        yajl_alloc_funcs funcs = fl::yajl_funcs(&p->alloc);
-        p->yajl = yajl_alloc(&callbacks, &funcs, p);    /* funcs are copied */
-        if (p->yajl == nullptr) {
-            return nullptr;
-        }
-        /* Defaults kept on purpose: strings are UTF-8 validated, no
-         * comments, one value, no trailing garbage. */
+        init_state(p);
         return p;
     } catch (...) {
         return nullptr;
@@ -599,8 +606,8 @@ fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
         if (p->status != FL_OK) {
             return p->status;
         }
-        if (p->finished) {
-            return FL_ERR_INTERNAL;
+        if (p->finished || (p->scanned && len > 0)) {
+            return FL_ERR_INTERNAL;     /* the whole body was given */
         }
         if (len == 0) {
             return FL_OK;
@@ -611,6 +618,18 @@ fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
                     p->saw_content = true;
                     break;
                 }
+            }
+        }
+
+        if (p->yajl == nullptr) {
+            yajl_alloc_funcs funcs = fl::yajl_funcs(&p->alloc);
+            /* funcs are copied; the defaults are kept on purpose: strings
+             * are UTF-8 validated, no comments, one value, no trailing
+             * garbage */
+            p->yajl = yajl_alloc(&callbacks, &funcs, p);
+            if (p->yajl == nullptr) {
+                fail_nomem(p);
+                return p->status;
             }
         }
 
@@ -628,6 +647,38 @@ fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
         }
         p->fed += len;
         return p->status;
+    } catch (...) {
+        return FL_ERR_INTERNAL;
+    }
+}
+
+fl_status_t fl_report_parser_feed_whole(fl_report_parser_t *rp,
+    const unsigned char *data, size_t len) noexcept
+{
+    try {
+        if (rp == nullptr) {
+            return FL_ERR_INTERNAL;
+        }
+        parser *p = rp;
+        if (p->fed != 0 || p->finished || p->status != FL_OK || p->yajl != nullptr) {
+            return fl_report_parser_feed(rp, data, len);
+        }
+
+        /* the fast path, for a text the strict UTF-8 check passes whole;
+         * declined, everything the callbacks built is forgotten and yajl
+         * reads the same bytes from the start */
+        if (p->utf8.feed(data, len) == len && p->utf8.complete()
+            && fl::json_scan(data, len, &callbacks, p, &p->alloc)
+               == fl::JSON_SCAN_OK)
+        {
+            p->scanned = true;
+            p->saw_content = true;
+            p->fed = len;
+            return FL_OK;
+        }
+
+        init_state(p);
+        return fl_report_parser_feed(rp, data, len);
     } catch (...) {
         return FL_ERR_INTERNAL;
     }

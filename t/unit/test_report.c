@@ -29,6 +29,7 @@ typedef struct {
     char         err[256];
 } result;
 
+/* chunk 0: the whole body through fl_report_parser_feed_whole() */
 static result parse_chunked(const char *body, size_t len, size_t chunk)
 {
     result res;
@@ -42,6 +43,10 @@ static result parse_chunked(const char *body, size_t len, size_t chunk)
     assert_non_null(p);
 
     res.feed_rc = FL_OK;
+    if (chunk == 0) {
+        res.feed_rc = fl_report_parser_feed_whole(p, (const unsigned char *) body, len);
+        len = 0;
+    }
     for (size_t off = 0; off < len; off += chunk) {
         size_t n = len - off < chunk ? len - off : chunk;
         res.feed_rc = fl_report_parser_feed(p, (const unsigned char *) body + off, n);
@@ -63,11 +68,17 @@ static void same_str(const char *a, size_t alen, const char *b, size_t blen)
     assert_memory_equal(a, b, alen);
 }
 
-/* Parses body whole, byte by byte and in pieces; all three must agree. */
+/* Parses body whole (fed, and through the fast path), byte by byte and
+ * in pieces; all four must agree, and the two whole ones word every error
+ * alike. */
 static result parse_n(const char *body, size_t len)
 {
     result whole = parse_chunked(body, len, len == 0 ? 1 : len);
-    size_t sizes[] = { 1, 7 };
+    result fast = parse_chunked(body, len, 0);
+    size_t sizes[] = { 0, 1, 7 };
+
+    assert_int_equal(fast.rc, whole.rc);
+    assert_string_equal(fast.err, whole.err);
 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         result other = parse_chunked(body, len, sizes[i]);
@@ -188,6 +199,36 @@ static void test_decoded_strings(void **state)
     assert_memory_equal(res.r.message,
                         "a\"b\\c/\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t\0z", 18);
     expect_str(res.r.stack, res.r.stack_len, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+}
+
+/* What the one-buffer scanner reads itself (no \u0000, pairs only):
+ * decoded as yajl decodes it, in every way of feeding the body. */
+static void test_scanner_decoding(void **state)
+{
+    (void) state;
+    result res = parse(" {\"flagName\" : \"f\\u002Dx\",\n\"message\":\"0123456789abcdef"
+                       "\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\u20AC\\uD83D\\uDE00 "
+                       "\xc3\xa9 tail of more than sixteen bytes\", \"unknown\":[1,-0.5e+3,"
+                       "true,false,null,{\"a\":[]},{}],\"traits\":{\"n\":-12.5E-1,\"b\":true,"
+                       "\"z\":null,\"s\":\"x\"}}\r\n");
+
+    assert_int_equal(res.rc, FL_OK);
+    expect_str(res.r.flag_name, res.r.flag_name_len, "f-x");
+    expect_str(res.r.message, res.r.message_len,
+               "0123456789abcdef\"\\/\b\f\n\r\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 "
+               "\xc3\xa9 tail of more than sixteen bytes");
+    expect_str(res.r.traits_json, res.r.traits_json_len,
+               "{\"n\":-12.5E-1,\"b\":true,\"z\":null,\"s\":\"x\"}");
+
+    /* what the scanner declines still ends as yajl says */
+    expect_json("{\"flagName\":\"a\",\"message\":\"b\"} x",
+                "request body is not valid JSON: parse error: trailing garbage (near byte 32)");
+    expect_json("{\"flagName\":01}", NULL);
+    expect_json("{\"flagName\":tru}", NULL);
+    expect_json("{\"flagName\":\"a\tb\"}", NULL);
+    expect_json("{\"flagName\":\"\\x\"}", NULL);
+    expect_json("[1,]", NULL);
+    expect_json("{\"a\":1,}", NULL);
 }
 
 static void test_empty_strings_are_valid(void **state)
@@ -793,6 +834,7 @@ int main(void)
         cmocka_unit_test_teardown(test_minimal_report, arena_teardown),
         cmocka_unit_test_teardown(test_null_optional_is_absent, arena_teardown),
         cmocka_unit_test_teardown(test_decoded_strings, arena_teardown),
+        cmocka_unit_test_teardown(test_scanner_decoding, arena_teardown),
         cmocka_unit_test_teardown(test_empty_strings_are_valid, arena_teardown),
         cmocka_unit_test_teardown(test_unknown_fields_ignored, arena_teardown),
         cmocka_unit_test_teardown(test_duplicate_keys, arena_teardown),
