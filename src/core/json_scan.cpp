@@ -311,13 +311,7 @@ want_value:
         s.p++;
         skip_space(s);
         if (s.p < s.end && *s.p == (stack[depth - 1] == IN_OBJECT ? '}' : ']')) {
-            s.p++;
-            if (stack[--depth] == IN_OBJECT) {
-                CALL(yajl_end_map);
-            } else {
-                CALL(yajl_end_array);
-            }
-            goto after_value;
+            goto close;             /* {} or [] */
         }
         if (stack[depth - 1] == IN_OBJECT) {
             goto want_key;
@@ -386,16 +380,18 @@ after_value:
         }
         goto want_value;
     }
-    if (*s.p == (stack[depth - 1] == IN_OBJECT ? '}' : ']')) {
-        s.p++;
-        if (stack[--depth] == IN_OBJECT) {
-            CALL(yajl_end_map);
-        } else {
-            CALL(yajl_end_array);
-        }
-        goto after_value;
+    if (*s.p != (stack[depth - 1] == IN_OBJECT ? '}' : ']')) {
+        return JSON_SCAN_DECLINED;
     }
-    return JSON_SCAN_DECLINED;
+
+close:
+    s.p++;
+    if (stack[--depth] == IN_OBJECT) {
+        CALL(yajl_end_map);
+    } else {
+        CALL(yajl_end_array);
+    }
+    goto after_value;
 
 #undef CALL
 }
