@@ -23,6 +23,7 @@ FLAGS_CORE_SRCS = \
 	json_writer.cpp \
 	murmur3.cpp \
 	number.cpp \
+	ofrep.cpp \
 	override.cpp \
 	policy.cpp \
 	project.cpp \
