@@ -15,6 +15,7 @@
  *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
+ *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  * What comes next gets files of its own beside them: _push.c (long-lived
  * WebSocket/SSE connections and their shutdown), _variables.c ($flag_NAME,
  * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
@@ -219,6 +220,8 @@ ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+ngx_int_t ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project, ngx_str_t *token);
 ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message);
 ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
@@ -243,6 +246,9 @@ ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
+
+/* ngx_http_flags_ofrep.c: flags_ofrep (docs/ofrep.md) */
+ngx_int_t ngx_http_flags_ofrep_handler(ngx_http_request_t *r);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */
