@@ -67,6 +67,14 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_ofrep_ctx_t  *ctx;
 
+    /*
+     * nginx's conditional filter would answer a 200 with "If-None-Match: *"
+     * by a 304 (it needs no ETag for that): the 304 is decided here, for
+     * the bulk answer only; If-Match and If-Modified-Since mean nothing
+     * for a POST that evaluates
+     */
+    r->disable_not_modified = 1;
+
     rc = ngx_http_flags_ofrep_route(r, &base, &rest);
     if (rc != NGX_OK) {
         return rc;
@@ -527,9 +535,8 @@ ngx_http_flags_ofrep_refuse(ngx_http_request_t *r, ngx_uint_t status,
 
 /*
  * The ETag header, known to nginx as such (the gzip filter weakens it when
- * it compresses).  nginx's own conditional filter is turned off: the 304
- * is decided here, and If-Match / If-Modified-Since mean nothing for a
- * POST that evaluates.
+ * it compresses).  nginx's own conditional filter is off (see the
+ * handler).
  */
 
 static ngx_int_t
@@ -551,7 +558,6 @@ ngx_http_flags_ofrep_etag(ngx_http_request_t *r, uint64_t etag)
     }
 
     r->headers_out.etag = h;
-    r->disable_not_modified = 1;
 
     return NGX_OK;
 }
