@@ -7,6 +7,10 @@
  *                      (sdk.cpp), evaluated and counted as GET /flags is
  *   POST {loc}report   an error report: POST /ingest/errors's own path
  *
+ * An exact location ("location = /api/sdk/report") serves the route its
+ * URI ends with, so each route can have directives of its own (limit_req
+ * on reports).
+ *
  * Checks: the token, then the route (404 not_found), then the method (405,
  * Allow: POST), then what each route checks.
  */
@@ -64,9 +68,15 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
 
     p += clcf->name.len;
 
-    /* "location /api/sdk" as well as "location /api/sdk/" */
-    if (clcf->name.len == 0 || clcf->name.data[clcf->name.len - 1] != '/') {
-        if (p == last || *p != '/') {
+    if (p == last) {
+        /* "location = /api/sdk/report": the route is the last segment */
+        while (p > r->uri.data && p[-1] != '/') {
+            p--;
+        }
+
+    } else if (clcf->name.data[clcf->name.len - 1] != '/') {
+        /* "location /api/sdk" as well as "location /api/sdk/" */
+        if (*p != '/') {
             goto not_found;
         }
 

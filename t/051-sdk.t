@@ -384,23 +384,30 @@ main::flags(main::flag('plain', 'true', 100), main::flag('all', 'true', 100),
 
 
 
-=== TEST 11: the token picks the project; a location without the slash; access control comes first (403)
+=== TEST 11: the token picks the project; a location without the slash; exact locations; access control comes first (403)
 --- config
     location /api/sdk { flags_sdk; }
     location /denied/ { deny all; flags_sdk; }
+    location = /one/flags { flags_sdk; }
+    location = /one/report { flags_max_report_size 10; flags_sdk; }
+    location = /one/other { flags_sdk; }
 --- request eval
 [main::sdk_flags('{"userId":"u"}'), "POST /api/sdk/report\n{\"flagName\":\"paid\",\"message\":\"m\"}",
- "POST /api/sdkflags\n{}", "POST /denied/flags\n{}"]
+ "POST /api/sdkflags\n{}", "POST /denied/flags\n{}",
+ "POST /one/flags\n{}", "POST /one/report\n{\"flagName\":\"paid\",\"message\":\"m\"}", "POST /one/other\n{}"]
 --- more_headers eval
 ["Authorization: Bearer pub_blog_1\nContent-Type: application/json",
- "Authorization: Bearer pub_blog_1\nContent-Type: application/json", $::Json, $::Json]
+ "Authorization: Bearer pub_blog_1\nContent-Type: application/json", ($::Json) x 5]
 --- error_code eval
-[200, 404, 404, 403]
+[200, 404, 404, 403, 200, 413, 404]
 --- response_body_like eval
 ['^\{"flags":\[\{"name":"comments","enabled":true,"rolloutPercentage":100,"value":null,"segments":\[\],"stickyAssignments":\[\]\}\]\}$',
  '^\{"error":"unknown_flag","message":"project \\\\"blog\\\\" has no flag \\\\"paid\\\\""\}$',
  '^\{"error":"not_found","message":"expected \{location\}flags or \{location\}report"\}$',
- '403 Forbidden']
+ '403 Forbidden',
+ '^\{"flags":\[\{"name":"plain",',
+ '^\{"error":"payload_too_large","message":"the report is larger than 10 bytes"\}$',
+ '^\{"error":"not_found",']
 --- no_error_log
 [alert]
 [crit]
