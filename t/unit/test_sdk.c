@@ -540,7 +540,7 @@ static void test_refresh_json(void **state)
 static void test_flags_json_bound(void **state)
 {
     (void) state;
-    char json[16384], val[600], *o = json;
+    char json[16384], val[601], *o = json;
     size_t vlen = 0;
 
     for (int i = 0; i < 100; i++) {
