@@ -29,6 +29,7 @@ FLAGS_CORE_SRCS = \
 	project.cpp \
 	query.cpp \
 	report.cpp \
+	sdk.cpp \
 	semver.cpp \
 	state.cpp \
 	statefile.cpp \

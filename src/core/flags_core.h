@@ -611,6 +611,73 @@ size_t fl_ofrep_error_json_bound(size_t key_len, size_t details_len)
     FL_NOEXCEPT;
 size_t fl_ofrep_error_json(const char *key, size_t key_len, const char *code,
     const char *details, size_t details_len, char *buf) FL_NOEXCEPT;
+/* ----------------------------------------- DeployRamp SDK API (sdk.cpp) */
+
+/*
+ * POST {loc}flags of flags_sdk (docs/sdk.md): the body
+ * {"userId": "...", "traits": {...}} as the caller of fl_evaluate(), with
+ * the limits of fl_parse_query().  A trait value may be a string, a number
+ * (its text as sent) or a boolean ("true" / "false"); null is the same as
+ * leaving the trait (or userId) out; an empty userId is no userId.
+ * Unknown members are ignored; of duplicate keys the last one wins.
+ * FL_ERR_JSON: empty, not JSON, not well-formed UTF-8, nested deeper than
+ * FL_REPORT_MAX_DEPTH, not an object (the messages of a report body).
+ * FL_ERR_FIELD: userId not a string, traits not an object, a trait that
+ * is an object or an array, an empty trait name, a NUL byte, a limit
+ * exceeded.  Strings of *out point into memory from a.
+ */
+fl_status_t fl_sdk_parse_request(const char *body, size_t len,
+    size_t max_traits, const fl_alloc_t *a, fl_user_t *out, char *err,
+    size_t err_len) FL_NOEXCEPT;
+
+/*
+ * {"flags":[...]} as the DeployRamp SDK reads it, resolved for u: r is
+ * what fl_evaluate(p, u, effective, r) gave (its rollout_milli is the
+ * effective percentage; r NULL means the configured ones).  Every
+ * percentage written is 100 or 0; rules the SDK cannot check are decided
+ * for u (docs/sdk.md).  Upper bound first; returns the bytes written.
+ */
+size_t fl_sdk_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
+size_t fl_sdk_flags_json(const fl_project_t *p, const fl_user_t *u,
+    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+
+/* The live channel's {"type":"flags_refreshed","flags":[...]} for u: the
+ * same flags array as fl_sdk_flags_json(). */
+size_t fl_sdk_refresh_json_bound(const fl_project_t *p) FL_NOEXCEPT;
+size_t fl_sdk_refresh_json(const fl_project_t *p, const fl_user_t *u,
+    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+
+typedef enum {
+    FL_SDK_MSG_UNKNOWN = 0,         /* a type this module does not know */
+    FL_SDK_MSG_EVALUATION_BATCH,    /* "evaluation_batch" */
+    FL_SDK_MSG_PERFORMANCE_BATCH    /* "performance_batch" */
+} fl_sdk_msg_type_t;
+
+typedef struct {
+    fl_sdk_msg_type_t   type;
+    const char         *type_name;      /* "type" as sent (may hold NUL) */
+    size_t              type_name_len;
+    size_t              nevents;        /* elements of the batch's array */
+    int                 has_user;       /* user below is the last event's */
+    fl_user_t           user;
+} fl_sdk_message_t;
+
+/*
+ * A message an SDK sends on the live channel: {"type": ..., ...}.  For
+ * "evaluation_batch" ("evaluations": [...]) and "performance_batch"
+ * ("performanceEvents": [...]) the userId and traits of the batch's last
+ * event are read into out->user like fl_sdk_parse_request() reads a body
+ * (same limits; messages name the event, "evaluations[3].userId must be a
+ * string").  Another type is FL_OK with FL_SDK_MSG_UNKNOWN and its name.
+ * FL_ERR_JSON as for a body (with "message" for "request body");
+ * FL_ERR_FIELD: no "type" or not a string, the batch's array not an
+ * array, its last event not an object, or that event's userId/traits at
+ * fault.  Strings point into memory from a.
+ */
+fl_status_t fl_sdk_parse_message(const char *data, size_t len,
+    size_t max_traits, const fl_alloc_t *a, fl_sdk_message_t *out,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
 
 #ifdef __cplusplus
 }
