@@ -7,8 +7,11 @@
 #include "ngx_http_flags_module.h"
 
 
+static ngx_int_t ngx_http_flags_auth(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project, ngx_str_t *token, ngx_uint_t bare);
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
-    const char *code, const char *challenge, const char *message);
+    const char *code, const char *challenge, const char *message,
+    ngx_uint_t bare);
 static ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, const char *value);
 
@@ -58,6 +61,27 @@ ngx_int_t
 ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project)
 {
+    return ngx_http_flags_auth(r, project, NULL, 0);
+}
+
+
+/*
+ * The same check for OFREP, whose 401 has no body (docs/ofrep.md); on
+ * success *token is the token the client sent (its bytes in the header).
+ */
+
+ngx_int_t
+ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project, ngx_str_t *token)
+{
+    return ngx_http_flags_auth(r, project, token, 1);
+}
+
+
+static ngx_int_t
+ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
+    ngx_str_t *out, ngx_uint_t bare)
+{
     u_char                      *p, *last, *token;
     size_t                       len;
     ngx_str_t                   *tokens;
@@ -71,7 +95,8 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
 
     if (h == NULL) {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "an \"Authorization: Bearer <token>\" header is required");
+                   "an \"Authorization: Bearer <token>\" header is required",
+                   bare);
     }
 
     p = h->value.data;
@@ -89,7 +114,7 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
         || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization scheme must be Bearer");
+                   "the Authorization scheme must be Bearer", bare);
     }
 
     for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
@@ -104,7 +129,8 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
 
     if (len == 0 || p != last) {
         return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization header must carry exactly one token");
+                   "the Authorization header must carry exactly one token",
+                   bare);
     }
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
@@ -129,10 +155,15 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
     if (found == NGX_CONF_UNSET_UINT) {
         return ngx_http_flags_unauthorized(r, "invalid_token",
                    "Bearer error=\"invalid_token\"",
-                   "the token does not belong to any project");
+                   "the token does not belong to any project", bare);
     }
 
     *project = &projects[found];
+
+    if (out) {
+        out->data = token;
+        out->len = len;
+    }
 
     return NGX_OK;
 }
@@ -140,8 +171,9 @@ ngx_http_flags_authenticate(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
-    const char *challenge, const char *message)
+    const char *challenge, const char *message, ngx_uint_t bare)
 {
+    ngx_int_t         rc;
     ngx_table_elt_t  *h;
 
     h = ngx_http_flags_add_header(r, "WWW-Authenticate", challenge);
@@ -151,6 +183,18 @@ ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
 
     /* auth_request copies the challenge of a 401 from this pointer only */
     r->headers_out.www_authenticate = h;
+
+    if (bare) {
+        /* as ngx_http_flags_send_error() does before answering */
+        r->expect_tested = 1;
+
+        rc = ngx_http_discard_request_body(r);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_flags_send_empty(r, NGX_HTTP_UNAUTHORIZED);
+    }
 
     return ngx_http_flags_send_error(r, NGX_HTTP_UNAUTHORIZED, code, message);
 }

@@ -66,7 +66,6 @@ static ngx_pool_t  *ngx_http_flags_scratch;
 static ngx_uint_t   ngx_http_flags_scratch_busy;
 
 
-static ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 static void ngx_http_flags_ingest_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
@@ -91,7 +90,7 @@ static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
  * "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8".
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_flags_is_json(ngx_table_elt_t *h)
 {
     u_char  *p, *last;
@@ -127,10 +126,8 @@ ngx_http_flags_is_json(ngx_table_elt_t *h)
 ngx_int_t
 ngx_http_flags_ingest_handler(ngx_http_request_t *r)
 {
-    ngx_int_t                     rc;
-    ngx_http_flags_project_t     *project;
-    ngx_http_flags_loc_conf_t    *flcf;
-    ngx_http_flags_ingest_ctx_t  *ctx;
+    ngx_int_t                  rc;
+    ngx_http_flags_project_t  *project;
 
     rc = ngx_http_flags_authenticate(r, &project);
     if (project == NULL) {
@@ -140,6 +137,25 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     if (r->method != NGX_HTTP_POST) {
         return ngx_http_flags_method_not_allowed(r, "POST");
     }
+
+    return ngx_http_flags_ingest_report(r, project);
+}
+
+
+/*
+ * A POST whose token gave project: the checks that follow (media type,
+ * size, body, fields, flag), the report log and the count.  Also the
+ * report route of flags_sdk (ngx_http_flags_sdk.c), which is this same
+ * path.
+ */
+
+ngx_int_t
+ngx_http_flags_ingest_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project)
+{
+    ngx_int_t                     rc;
+    ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_ingest_ctx_t  *ctx;
 
     if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
         return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,

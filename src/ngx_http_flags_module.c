@@ -122,6 +122,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       0,
       (void *) ngx_http_flags_evaluate_handler },
 
+    { ngx_string("flags_sdk"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_sdk_handler },
+
     { ngx_string("flags_ingest_errors"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_flags_set_handler,
@@ -142,6 +149,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       (void *) ngx_http_flags_admin_handler },
+
+    { ngx_string("flags_ofrep"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_ofrep_handler },
 
       ngx_null_command
 };

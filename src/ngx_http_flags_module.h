@@ -15,6 +15,8 @@
  *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
+ *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
+ *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
  * What comes next gets files of its own beside them: _push.c (long-lived
  * WebSocket/SSE connections and their shutdown), _variables.c ($flag_NAME,
  * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
@@ -219,6 +221,8 @@ ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+ngx_int_t ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project, ngx_str_t *token);
 ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message);
 ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
@@ -237,12 +241,22 @@ ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
 
 /* ngx_http_flags_ingest.c: writes the report-log batch now */
 void ngx_http_flags_batch_flush(void);
+/* ngx_http_flags_ingest.c: Content-Type is application/json; a report
+ * after its token and method (flags_sdk's report route too) */
+ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
+ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project);
 
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
+/* ngx_http_flags_sdk.c */
+ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
+
+/* ngx_http_flags_ofrep.c: flags_ofrep (docs/ofrep.md) */
+ngx_int_t ngx_http_flags_ofrep_handler(ngx_http_request_t *r);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

@@ -24,11 +24,13 @@ FLAGS_CORE_SRCS = \
 	json_writer.cpp \
 	murmur3.cpp \
 	number.cpp \
+	ofrep.cpp \
 	override.cpp \
 	policy.cpp \
 	project.cpp \
 	query.cpp \
 	report.cpp \
+	sdk.cpp \
 	semver.cpp \
 	state.cpp \
 	statefile.cpp \

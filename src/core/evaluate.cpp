@@ -190,7 +190,17 @@ bool segment_matches(const fl_project_s &p, const fl::Segment &s,
     return true;
 }
 
-bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
+/* The request path's helpers are inlined into fl_evaluate() whatever the
+ * compiler thinks of their second caller (fl_evaluate_detail): GET /flags
+ * stays as fast as it was before OFREP shared them. */
+#if defined(__GNUC__)
+#define FL_HOT_INLINE  inline __attribute__((always_inline))
+#else
+#define FL_HOT_INLINE  inline
+#endif
+
+FL_HOT_INLINE bool in_rollout(const fl::Flag &f, uint32_t p,
+    const fl_user_t *u)
 {
     if (p >= FL_MILLI_MAX) {
         return true;
@@ -229,6 +239,84 @@ bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
 constexpr size_t cache_size = 1024;
 enum : uint8_t { unknown = 0, no = 1, yes = 2 };
 
+/* Whether one of f's segments matches u (f has at least one), through the
+ * cache of this evaluation when given. */
+FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
+    const fl_user_t *u, uint8_t *cache)
+{
+    for (uint32_t si : f.segments) {
+        bool m;
+        if (cache != nullptr && si < cache_size && cache[si] != unknown) {
+            m = cache[si] == yes;
+        } else {
+            m = segment_matches(p, p.segments[si], u);
+            if (cache != nullptr && si < cache_size) {
+                cache[si] = m ? yes : no;
+            }
+        }
+        if (m) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The value of flag f for u (docs/evaluation.md), the one rule of
+ * fl_evaluate() and fl_evaluate_detail(); *matched: f has segments and
+ * one of them matched. */
+FL_HOT_INLINE bool flag_value(const fl_project_s &p, const fl::Flag &f,
+    uint32_t eff, const fl_user_t *u, uint8_t *cache, bool *matched)
+{
+    bool on = f.enabled;
+
+    *matched = false;
+    if (on && !f.segments.empty()) {
+        on = *matched = any_segment(p, f, u, cache);
+    }
+    return on && in_rollout(f, eff, u);
+}
+
+/*
+ * OFREP's reason (docs/ofrep.md), from what decided the value, first rule
+ * that applies:
+ *   switched off in the file, rolled back or overridden off  -> DISABLED
+ *   effective percentage 0                                   -> STATIC
+ *   segments, none matched                                   -> TARGETING_MATCH
+ *   0 < effective < 100                                      -> SPLIT
+ *   segments, one matched (effective 100)                    -> TARGETING_MATCH
+ *   otherwise (100 %, no segments)                           -> STATIC
+ * The value itself is the rule of fl_evaluate(), computed here the same way.
+ */
+void detail_one(const fl_project_s &p, const fl::Flag &f, uint32_t eff,
+    uint8_t sw, const fl_user_t *u, uint8_t *cache, fl_detail_t *out)
+{
+    bool segs = !f.segments.empty();
+    bool matched;
+    bool value = flag_value(p, f, eff, u, cache, &matched);
+    uint8_t reason;
+
+    if (!f.enabled || sw != FL_SWITCH_NONE) {
+        reason = FL_REASON_DISABLED;
+    } else if (eff == 0) {
+        reason = FL_REASON_STATIC;
+    } else if (segs && !matched) {
+        reason = FL_REASON_TARGETING_MATCH;
+    } else if (eff < FL_MILLI_MAX) {
+        reason = FL_REASON_SPLIT;
+    } else if (segs) {
+        reason = FL_REASON_TARGETING_MATCH;
+    } else {
+        reason = FL_REASON_STATIC;
+    }
+
+    out->enabled = value;
+    out->reason = reason;
+    out->has_segments = segs;
+    out->segment_matched = matched;
+    out->rolled_back = sw == FL_SWITCH_ROLLED_BACK;
+    out->rollout_milli = eff;
+}
+
 } // namespace
 
 
@@ -249,31 +337,47 @@ void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
     for (size_t i = 0; i < p->flags.size(); i++) {
         const fl::Flag &f = p->flags[i];
         uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-        bool on = f.enabled;
+        bool matched;
 
-        if (on && !f.segments.empty()) {
-            bool any = false;
-            for (uint32_t si : f.segments) {
-                bool m;
-                if (si < cache_size && cache[si] != unknown) {
-                    m = cache[si] == yes;
-                } else {
-                    m = segment_matches(*p, p->segments[si], u);
-                    if (si < cache_size) {
-                        cache[si] = m ? yes : no;
-                    }
-                }
-                if (m) {
-                    any = true;
-                    break;
-                }
-            }
-            on = any;
-        }
-
-        out[i].enabled = on && in_rollout(f, eff, u);
+        out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
         out[i].rollout_milli = eff;
     }
+}
+
+/* OFREP (docs/ofrep.md): the same evaluation with the reason.
+ * fl_answer_etag() (ofrep.cpp) hashes every input read here and in
+ * fl_evaluate(): keep the two in step. */
+void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
+    noexcept
+{
+    if (p == nullptr || out == nullptr) {
+        return;
+    }
+
+    uint8_t cache[cache_size];
+    std::memset(cache, unknown,
+                p->segments.size() < cache_size ? p->segments.size()
+                                                : cache_size);
+
+    for (size_t i = 0; i < p->flags.size(); i++) {
+        const fl::Flag &f = p->flags[i];
+        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
+
+        detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u, cache,
+                   &out[i]);
+    }
+}
+
+int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
+    const fl_user_t *u, uint32_t effective_milli, uint8_t sw,
+    fl_detail_t *out) noexcept
+{
+    if (p == nullptr || out == nullptr || i >= p->flags.size()) {
+        return -1;
+    }
+    detail_one(*p, p->flags[i], effective_milli, sw, u, nullptr, out);
+    return 0;
 }
 
 size_t fl_flags_json_bound(const fl_project_t *p) noexcept

@@ -503,6 +503,193 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)
 size_t fl_status_flag_json(const fl_project_t *p, size_t i,
     const fl_state_snapshot_t *s, int counted, char *buf) FL_NOEXCEPT;
 
+
+/* ================================================================ OFREP
+ *
+ * The OpenFeature Remote Evaluation Protocol (docs/ofrep.md): the context
+ * of a POST body, a reason per flag, the single and bulk answers, their
+ * errors, and the ETag of an answer.  ofrep.cpp, and the reason in
+ * evaluate.cpp.
+ */
+
+/* Why a flag is off at runtime, beside its effective percentage. */
+typedef enum {
+    FL_SWITCH_NONE = 0,
+    FL_SWITCH_ROLLED_BACK,      /* rolled back (wins over an override) */
+    FL_SWITCH_OVERRIDE_OFF      /* overridden {"enabled": false} */
+} fl_switch_t;
+
+/* The effective percentage, as fl_control_effective() gives it, and the
+ * switch (*sw, a fl_switch_t) from one read of the control block, so the
+ * two always agree.  c NULL (a flag without room in the zone): the
+ * configured percentage and FL_SWITCH_NONE. */
+uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
+    uint8_t *sw) FL_NOEXCEPT;
+
+typedef enum {
+    FL_REASON_STATIC = 0,
+    FL_REASON_TARGETING_MATCH,
+    FL_REASON_SPLIT,
+    FL_REASON_DISABLED
+} fl_reason_t;
+
+typedef struct {
+    uint8_t     enabled;            /* what fl_evaluate() answers */
+    uint8_t     reason;             /* fl_reason_t (docs/ofrep.md) */
+    uint8_t     has_segments;
+    uint8_t     segment_matched;    /* has segments and one matched */
+    uint8_t     rolled_back;        /* sw was FL_SWITCH_ROLLED_BACK */
+    uint32_t    rollout_milli;      /* the effective percentage */
+} fl_detail_t;
+
+/* fl_evaluate() with the reason: every flag of p for u.  effective_milli
+ * and sw (fl_switch_t per flag, from fl_control_switch()) may each be
+ * NULL: the configured percentages, no switch.  out has
+ * fl_project_flag_count(p) entries. */
+void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
+    FL_NOEXCEPT;
+
+/* The same for flag i alone; -1 when i is out of range. */
+int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
+    const fl_user_t *u, uint32_t effective_milli, uint8_t sw,
+    fl_detail_t *out) FL_NOEXCEPT;
+
+/* A 64-bit hash of everything an answer for u depends on: each flag's
+ * definition hash, effective percentage and switch (sw may be NULL, as
+ * for GET /flags, whose bytes do not tell a rollback from an override)
+ * and the normalised caller (userId, then the sorted traits).  The same
+ * inputs give the same value in every worker and on every host. */
+uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw) FL_NOEXCEPT;
+
+/* A strong entity tag for a header: '"' + 16 lowercase hex digits + '"',
+ * 18 bytes, no NUL.  Returns 18. */
+#define FL_ETAG_LEN  18u
+size_t fl_etag_format(uint64_t etag, char *out) FL_NOEXCEPT;
+
+/* If-None-Match (RFC 9110 13.1.2): 1 when the field value (one header,
+ * or several joined with ',') is "*" or lists an entity tag that equals
+ * etag by the weak comparison ("W/" ignored), else 0; a malformed list
+ * matches nothing. */
+int fl_etag_none_match(const char *value, size_t len, uint64_t etag)
+    FL_NOEXCEPT;
+
+/* The caller from an OFREP request body, {"context": {...}}: targetingKey
+ * is the userId, every other property a trait (strings as they are,
+ * numbers as their JSON text, booleans "true"/"false", null absent).
+ * An empty body (or whitespace) and a missing or null context are an
+ * empty context.  FL_ERR_JSON (-> PARSE_ERROR): not JSON, not well-formed
+ * UTF-8, nested deeper than FL_REPORT_MAX_DEPTH, not an object.
+ * FL_ERR_FIELD (-> INVALID_CONTEXT): context not an object, a property
+ * that is an object or an array, targetingKey not a string, a NUL byte,
+ * an empty trait name, or over the limits of fl_parse_query() (values
+ * FL_MAX_VALUE_LEN, names FL_MAX_TRAIT_NAME_LEN, max_traits).  The
+ * message names the property. */
+fl_status_t fl_ofrep_parse_context(const char *body, size_t len,
+    size_t max_traits, const fl_alloc_t *a, fl_user_t *out,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
+/* The 200 body of a single evaluation of flag i:
+ * {"key":..,"value":..,"reason":..,"variant":"on"|"off","metadata":{..}} */
+size_t fl_ofrep_flag_json_bound(const fl_project_t *p, size_t i)
+    FL_NOEXCEPT;
+size_t fl_ofrep_flag_json(const fl_project_t *p, size_t i,
+    const fl_detail_t *d, char *buf) FL_NOEXCEPT;
+
+/* The 200 body of a bulk evaluation: {"flags":[...]} in file order, then,
+ * when stream_path is not NULL, "eventStreams" with one SSE endpoint whose
+ * requestUri is stream_path (the OFREP location's path as nginx decoded
+ * it, ending in '/') + "v1/events?token=" + token, both percent-encoded.
+ * d has fl_project_flag_count(p) entries. */
+size_t fl_ofrep_bulk_json_bound(const fl_project_t *p, size_t path_len,
+    size_t token_len) FL_NOEXCEPT;
+size_t fl_ofrep_bulk_json(const fl_project_t *p, const fl_detail_t *d,
+    const char *stream_path, size_t path_len, const char *token,
+    size_t token_len, char *buf) FL_NOEXCEPT;
+
+/* The ETag of a bulk answer: fl_answer_etag() and the bytes that
+ * fl_ofrep_bulk_json() adds (the event stream, stream_path NULL: none). */
+uint64_t fl_ofrep_bulk_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw,
+    const char *stream_path, size_t path_len, const char *token,
+    size_t token_len) FL_NOEXCEPT;
+
+/* An error body: {"key":..,"errorCode":..,"errorDetails":..}, or without
+ * "key" when key is NULL (the bulk form).  details is a message for a
+ * person (ill-formed UTF-8 becomes U+FFFD, as everywhere). */
+size_t fl_ofrep_error_json_bound(size_t key_len, size_t details_len)
+    FL_NOEXCEPT;
+size_t fl_ofrep_error_json(const char *key, size_t key_len, const char *code,
+    const char *details, size_t details_len, char *buf) FL_NOEXCEPT;
+/* ----------------------------------------- DeployRamp SDK API (sdk.cpp) */
+
+/*
+ * POST {loc}flags of flags_sdk (docs/sdk.md): the body
+ * {"userId": "...", "traits": {...}} as the caller of fl_evaluate(), with
+ * the limits of fl_parse_query().  A trait value may be a string, a number
+ * (its text as sent) or a boolean ("true" / "false"); null is the same as
+ * leaving the trait (or userId) out; an empty userId is no userId.
+ * Unknown members are ignored; of duplicate keys the last one wins.
+ * FL_ERR_JSON: empty, not JSON, not well-formed UTF-8, nested deeper than
+ * FL_REPORT_MAX_DEPTH, not an object (the messages of a report body).
+ * FL_ERR_FIELD: userId not a string, traits not an object, a trait that
+ * is an object or an array, an empty trait name, a NUL byte, a limit
+ * exceeded.  Strings of *out point into memory from a.
+ */
+fl_status_t fl_sdk_parse_request(const char *body, size_t len,
+    size_t max_traits, const fl_alloc_t *a, fl_user_t *out, char *err,
+    size_t err_len) FL_NOEXCEPT;
+
+/*
+ * {"flags":[...]} as the DeployRamp SDK reads it, resolved for u: r is
+ * what fl_evaluate(p, u, effective, r) gave (its rollout_milli is the
+ * effective percentage; r NULL means the configured ones).  Every
+ * percentage written is 100 or 0; rules the SDK cannot check are decided
+ * for u (docs/sdk.md).  Upper bound first; returns the bytes written.
+ */
+size_t fl_sdk_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
+size_t fl_sdk_flags_json(const fl_project_t *p, const fl_user_t *u,
+    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+
+/* The live channel's {"type":"flags_refreshed","flags":[...]} for u: the
+ * same flags array as fl_sdk_flags_json(). */
+size_t fl_sdk_refresh_json_bound(const fl_project_t *p) FL_NOEXCEPT;
+size_t fl_sdk_refresh_json(const fl_project_t *p, const fl_user_t *u,
+    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+
+typedef enum {
+    FL_SDK_MSG_UNKNOWN = 0,         /* a type this module does not know */
+    FL_SDK_MSG_EVALUATION_BATCH,    /* "evaluation_batch" */
+    FL_SDK_MSG_PERFORMANCE_BATCH    /* "performance_batch" */
+} fl_sdk_msg_type_t;
+
+typedef struct {
+    fl_sdk_msg_type_t   type;
+    const char         *type_name;      /* "type" as sent (may hold NUL) */
+    size_t              type_name_len;
+    size_t              nevents;        /* elements of the batch's array */
+    int                 has_user;       /* user below is the last event's */
+    fl_user_t           user;
+} fl_sdk_message_t;
+
+/*
+ * A message an SDK sends on the live channel: {"type": ..., ...}.  For
+ * "evaluation_batch" ("evaluations": [...]) and "performance_batch"
+ * ("performanceEvents": [...]) the userId and traits of the batch's last
+ * event are read into out->user like fl_sdk_parse_request() reads a body
+ * (same limits; messages name the event, "evaluations[3].userId must be a
+ * string").  Another type is FL_OK with FL_SDK_MSG_UNKNOWN and its name.
+ * FL_ERR_JSON as for a body (with "message" for "request body");
+ * FL_ERR_FIELD: no "type" or not a string, the batch's array not an
+ * array, its last event not an object, or that event's userId/traits at
+ * fault.  Strings point into memory from a.
+ */
+fl_status_t fl_sdk_parse_message(const char *data, size_t len,
+    size_t max_traits, const fl_alloc_t *a, fl_sdk_message_t *out,
+    char *err, size_t err_len) FL_NOEXCEPT;
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,604 @@
+/*
+ * ngx_http_flags_ofrep.c - flags_ofrep: the OpenFeature Remote Evaluation
+ * Protocol under a location (docs/ofrep.md).
+ *
+ *   POST {loc}v1/evaluate/flags/{key}   one flag
+ *   POST {loc}v1/evaluate/flags         every flag, with an ETag
+ *
+ * Order of checks: the path (404), the token (401, no body), the method
+ * (405), the declared size (413); then, once the body is read, its size,
+ * the JSON and the context (400), and last the flag (404).  The answer is
+ * GET /flags' for the same caller: the same effective percentages from
+ * the zone, the same evaluation, counted the same way.  The core decides
+ * and writes every byte; this file reads the request and the zone.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+typedef struct {
+    ngx_http_flags_project_t    *project;
+    ngx_str_t                    token;     /* the client's, in its header */
+    ngx_str_t                    base;      /* {loc}: the path before v1/ */
+    ngx_str_t                    key;       /* single: the flag's key */
+    ngx_uint_t                   bulk;
+} ngx_http_flags_ofrep_ctx_t;
+
+
+typedef struct {
+    u_char                      *pos;
+} ngx_http_flags_ofrep_copy_t;
+
+
+static ngx_int_t ngx_http_flags_ofrep_route(ngx_http_request_t *r,
+    ngx_str_t *base, ngx_str_t *rest);
+static ngx_uint_t ngx_http_flags_ofrep_push(ngx_http_request_t *r);
+static void ngx_http_flags_ofrep_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ofrep_process(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx);
+static ngx_int_t ngx_http_flags_ofrep_copy(void *data, u_char *p,
+    size_t len);
+static ngx_int_t ngx_http_flags_ofrep_single(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user);
+static ngx_int_t ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user);
+static ngx_int_t ngx_http_flags_ofrep_error(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *key, const char *code, const char *details);
+static ngx_int_t ngx_http_flags_ofrep_refuse(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *key, const char *code, const char *details);
+static ngx_int_t ngx_http_flags_ofrep_etag(ngx_http_request_t *r,
+    uint64_t etag);
+static ngx_int_t ngx_http_flags_ofrep_not_modified(ngx_http_request_t *r);
+static ngx_table_elt_t *ngx_http_flags_ofrep_header(ngx_http_request_t *r,
+    const char *name, u_char *value, size_t len);
+
+
+static ngx_str_t  ngx_http_flags_ofrep_eval = ngx_string("v1/evaluate/flags");
+static ngx_str_t  ngx_http_flags_ofrep_events = ngx_string("v1/events");
+
+
+ngx_int_t
+ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
+{
+    size_t                       n;
+    ngx_int_t                    rc;
+    ngx_str_t                    base, rest, token, *key;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_ofrep_ctx_t  *ctx;
+
+    /*
+     * nginx's conditional filter would answer a 200 with "If-None-Match: *"
+     * by a 304 (it needs no ETag for that): the 304 is decided here, for
+     * the bulk answer only; If-Match and If-Modified-Since mean nothing
+     * for a POST that evaluates
+     */
+    r->disable_not_modified = 1;
+
+    rc = ngx_http_flags_ofrep_route(r, &base, &rest);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    n = ngx_http_flags_ofrep_eval.len;
+
+    if (rest.len == ngx_http_flags_ofrep_events.len
+        && ngx_strncmp(rest.data, ngx_http_flags_ofrep_events.data,
+                       rest.len) == 0)
+    {
+        /*
+         * PUSH HOOK: {loc}v1/events?token=... is the SSE stream of
+         * ngx_http_flags_push.c (its token is in the query: EventSource
+         * sends no header), so it is handed over before the Bearer check.
+         */
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
+                                           "GENERAL",
+                                           "no event stream here");
+    }
+
+    if (rest.len < n
+        || ngx_strncmp(rest.data, ngx_http_flags_ofrep_eval.data, n) != 0
+        || (rest.len > n && rest.data[n] != '/'))
+    {
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
+                                           "GENERAL",
+                                           "no such OFREP endpoint");
+    }
+
+    rc = ngx_http_flags_authenticate_bare(r, &project, &token);
+    if (project == NULL) {
+        return rc;
+    }
+
+    if (r->method != NGX_HTTP_POST) {
+        if (ngx_http_flags_ofrep_header(r, "Allow", (u_char *) "POST", 4)
+            == NULL)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_ALLOWED, NULL,
+                                           "GENERAL",
+                                           "OFREP evaluations are POST");
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_ofrep_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->project = project;
+    ctx->token = token;
+    ctx->base = base;
+    ctx->bulk = (rest.len == n);
+
+    if (!ctx->bulk) {
+        /* r->uri is decoded: "a%2Fb" is the key "a/b" */
+        ctx->key.data = rest.data + n + 1;
+        ctx->key.len = rest.len - n - 1;
+    }
+
+    key = ctx->bulk ? NULL : &ctx->key;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    /* a declared length is refused before a byte of the body is read */
+    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_ofrep_refuse(r,
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, key, "GENERAL",
+                   "the request body is larger than flags_max_report_size");
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_flags_ofrep_body);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Splits r->uri into {loc} and what follows.  In a prefix location {loc}
+ * is the location's name (with a '/' added when the name has none at its
+ * end and the URI has one there); in any other (a regular expression, an
+ * exact or a named location) it is the URI up to the first "v1/" that
+ * starts an OFREP path after a '/'.
+ */
+
+static ngx_int_t
+ngx_http_flags_ofrep_route(ngx_http_request_t *r, ngx_str_t *base,
+    ngx_str_t *rest)
+{
+    u_char                    *p, *last;
+    size_t                     n;
+    ngx_uint_t                 prefix;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    prefix = !clcf->exact_match && !clcf->named && !clcf->noname;
+#if (NGX_PCRE)
+    prefix = prefix && clcf->regex == NULL;
+#endif
+
+    if (prefix && r->uri.len >= clcf->name.len
+        && ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) == 0)
+    {
+        n = clcf->name.len;
+
+    } else {
+        n = r->uri.len;
+        last = r->uri.data + r->uri.len;
+
+        for (p = r->uri.data; p < last; p++) {
+            if (p[0] != '/' || (size_t) (last - p) < sizeof("/v1/") - 1
+                || ngx_strncmp(p + 1, "v1/", 3) != 0)
+            {
+                continue;
+            }
+
+            if (((size_t) (last - p - 1) >= ngx_http_flags_ofrep_eval.len
+                 && ngx_strncmp(p + 1, ngx_http_flags_ofrep_eval.data,
+                                ngx_http_flags_ofrep_eval.len) == 0)
+                || ((size_t) (last - p - 1)
+                    >= ngx_http_flags_ofrep_events.len
+                    && ngx_strncmp(p + 1, ngx_http_flags_ofrep_events.data,
+                                   ngx_http_flags_ofrep_events.len) == 0))
+            {
+                n = p + 1 - r->uri.data;
+                break;
+            }
+        }
+    }
+
+    if (n < r->uri.len && r->uri.data[n] == '/'
+        && (n == 0 || r->uri.data[n - 1] != '/'))
+    {
+        n++;
+    }
+
+    base->data = r->uri.data;
+    base->len = n;
+    rest->data = r->uri.data + n;
+    rest->len = r->uri.len - n;
+
+    return NGX_OK;
+}
+
+
+/*
+ * PUSH HOOK: whether the bulk answer lists the event stream.  The lead
+ * turns this into ngx_http_flags_loc_conf_t.push once
+ * ngx_http_flags_push.c serves {loc}v1/events; until then it is always on.
+ */
+
+static ngx_uint_t
+ngx_http_flags_ofrep_push(ngx_http_request_t *r)
+{
+    return 1;
+}
+
+
+static void
+ngx_http_flags_ofrep_body(ngx_http_request_t *r)
+{
+    ngx_http_flags_ofrep_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+
+    ngx_http_finalize_request(r, ngx_http_flags_ofrep_process(r, ctx));
+}
+
+
+static ngx_int_t
+ngx_http_flags_ofrep_process(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx)
+{
+    char                          err[256];
+    off_t                         size;
+    u_char                       *body;
+    ngx_str_t                    *key;
+    fl_user_t                     user;
+    fl_alloc_t                    alloc;
+    fl_status_t                   st;
+    ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_ofrep_copy_t   copy;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    key = ctx->bulk ? NULL : &ctx->key;
+
+    /* a chunked body has no declared length: measure what arrived */
+    size = ngx_http_flags_body_size(r);
+
+    if (size > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_ofrep_error(r,
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, key, "GENERAL",
+                   "the request body is larger than flags_max_report_size");
+    }
+
+    /* the JSON reader wants the body in one piece */
+    body = NULL;
+
+    if (size > 0) {
+        body = ngx_pnalloc(r->pool, (size_t) size);
+        if (body == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        copy.pos = body;
+
+        if (ngx_http_flags_body_pieces(r, ngx_http_flags_ofrep_copy, &copy)
+            != NGX_OK)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        size = copy.pos - body;
+    }
+
+    alloc.alloc = ngx_http_flags_pool_alloc;
+    alloc.ctx = r->pool;
+
+    st = fl_ofrep_parse_context((const char *) body, (size_t) size,
+                                flcf->max_traits, &alloc, &user,
+                                err, sizeof(err));
+
+    switch (st) {
+
+    case FL_OK:
+        break;
+
+    case FL_ERR_JSON:
+        return ngx_http_flags_ofrep_error(r, NGX_HTTP_BAD_REQUEST, key,
+                                          "PARSE_ERROR", err);
+
+    case FL_ERR_FIELD:
+        return ngx_http_flags_ofrep_error(r, NGX_HTTP_BAD_REQUEST, key,
+                                          "INVALID_CONTEXT", err);
+
+    default:
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->bulk) {
+        return ngx_http_flags_ofrep_bulk(r, ctx, &user);
+    }
+
+    return ngx_http_flags_ofrep_single(r, ctx, &user);
+}
+
+
+static ngx_int_t
+ngx_http_flags_ofrep_copy(void *data, u_char *p, size_t len)
+{
+    ngx_http_flags_ofrep_copy_t  *copy = data;
+
+    /* ngx_http_flags_body_size() counted every piece: they all fit */
+    copy->pos = ngx_cpymem(copy->pos, p, len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_ofrep_single(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user)
+{
+    long                       i;
+    u_char                    *body;
+    size_t                     len;
+    uint8_t                    sw;
+    uint32_t                   effective;
+    fl_detail_t                d;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_project_t  *project;
+
+    project = ctx->project;
+
+    i = fl_project_find_flag(project->core, (const char *) ctx->key.data,
+                             ctx->key.len);
+    if (i < 0) {
+        return ngx_http_flags_ofrep_error(r, NGX_HTTP_NOT_FOUND, &ctx->key,
+                                          "FLAG_NOT_FOUND",
+                                          "the project has no such flag");
+    }
+
+    flag = &project->flags[i];
+
+    effective = fl_control_switch(flag->ctl, flag->rollout_milli, &sw);
+
+    if (fl_evaluate_flag_detail(project->core, (size_t) i, user, effective,
+                                sw, &d)
+        != 0)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (flag->totals) {
+        fl_count_eval(flag->totals, flag->window, ngx_http_flags_now_sec(),
+                      d.enabled);
+    }
+
+    body = ngx_pnalloc(r->pool,
+                       fl_ofrep_flag_json_bound(project->core, (size_t) i));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = fl_ofrep_flag_json(project->core, (size_t) i, &d, (char *) body);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
+}
+
+
+static ngx_int_t
+ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user)
+{
+    u_char                    *body;
+    size_t                     i, n, len, path_len;
+    int64_t                    now;
+    uint8_t                   *sw;
+    uint32_t                  *effective;
+    uint64_t                   etag;
+    ngx_int_t                  rc;
+    const char                *path;
+    fl_detail_t               *d;
+    ngx_table_elt_t           *inm;
+    ngx_http_flags_flag_t     *flags;
+    ngx_http_flags_project_t  *project;
+
+    project = ctx->project;
+    n = project->nflags;
+    flags = project->flags;
+
+    effective = ngx_palloc(r->pool, (n + 1) * sizeof(uint32_t));
+    sw = ngx_pnalloc(r->pool, n + 1);
+    d = ngx_palloc(r->pool, (n + 1) * sizeof(fl_detail_t));
+    if (effective == NULL || sw == NULL || d == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        effective[i] = fl_control_switch(flags[i].ctl, flags[i].rollout_milli,
+                                         &sw[i]);
+    }
+
+    fl_evaluate_detail(project->core, user, effective, sw, d);
+
+    /* every flag is evaluated, a 304 included: the client is evaluating */
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < n; i++) {
+        if (flags[i].totals) {
+            fl_count_eval(flags[i].totals, flags[i].window, now,
+                          d[i].enabled);
+        }
+    }
+
+    if (ngx_http_flags_ofrep_push(r)) {
+        path = (const char *) ctx->base.data;
+        path_len = ctx->base.len;
+
+    } else {
+        path = NULL;
+        path_len = 0;
+    }
+
+    etag = fl_ofrep_bulk_etag(project->core, user, effective, sw, path,
+                              path_len, (const char *) ctx->token.data,
+                              ctx->token.len);
+
+    rc = ngx_http_flags_ofrep_etag(r, etag);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    inm = r->headers_in.if_none_match;
+
+    if (inm && fl_etag_none_match((const char *) inm->value.data,
+                                  inm->value.len, etag))
+    {
+        return ngx_http_flags_ofrep_not_modified(r);
+    }
+
+    body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(project->core,
+                                                         path_len,
+                                                         ctx->token.len));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = fl_ofrep_bulk_json(project->core, d, path, path_len,
+                             (const char *) ctx->token.data, ctx->token.len,
+                             (char *) body);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
+}
+
+
+/* An OFREP error body once the request body is read (or discarded). */
+
+static ngx_int_t
+ngx_http_flags_ofrep_error(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *key, const char *code, const char *details)
+{
+    u_char  *body;
+    size_t   len, details_len;
+
+    details_len = ngx_strlen(details);
+
+    body = ngx_pnalloc(r->pool,
+                       fl_ofrep_error_json_bound(key ? key->len : 0,
+                                                 details_len));
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = fl_ofrep_error_json(key ? (const char *) key->data : NULL,
+                              key ? key->len : 0, code, details, details_len,
+                              (char *) body);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "flags ofrep: %ui %s", status, code);
+
+    return ngx_http_flags_send_json(r, status, body, len);
+}
+
+
+/*
+ * The same before the body is read: final, so a client that waits for
+ * "100 Continue" gets it instead, and the body it may still send is
+ * discarded, so keep-alive goes on (as ngx_http_flags_send_error()).
+ */
+
+static ngx_int_t
+ngx_http_flags_ofrep_refuse(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *key, const char *code, const char *details)
+{
+    ngx_int_t  rc;
+
+    r->expect_tested = 1;
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_flags_ofrep_error(r, status, key, code, details);
+}
+
+
+/*
+ * The ETag header, known to nginx as such (the gzip filter weakens it when
+ * it compresses).  nginx's own conditional filter is off (see the
+ * handler).
+ */
+
+static ngx_int_t
+ngx_http_flags_ofrep_etag(ngx_http_request_t *r, uint64_t etag)
+{
+    u_char           *value;
+    ngx_table_elt_t  *h;
+
+    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
+    if (value == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fl_etag_format(etag, (char *) value);
+
+    h = ngx_http_flags_ofrep_header(r, "ETag", value, FL_ETAG_LEN);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.etag = h;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_ofrep_not_modified(ngx_http_request_t *r)
+{
+    if (ngx_http_flags_ofrep_header(r, "Cache-Control",
+                                    (u_char *) "no-store", 8)
+        == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
+    /* a 304 has no body, and no Content-Length but the 200's */
+    r->headers_out.content_length_n = -1;
+    r->header_only = 1;
+
+    return ngx_http_send_header(r);
+}
+
+
+static ngx_table_elt_t *
+ngx_http_flags_ofrep_header(ngx_http_request_t *r, const char *name,
+    u_char *value, size_t len)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NULL;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value.data = value;
+    h->value.len = len;
+    h->lowcase_key = NULL;
+
+    return h;
+}
