@@ -26,6 +26,8 @@ const MODULE = process.env.TEST_NGINX_LOAD_MODULES
 
 // The access log line of every request: what the server answered and which
 // tag the client sent, so a test can see a 304 from the server's side.
+// escape=none: tags are logged with their quotes, an absent header as
+// nothing ("inm= etag=...").
 const LOG_FORMAT = "'$request_method $request_uri $status "
     + 'inm=$http_if_none_match etag=$sent_http_etag\'';
 
