@@ -5,9 +5,12 @@
 #   ./build.sh run        build, then start nginx with nginx.conf.example on 127.0.0.1:8080
 #   ./build.sh stop       stop the nginx started by "run"
 #   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t,
-#                         then, as root, the Debian package test t/pkg/deb.sh)
+#                         then the Node client tests t/node/, then, as root,
+#                         the Debian package test t/pkg/deb.sh)
 #   ./build.sh unit       cmocka unit tests only
 #   ./build.sh prove [t]  the HTTP tests only (all, or the files given)
+#   ./build.sh node [f]   the Node client tests only (t/node/: the real
+#                         OpenFeature OFREP providers; all, or the files given)
 #   ./build.sh valgrind   the HTTP suite with nginx under valgrind memcheck
 #   ./build.sh bench      benchmarks (bench/run.sh)
 #   ./build.sh fuzz [s]   libFuzzer targets of the core, s seconds each (fuzz/run.sh)
@@ -75,7 +78,7 @@ need() {
 }
 
 # "./build.sh deps": everything any command needs, and the packages given
-deps() { need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" valgrind "$@"; }
+deps() { need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" valgrind "$@"; need_node; }
 
 san_flags() {
     if [ "$SANITIZE" = 1 ]; then
@@ -261,6 +264,52 @@ prove_suite() {
     return $rc
 }
 
+# Node and npm for t/node/. Debian's nodejs and npm; a nodejs that brings
+# its own npm (NodeSource's provides and conflicts with Debian's npm) is
+# used as it is.
+need_node() {
+    need nodejs
+    command -v npm >/dev/null 2>&1 || need npm
+}
+
+# The Node client tests (t/node/, node:test): the OpenFeature OFREP
+# providers from npm, pinned by t/node/package-lock.json, against this
+# build's module. "npm ci" runs only when the lock file changed since the
+# last install (its hash is kept in node_modules/), with npm's cache in
+# build/npm-cache, so a repeated run costs only the tests.
+node_suite() {
+    need nginx
+    need_node
+    local dir=$ROOT/t/node stamp=$ROOT/t/node/node_modules/.flags-lock-md5 sum
+    sum=$(md5sum <"$dir/package-lock.json" | cut -c1-32)
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+        say "npm ci in t/node"
+        (cd "$dir" && npm ci --cache "$ROOT/build/npm-cache" --prefer-offline \
+             --no-audit --no-fund --loglevel=error) || return 1
+        echo "$sum" >"$stamp"
+    fi
+    export NGINX_BIN
+    export TEST_NGINX_LOAD_MODULES=$BUILD/ngx_http_flags_module.so
+    if [ "$SANITIZE" = 1 ]; then
+        # nginx only (t/node/lib/nginx.js): node itself is not instrumented
+        FLAGS_NGINX_PRELOAD=$(gcc -print-file-name=libasan.so)
+        export FLAGS_NGINX_PRELOAD
+        export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:log_path=$BUILD/asan}
+        export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:log_path=$BUILD/ubsan}
+        rm -f "$BUILD"/asan.* "$BUILD"/ubsan.*
+    fi
+    local rc=0 files=("$@")
+    ((${#files[@]})) || files=("$dir"/*.test.js)
+    say "node --test t/node/ ($(node --version))"
+    node --test "${files[@]}" || rc=1
+    if [ "$SANITIZE" = 1 ] && ls "$BUILD"/asan.* "$BUILD"/ubsan.* >/dev/null 2>&1; then
+        echo "sanitizer reports:" >&2
+        cat "$BUILD"/asan.* "$BUILD"/ubsan.* >&2
+        rc=1
+    fi
+    return $rc
+}
+
 run() {
     need nginx
     module
@@ -314,9 +363,11 @@ case $cmd in
         rc=0
         unit || rc=1
         prove_suite "$@" || rc=1
+        node_suite || rc=1
         pkg_test || rc=1
         exit $rc ;;
     prove) prove_suite "$@" ;;
+    node) module; node_suite "$@" ;;
     valgrind)
         [ "$VALGRIND" = 1 ] || exec env VALGRIND=1 "$0" valgrind "$@"
         need "${TEST_PKGS[@]}" valgrind
@@ -328,5 +379,5 @@ case $cmd in
     bench) need nginx wrk; module; exec "$ROOT/bench/run.sh" "$@" ;;
     fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
     deb) deb ;;
-    *) echo "usage: $0 [build|run|stop|test|unit|prove|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|run|stop|test|unit|prove|node|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
 esac
