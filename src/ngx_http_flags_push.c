@@ -119,8 +119,8 @@ static ngx_uint_t ngx_http_flags_ws_handshake(ngx_http_request_t *r,
     ngx_str_t *key, ngx_int_t *rc);
 static ngx_table_elt_t *ngx_http_flags_ws_header(ngx_http_request_t *r,
     const char *name, size_t len);
-static ngx_uint_t ngx_http_flags_ws_has_token(ngx_table_elt_t *h,
-    const char *token);
+static ngx_uint_t ngx_http_flags_ws_has_token(ngx_http_request_t *r,
+    const char *name, const char *token);
 static void ngx_http_flags_ws_read_handler(ngx_http_request_t *r);
 static void ngx_http_flags_ws_write_handler(ngx_http_request_t *r);
 static void ngx_http_flags_ws_run(ngx_http_flags_push_t *push,
@@ -703,8 +703,9 @@ ngx_http_flags_ws_handshake(ngx_http_request_t *r, ngx_str_t *key,
         return 0;
     }
 
-    if (!ngx_http_flags_ws_has_token(r->headers_in.upgrade, "websocket")
-        || !ngx_http_flags_ws_has_token(r->headers_in.connection, "upgrade"))
+    /* nginx 1.22 keeps no pointer to Connection: the list is read */
+    if (!ngx_http_flags_ws_has_token(r, "Upgrade", "websocket")
+        || !ngx_http_flags_ws_has_token(r, "Connection", "upgrade"))
     {
         *rc = ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
                                         "bad_handshake",
@@ -793,45 +794,68 @@ ngx_http_flags_ws_header(ngx_http_request_t *r, const char *name, size_t len)
 }
 
 
-/* A comma-separated header value lists the token (any case). */
+/* A header of that name (there may be several) lists the token in its
+ * comma-separated value (any case). */
 
 static ngx_uint_t
-ngx_http_flags_ws_has_token(ngx_table_elt_t *h, const char *token)
+ngx_http_flags_ws_has_token(ngx_http_request_t *r, const char *name,
+    const char *token)
 {
-    u_char  *p, *last, *start;
-    size_t   len;
-
-    if (h == NULL) {
-        return 0;
-    }
+    u_char           *p, *last, *start;
+    size_t            len, name_len;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
 
     len = ngx_strlen(token);
-    p = h->value.data;
-    last = p + h->value.len;
+    name_len = ngx_strlen(name);
+    part = &r->headers_in.headers.part;
+    h = part->elts;
 
-    while (p < last) {
-        while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
-            p++;
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
         }
 
-        start = p;
-
-        while (p < last && *p != ',' && *p != ' ' && *p != '\t') {
-            p++;
-        }
-
-        if ((size_t) (p - start) == len
-            && ngx_strncasecmp(start, (u_char *) token, len) == 0)
+        if (h[i].key.len != name_len
+            || ngx_strncasecmp(h[i].key.data, (u_char *) name, name_len)
+               != 0)
         {
-            return 1;
+            continue;
         }
 
-        while (p < last && *p != ',') {
-            p++;
+        p = h[i].value.data;
+        last = p + h[i].value.len;
+
+        while (p < last) {
+            while (p < last && (*p == ' ' || *p == '\t' || *p == ',')) {
+                p++;
+            }
+
+            start = p;
+
+            while (p < last && *p != ',' && *p != ' ' && *p != '\t') {
+                p++;
+            }
+
+            if ((size_t) (p - start) == len
+                && ngx_strncasecmp(start, (u_char *) token, len) == 0)
+            {
+                return 1;
+            }
+
+            while (p < last && *p != ',') {
+                p++;
+            }
         }
     }
-
-    return 0;
 }
 
 
