@@ -39,6 +39,8 @@
 #define NGX_HTTP_FLAGS_WS_MAX_FRAMES    1000
 #define NGX_HTTP_FLAGS_WS_MAX_BYTES     (1024 * 1024)
 #define NGX_HTTP_FLAGS_SSE_BUF          128
+/* how long the answer to a close frame of ours is awaited */
+#define NGX_HTTP_FLAGS_WS_CLOSE_WAIT    2000         /* ms */
 
 #define NGX_HTTP_FLAGS_WS_GUID  "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -79,6 +81,7 @@ struct ngx_http_flags_push_s {
     unsigned                     upgraded:1; /* WS: the 101 is sent */
     unsigned                     eof:1;      /* WS: the peer is gone */
     unsigned                     failed:1;   /* WS: drop it */
+    unsigned                     deaf:1;     /* WS: read no more */
 };
 
 
@@ -127,7 +130,7 @@ static void ngx_http_flags_ws_run(ngx_http_flags_push_t *push,
     ngx_uint_t read);
 static ngx_int_t ngx_http_flags_ws_refresh(ngx_http_flags_push_t *push);
 static void ngx_http_flags_ws_close(ngx_http_flags_push_t *push,
-    uint16_t code, const char *why);
+    uint16_t code, const char *why, ngx_uint_t deaf);
 static void ngx_http_flags_ws_message(ngx_http_flags_push_t *push,
     const uint8_t *msg, size_t len);
 static void ngx_http_flags_ws_error(ngx_http_flags_push_t *push,
@@ -523,6 +526,13 @@ ngx_http_flags_sse_finish(ngx_http_flags_push_t *push)
 
     rc = ngx_http_send_special(r, NGX_HTTP_LAST);
 
+    if (rc == NGX_OK && !r->buffered && !r->connection->buffered) {
+        /* all sent: closed now, neither kept alive nor lingering, so
+         * the client reconnects at once, to another worker */
+        ngx_http_flags_push_end(push, NGX_HTTP_CLOSE);
+        return;
+    }
+
     /* what is still buffered is sent by nginx's writer, or dropped at
      * send_timeout */
     ngx_http_flags_push_end(push, rc);
@@ -862,8 +872,17 @@ ngx_http_flags_ws_has_token(ngx_http_request_t *r, const char *name,
 static void
 ngx_http_flags_ws_read_handler(ngx_http_request_t *r)
 {
-    ngx_http_flags_ws_run(ngx_http_get_module_ctx(r, ngx_http_flags_module),
-                          1);
+    ngx_http_flags_push_t  *push;
+
+    push = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+
+    if (r->connection->read->timedout) {
+        /* no answer to our close frame */
+        ngx_http_flags_push_end(push, NGX_HTTP_CLOSE);
+        return;
+    }
+
+    ngx_http_flags_ws_run(push, 1);
 }
 
 
@@ -919,12 +938,27 @@ ngx_http_flags_ws_run(ngx_http_flags_push_t *push, ngx_uint_t read)
     if (read && wslay_event_want_read(push->ws)) {
         rc = wslay_event_recv(push->ws);
 
-        if (rc != 0 || push->eof) {
+        if (push->eof) {
             ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                          "flags push: WebSocket client %s",
-                          push->eof ? "closed the connection"
-                                    : "sent what cannot be read");
+                          "flags push: WebSocket client closed the "
+                          "connection");
             ngx_http_flags_push_end(push, NGX_HTTP_CLIENT_CLOSED_REQUEST);
+            return;
+        }
+
+        if (rc != 0) {
+            /*
+             * a frame wslay cannot parse (a control frame over 125 bytes
+             * or in fragments): it queued a close frame without a code,
+             * sent once if the socket takes it
+             */
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "flags push: WebSocket client sent a malformed "
+                          "frame");
+            (void) wslay_event_send(push->ws);
+            r->keepalive = 0;
+            r->lingering_close = 1;
+            ngx_http_flags_push_end(push, NGX_DONE);
             return;
         }
     }
@@ -934,7 +968,12 @@ ngx_http_flags_ws_run(ngx_http_flags_push_t *push, ngx_uint_t read)
                       "flags push: closing WebSocket with %ud: %s",
                       (ngx_uint_t) push->violation, push->why);
         (void) wslay_event_queue_close(push->ws, push->violation, NULL, 0);
-        wslay_event_shutdown_read(push->ws);
+
+        if (push->deaf) {
+            /* what the client sends next is not read, only dropped */
+            wslay_event_shutdown_read(push->ws);
+        }
+
         push->violation = 0;
     }
 
@@ -961,13 +1000,28 @@ ngx_http_flags_ws_run(ngx_http_flags_push_t *push, ngx_uint_t read)
     if (wslay_event_get_close_sent(push->ws)
         && !wslay_event_want_write(push->ws))
     {
-        /* the close frame is out: nginx reads what the peer still sends
-         * until it closes too (lingering close), then closes */
         ngx_http_flags_push_detach(push);
         r->keepalive = 0;
-        r->lingering_close = 1;
-        ngx_http_flags_push_end(push, NGX_DONE);
-        return;
+
+        if (wslay_event_get_close_received(push->ws)) {
+            /* the closing handshake is complete: the server closes the
+             * TCP connection (RFC 6455 7.1.1), now */
+            ngx_http_flags_push_end(push, NGX_HTTP_CLOSE);
+            return;
+        }
+
+        if (!wslay_event_get_read_enabled(push->ws)) {
+            /* a client closed for what it sent: nginx reads and drops
+             * what it still sends until it closes (lingering close) */
+            r->lingering_close = 1;
+            ngx_http_flags_push_end(push, NGX_DONE);
+            return;
+        }
+
+        /* our close (1001): the peer's answer is awaited a while */
+        if (!c->read->timer_set) {
+            ngx_add_timer(c->read, NGX_HTTP_FLAGS_WS_CLOSE_WAIT);
+        }
     }
 
     if (wslay_event_want_write(push->ws) || !push->upgraded) {
@@ -1052,13 +1106,18 @@ ngx_http_flags_ws_refresh(ngx_http_flags_push_t *push)
 }
 
 
+/* A close frame to queue (at the next ngx_http_flags_ws_run()); deaf:
+ * the client's fault, nothing more it sends is read, so its answer to
+ * the close is not awaited either. */
+
 static void
 ngx_http_flags_ws_close(ngx_http_flags_push_t *push, uint16_t code,
-    const char *why)
+    const char *why, ngx_uint_t deaf)
 {
     if (push->violation == 0 && !wslay_event_get_close_sent(push->ws)) {
         push->violation = code;
         push->why = why;
+        push->deaf = deaf;
     }
 }
 
@@ -1336,7 +1395,7 @@ ngx_http_flags_ws_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 
     if (push->bytes > NGX_HTTP_FLAGS_WS_MAX_BYTES) {
         ngx_http_flags_ws_close(push, WSLAY_CODE_POLICY_VIOLATION,
-                                "more bytes in a second than allowed");
+                                "more bytes in a second than allowed", 1);
     }
 
     return n;
@@ -1383,7 +1442,7 @@ ngx_http_flags_ws_frame_start(wslay_event_context_ptr ctx,
 
     if (++push->frames > NGX_HTTP_FLAGS_WS_MAX_FRAMES) {
         ngx_http_flags_ws_close(push, WSLAY_CODE_POLICY_VIOLATION,
-                                "more frames in a second than allowed");
+                                "more frames in a second than allowed", 1);
     }
 }
 
@@ -1406,7 +1465,7 @@ ngx_http_flags_ws_msg(wslay_event_context_ptr ctx,
 
     case WSLAY_BINARY_FRAME:
         ngx_http_flags_ws_close(push, WSLAY_CODE_UNSUPPORTED_DATA,
-                                "a binary message");
+                                "a binary message", 1);
         break;
 
     default:
@@ -1699,7 +1758,7 @@ ngx_http_flags_push_going_away(ngx_http_flags_push_t *push)
 
     ngx_http_flags_push_detach(push);
     ngx_http_flags_ws_close(push, WSLAY_CODE_GOING_AWAY,
-                            "the worker process exits");
+                            "the worker process exits", 0);
     ngx_http_flags_ws_run(push, 0);
 }
 
@@ -1740,7 +1799,7 @@ ngx_http_flags_push_beat(ngx_event_t *ev)
     if (ngx_current_msec - push->last_in >= 2 * push->heartbeat) {
         ngx_http_flags_ws_close(push, WSLAY_CODE_GOING_AWAY,
                                 "the client sent nothing, not even a pong, "
-                                "for two heartbeats");
+                                "for two heartbeats", 0);
 
     } else {
         ping.opcode = WSLAY_PING;

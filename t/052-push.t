@@ -13,13 +13,15 @@ use Digest::SHA qw(sha1_base64);
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(sleep time);
 
+$SIG{PIPE} = 'IGNORE';
+
 my $dir = prefix_dir('push');
 write_file("$dir/conf/shop.json", read_file("$ENV{TEST_NGINX_FLAGS_DIR}/rollback.json"));
 write_file("$dir/conf/blog.json", read_file("$ENV{TEST_NGINX_FLAGS_DIR}/blog.json"));
 
 sub conf {
     my ($extra) = @_;
-    return nginx_conf(http => <<"_H_", server => <<'_S_');
+    return nginx_conf(log_level => $ENV{PUSH_LOG} // 'info', http => <<"_H_", server => <<'_S_');
     flags_project shop token=pub_shop_1 file=shop.json;
     flags_project blog token=pub_blog_1 file=blog.json;
     flags_error_log off;
@@ -334,6 +336,8 @@ sub message {
             next;
         }
         if ($f->[1] == 10) { $self->{pongs}++; push @{ $self->{pong_data} }, $f->[2]; next }
+        # a close is answered with its code, as clients do
+        $self->send(8, substr($f->[2], 0, 2)) if $f->[1] == 8 && ($o{echo_close} // 1);
         return [$f->[1], $f->[2]];
     }
 }
@@ -489,3 +493,222 @@ is_deeply($ws->message(2), [1, refreshed('{"userId":"frag"}')], 'WS: a fragmente
 $ws->send(8, pack('n', 1000) . 'bye');
 is($ws->close_code(2), 1000, 'WS: the close is answered with 1000');
 ok($ws->closed(2), '... and the server closes the connection');
+
+# ---- WebSocket: hostile clients ---------------------------------------------------
+
+sub fresh_ws {
+    my ($path, %o) = @_;
+    my $c = Ws->open($path // '/ws?token=pub_shop_1', %o);
+    $c->message(2);                                 # the first flags_refreshed
+    return $c;
+}
+
+{
+    my $c = fresh_ws();
+    $c->send(1, '{"type":"x"}', mask => 0);
+    is($c->close_code, 1002, 'an unmasked frame: close 1002');
+    ok($c->closed(3), '... and the connection is closed');
+
+    $c = fresh_ws('/ws-small?token=pub_shop_1');
+    $c->text('{"type":"hello","pad":"' . ('x' x 2000) . '"}');
+    is($c->close_code, 1009, 'a message over flags_max_report_size (1k): close 1009');
+    ok($c->closed(3), '... closed');
+
+    $c = fresh_ws('/ws-small?token=pub_shop_1');
+    $c->send(1, 'x' x 600, fin => 0);
+    $c->send(0, 'x' x 600, fin => 1);
+    is($c->close_code, 1009, 'fragments that add up to more than 1k: close 1009');
+
+    $c = fresh_ws();
+    $c->send(1, '{"type":', fin => 0);
+    $c->send(1, '"x"}', fin => 1);
+    is($c->close_code, 1002, 'a new text frame inside a fragmented message: close 1002');
+
+    $c = fresh_ws();
+    $c->send(2, "\x00\x01");
+    is($c->close_code, 1003, 'a binary message: close 1003');
+
+    $c = fresh_ws();
+    $c->send(1, "{\"type\":\"\xff\"}");
+    is($c->close_code, 1007, 'a text message that is not UTF-8: close 1007');
+
+    $c = fresh_ws();
+    $c->send(9, 'x' x 126);
+    is($c->close_code, 'empty', 'a ping longer than 125 bytes: a close frame without a code');
+    ok($c->closed(3), '... closed');
+
+    $c = fresh_ws();
+    my $s = $c->{s};
+    print $s join '', map { Ws::frame_bytes(9, 'f') } 1 .. 1200;
+    is($c->close_code(5), 1008, 'a flood of 1200 pings in a second: close 1008');
+    ok(($c->{pongs} // 0) <= 1000, "... with the pongs of the first 1000 at most (${\ ($c->{pongs} // 0)})");
+    ok($c->closed(3), '... closed');
+
+    $c = fresh_ws();
+    print $s join '', map { Ws::frame_bytes(1, '{"type":"x","p":"' . ('y' x 2000) . '"}') } 1 .. 600
+        for $s = $c->{s};
+    is($c->close_code(5), 1008, 'more than 1 MiB in a second: close 1008');
+
+    # a peer that vanishes without a FIN: the heartbeat finds it
+    $c = fresh_ws('/ws-fast?token=pub_shop_1');
+    my $t = time;
+    my $m = $c->message(3, pong => 0);
+    my $gone = time - $t;
+    is_deeply($m, [8, pack('n', 1001)], 'a client that answers no ping: close 1001 after two heartbeats');
+    ok($gone >= 0.55 && $gone <= 1.5, "... after ${\ sprintf '%.2f', $gone} s (heartbeat 300ms)");
+    ok($c->{pings} >= 1, "... having been pinged ($c->{pings})");
+
+    my $alive = fresh_ws('/ws-fast?token=pub_shop_1');
+    is($alive->message(1.5), undef, 'a client that answers pings stays open');
+    ok($alive->{pings} >= 3, "... pinged every 300 ms ($alive->{pings})");
+
+    # a client that just goes away: the worker lets go (and still serves)
+    for (1 .. 5) { my $g = fresh_ws(); close $g->{s} }
+    $c = fresh_ws();
+    $c->send(9, 'still');
+    is($c->message(0.5), undef, 'after clients vanished ...');
+    is_deeply($c->{pong_data}, ['still'], '... the others are served');
+}
+
+# frames sent with the handshake, in the same packet
+{
+    my $c = Ws->open('/ws?token=pub_shop_1', after => Ws::frame_bytes(1, eval_batch('early', {})));
+    is($c->{status}, 101, 'a frame right behind the handshake: 101');
+    is_deeply($c->message(2), [1, $anon], '... the first flags_refreshed');
+    is_deeply($c->message(2), [1, refreshed('{"userId":"early"}')], '... then the one for the early batch');
+}
+
+# keep-alive: an ordinary request, then the handshake on the same connection
+{
+    my $s = raw_connect();
+    print $s "GET /flags?userId=u HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pub_blog_1\r\n\r\n";
+    my $buf = '';
+    read_until($s, \$buf, sub { $buf =~ /\r\n\r\n.*"segments":\[\]\}\]\}/s }, 3);
+    like($buf, qr{^HTTP/1\.1 200 .*Connection: keep-alive}s, 'keep-alive: GET /flags first');
+    print $s "GET /ws?token=pub_blog_1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    my $c = Ws->from($s);
+    is($c->{status}, 101, 'keep-alive: then the handshake: 101');
+    like($c->message(2)->[1], qr/^\{"type":"flags_refreshed","flags":\[\{"name":"comments"/, '... and the channel works');
+
+    $s = raw_connect();
+    print $s "GET /flags?userId=u HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pub_blog_1\r\n\r\n";
+    $buf = '';
+    read_until($s, \$buf, sub { $buf =~ /\r\n\r\n.*"segments":\[\]\}\]\}/s }, 3);
+    print $s "GET /ofrep/v1/events?token=pub_blog_1 HTTP/1.1\r\nHost: x\r\n\r\n";
+    my $e = bless { s => $s, buf => '', text => '', eof => 0 }, 'Sse';
+    read_until($s, \$e->{buf}, sub { $e->{buf} =~ /\r\n\r\n.*\r\n\r\n/s }, 3);
+    like($e->{buf}, qr{^HTTP/1\.1 200 OK\r\n.*Content-Type: text/event-stream}s, 'keep-alive: an event stream after GET /flags');
+    $e->{buf} =~ s/^.*?\r\n\r\n//s;
+    is(admin(PUT => 'overrides/blog/comments', '{"rolloutPercentage":5}'), 204, 'blog changes');
+    is($e->event(2), $Ev->(3), '... the kept-alive stream has its event');
+    is(admin(DELETE => 'overrides/blog/comments'), 204, 'blog back');
+    is($e->event(2), $Ev->(4), '... and the next');
+}
+
+# a slow client: it reads nothing while the server has megabytes for it
+{
+    my @flags = map { qq({"name":"flag-number-$_-with-a-rather-long-name","enabled":true,"rolloutPercentage":100}) } 1 .. 400;
+    write_file("$dir/conf/big.json", '{"flags":[' . join(',', @flags) . ']}');
+}
+
+# ---- reload with connections open ---------------------------------------------------
+
+sub is_exiting {
+    my ($pid) = @_;
+    my $t = read_file("/proc/$pid/cmdline") // '';
+    return $t =~ /shutting down/;
+}
+
+{
+    my @old = worker_pids($master);
+    my $s1 = Sse->open('/ofrep/v1/events?token=pub_shop_1');
+    my $s2 = Sse->open('/ofrep/v1/events?token=pub_blog_1');
+    my @w1 = map { fresh_ws() } 1 .. 3;
+    is($s1->{status}, 200, 'before the reload: streams open');
+
+    # plain goes to 50 %: shop's definitions change, blog's do not
+    (my $shop = read_file("$dir/conf/shop.json")) =~ s/"name": "plain", "enabled": true, "rolloutPercentage": 100/"name": "plain", "enabled": true, "rolloutPercentage": 50/
+        or die 'no plain';
+    write_file("$dir/conf/shop.json", $shop);
+    my $t = time;
+    nginx_signal($master, 'HUP');
+
+    is($s1->event(5), $Ev->(9), 'reload: the shop stream gets a last event (new definitions)');
+    ok($s1->ended(3), '... and then ends, so the client reconnects');
+    is($s2->event(3), undef, 'reload: the blog stream ends without an event');
+    ok($s2->{done} || $s2->{eof}, '... it ended');
+    for my $i (0 .. $#w1) {
+        is($w1[$i]->close_code(5), 1001, "reload: WebSocket $i closed with 1001");
+    }
+    ok(wait_for(sub { my %now = map { $_ => 1 } worker_pids($master); !grep { $now{$_} } @old }, 10),
+       'the old workers exit');
+    ok(time - $t < 3, "... promptly (${\ sprintf '%.1f', time - $t} s)");
+    my @new = worker_pids($master);
+    is(scalar @new, 2, 'two new workers');
+
+    my $c = Ws->open('/ws?token=pub_shop_1');
+    like($c->message(2)->[1], qr/"name":"plain","enabled":true,"rolloutPercentage":0,/,
+         'reconnected: the new definition (plain at 50 %, out for no user)');
+    my $e = Sse->open('/ofrep/v1/events?token=pub_shop_1');
+    $c->text(eval_batch($in, { plan => 'pro' }));
+    $c->message(2);
+    is(admin(PUT => 'overrides/shop/plain', '{"enabled":false}'), 204, 'a change after the reload');
+    like($c->message(2)->[1], qr/"name":"plain","enabled":false,/, '... pushed by the new workers (WS)');
+    is($e->event(2), $Ev->(10), '... and (SSE)');
+    is(admin(DELETE => 'overrides/shop/plain'), 204, 'override removed');
+    $c->message(2);
+    $e->event(2);
+}
+
+nginx_stop($master);
+
+# ---- the per-worker cap, one worker ---------------------------------------------------
+
+write_file("$dir/conf/nginx.conf", nginx_conf(workers => 1, http => <<'_H_', server => <<'_S_'));
+    flags_project shop token=pub_shop_1 file=shop.json;
+    flags_project big token=pub_big_1 file=big.json;
+    flags_error_log off;
+    flags_push_max_connections 3;
+_H_
+        location /ofrep/ { flags_ofrep; }
+        location = /ws { flags_websocket; }
+        location = /ws-slow { flags_websocket; send_timeout 1s; }
+_S_
+$master = nginx_start($dir);
+{
+    my @c = map { fresh_ws() } 1 .. 2;
+    my $e = Sse->open('/ofrep/v1/events?token=pub_shop_1');
+    is($e->{status}, 200, 'cap 3: third connection (SSE) accepted');
+    my $x = Ws->open('/ws?token=pub_shop_1');
+    is($x->{status}, 503, 'cap 3: the fourth (WS) is refused with 503');
+    is($x->{body}, '{"error":"too_many_connections","message":"this worker holds flags_push_max_connections push connections already"}',
+       '... too_many_connections');
+    my $y = Sse->open('/ofrep/v1/events?token=pub_shop_1');
+    is($y->{status}, 503, 'cap 3: an SSE stream too');
+    close $c[0]{s};
+    sleep 0.2;
+    $x = Ws->open('/ws?token=pub_shop_1');
+    is($x->{status}, 101, 'a closed connection frees its place');
+
+    # the slow client: alternating users make a 30 KB flags_refreshed each
+    close $_->{s} for @c, $x, $e;
+    sleep 0.2;
+    my $slow = Ws->open('/ws-slow?token=pub_big_1');
+    is($slow->{status}, 101, 'slow client: connected');
+    setsockopt($slow->{s}, Socket::SOL_SOCKET(), Socket::SO_RCVBUF(), 4096);
+    my $s = $slow->{s};
+    print $s join '', map { Ws::frame_bytes(1, eval_batch("u$_", {})) } 1 .. 400;
+    sleep 2.5;
+    my ($n, $close) = (0, 0);
+    while (my $f = $slow->frame(2)) { $n++; $close = 1 if $f->[1] == 8 }
+    ok($slow->{eof}, 'slow client: the server drops the connection');
+    ok($n < 400, "... before it has all 400 answers ($n)");
+    is($close, 0, '... without a close frame (it would not be read)');
+    like(read_file("$dir/logs/error.log"), qr/flags push: (dropping WebSocket client: it does not read what is sent|WebSocket client timed out)/,
+         '... and says why in the error log');
+}
+
+unlike(read_file("$dir/logs/error.log"), qr/\[(alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');
+
+done_testing();
