@@ -275,6 +275,9 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
+    /* push clients of the project learn it (docs/push.md) */
+    ngx_http_flags_changed(ctx->project);
+
     ngx_log_error(flcf->log_level, r->connection->log, 0,
                   "flags: %s for flag \"%V\" of project \"%V\"",
                   what, &ctx->flag->name, &ctx->project->name);

@@ -157,6 +157,35 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       0,
       (void *) ngx_http_flags_ofrep_handler },
 
+    /* live push (ngx_http_flags_push.c, docs/push.md) */
+    { ngx_string("flags_websocket"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_websocket_handler },
+
+    { ngx_string("flags_ofrep_events"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, ofrep_events),
+      NULL },
+
+    { ngx_string("flags_push_heartbeat"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, push_heartbeat),
+      NULL },
+
+    { ngx_string("flags_push_max_connections"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_flags_main_conf_t, push_max),
+      NULL },
+
       ngx_null_command
 };
 
@@ -214,6 +243,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
     fmcf->cycle = cf->cycle;
     fmcf->zone_size = NGX_CONF_UNSET;
     fmcf->error_log = NGX_CONF_UNSET_PTR;
+    fmcf->push_max = NGX_CONF_UNSET_UINT;
 
     if (ngx_array_init(&fmcf->projects, cf->pool, 4,
                        sizeof(ngx_http_flags_project_t))
@@ -251,6 +281,9 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     /* events logged outside a request (reloads) use the http level */
     fmcf->log_level = (flcf->log_level != NGX_CONF_UNSET_UINT)
                       ? flcf->log_level : NGX_LOG_ERR;
+
+    /* push connections one worker holds (docs/push.md) */
+    ngx_conf_init_uint_value(fmcf->push_max, 1024);
 
     if (fmcf->projects.nelts == 0) {
         /* the module is loaded but unused: open no files, add no zone */
@@ -355,6 +388,8 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
     flcf->log_level = NGX_CONF_UNSET_UINT;
+    flcf->push_heartbeat = NGX_CONF_UNSET_MSEC;
+    flcf->ofrep_events = NGX_CONF_UNSET;
     flcf->handler = NULL;
     flcf->handler_directive = NULL;
     ngx_str_null(&flcf->handler_file);
@@ -376,6 +411,15 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
+    ngx_conf_merge_msec_value(conf->push_heartbeat, prev->push_heartbeat,
+                              15000);
+    ngx_conf_merge_value(conf->ofrep_events, prev->ofrep_events, 1);
+
+    if (conf->push_heartbeat < 100) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"flags_push_heartbeat\" must be at least 100ms");
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->max_report_size == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -17,8 +17,8 @@
  *   ngx_http_flags_admin.c     flags_admin
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
- * What comes next gets files of its own beside them: _push.c (long-lived
- * WebSocket/SSE connections and their shutdown), _variables.c ($flag_NAME,
+ *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
+ * What comes next gets files of its own beside them: _variables.c ($flag_NAME,
  * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
  * the zone's snapshots), _upstream.c (flags_upstream_errors, a log-phase
  * handler) and _sync.c (flags_sync: the Redis connection owned by the
@@ -93,6 +93,25 @@ typedef struct {
 } ngx_http_flags_node_t;
 
 
+/*
+ * A project's answer version: bumped by every change that can change an
+ * answer of the project (a rollback trips or is cleared, an override is
+ * set or removed, a reload commits other definitions).  Found by name, so
+ * every generation shares it; read without the lock.  Never freed: one
+ * record per project name the zone has seen.
+ */
+
+typedef struct ngx_http_flags_pversion_s  ngx_http_flags_pversion_t;
+
+struct ngx_http_flags_pversion_s {
+    ngx_http_flags_pversion_t  *next;
+    ngx_atomic_t                version;
+    uint64_t                    defs;        /* the committed definitions */
+    size_t                      len;
+    u_char                      name[1];
+};
+
+
 /* A process that may use the zone: a worker and its generation. */
 typedef struct {
     ngx_pid_t                   pid;
@@ -113,6 +132,7 @@ typedef struct {
     ngx_atomic_t                log_torn;    /* a report line was cut */
     ngx_atomic_t                state_seq;   /* the last state snapshot */
     ngx_atomic_t                state_written; /* the one on disk */
+    ngx_http_flags_pversion_t  *pversions;
     ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_shctx_t;
 
@@ -142,6 +162,8 @@ typedef struct {
     fl_project_t               *core;
     ngx_uint_t                  nflags;
     ngx_http_flags_flag_t      *flags;
+    ngx_http_flags_pversion_t  *pversion;    /* NULL when the zone was full */
+    uint64_t                    defs;        /* digest of the definitions */
 } ngx_http_flags_project_t;
 
 
@@ -169,6 +191,7 @@ typedef struct {
     ngx_uint_t                  rollback_set;
     ngx_uint_t                  gen;         /* this configuration's */
     ngx_uint_t                  log_level;
+    ngx_uint_t                  push_max;    /* push connections a worker */
 } ngx_http_flags_main_conf_t;
 
 
@@ -176,6 +199,8 @@ typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
     ngx_uint_t                  log_level;
+    ngx_msec_t                  push_heartbeat;
+    ngx_flag_t                  ofrep_events;
 
     /* the content handler one of our directives set, and where */
     ngx_http_handler_pt         handler;
@@ -204,6 +229,11 @@ void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
 size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
+/* answer versions (docs/push.md): one call where an answer changes */
+void ngx_http_flags_changed(ngx_http_flags_project_t *project);
+ngx_atomic_uint_t ngx_http_flags_answer_version(
+    ngx_http_flags_project_t *project);
+ngx_uint_t ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf);
 uint64_t ngx_http_flags_now_ms(void);
 
 /* ngx_http_flags_state.c */
@@ -257,6 +287,14 @@ ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 
 /* ngx_http_flags_ofrep.c: flags_ofrep (docs/ofrep.md) */
 ngx_int_t ngx_http_flags_ofrep_handler(ngx_http_request_t *r);
+
+/* ngx_http_flags_push.c: live push (docs/push.md) */
+ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
+ngx_uint_t ngx_http_flags_push_enabled(ngx_http_request_t *r);
+ngx_int_t ngx_http_flags_push_token(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project);
+ngx_int_t ngx_http_flags_push_sse(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

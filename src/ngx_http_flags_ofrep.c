@@ -88,12 +88,43 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
     {
         /*
          * PUSH HOOK: {loc}v1/events?token=... is the SSE stream of
-         * ngx_http_flags_push.c (its token is in the query: EventSource
-         * sends no header), so it is handed over before the Bearer check.
+         * ngx_http_flags_push.c (docs/push.md).  Its token is in the
+         * query (EventSource sends no header; a Bearer header is taken
+         * too); then the method, then the stream.
          */
-        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
-                                           "GENERAL",
-                                           "no event stream here");
+        if (!ngx_http_flags_push_enabled(r)) {
+            return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
+                                               "GENERAL",
+                                               "no event stream here");
+        }
+
+        rc = ngx_http_flags_push_token(r, &project);
+        if (project == NULL) {
+            return rc;
+        }
+
+        if (r->method != NGX_HTTP_GET) {
+            if (ngx_http_flags_ofrep_header(r, "Allow", (u_char *) "GET", 3)
+                == NULL)
+            {
+                return NGX_HTTP_INTERNAL_SERVER_ERROR;
+            }
+
+            return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_ALLOWED, NULL,
+                                               "GENERAL",
+                                               "the event stream is GET");
+        }
+
+        rc = ngx_http_flags_push_sse(r, project);
+
+        if (rc == NGX_DECLINED) {
+            return ngx_http_flags_ofrep_refuse(r,
+                       NGX_HTTP_SERVICE_UNAVAILABLE, NULL, "GENERAL",
+                       "this worker holds flags_push_max_connections "
+                       "streams already");
+        }
+
+        return rc;
     }
 
     if (rest.len < n
@@ -231,15 +262,14 @@ ngx_http_flags_ofrep_route(ngx_http_request_t *r, ngx_str_t *base,
 
 
 /*
- * PUSH HOOK: whether the bulk answer lists the event stream.  The lead
- * turns this into ngx_http_flags_loc_conf_t.push once
- * ngx_http_flags_push.c serves {loc}v1/events; until then it is always on.
+ * PUSH HOOK: whether the bulk answer lists the event stream: when this
+ * location serves it (flags_ofrep_events, flags_push_max_connections).
  */
 
 static ngx_uint_t
 ngx_http_flags_ofrep_push(ngx_http_request_t *r)
 {
-    return 1;
+    return ngx_http_flags_push_enabled(r);
 }
 
 

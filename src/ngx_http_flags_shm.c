@@ -65,6 +65,8 @@ static void ngx_http_flags_free_version(ngx_slab_pool_t *shpool,
 static ngx_http_flags_node_t *ngx_http_flags_lookup(
     ngx_http_flags_shctx_t *sh, u_char *key, size_t len, uint32_t hash);
 static ngx_int_t ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone);
+static void ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project);
 static ngx_http_flags_main_conf_t *ngx_http_flags_zone_conf(
     ngx_cycle_t *cycle);
 static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
@@ -245,6 +247,8 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     ngx_http_flags_collect(fmcf, committed);
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
+        ngx_http_flags_bind_pversion(fmcf, &project[i]);
+
         for (n = 0; n < project[i].nflags; n++) {
             flag = &project[i].flags[n];
             /* resolved: its own window, or the http one */
@@ -388,6 +392,104 @@ ngx_http_flags_min_live(ngx_http_flags_shctx_t *sh)
     }
 
     return min;
+}
+
+
+/*
+ * With the zone locked: the project's answer version record, made if the
+ * zone has none of that name yet (its definitions then count as the
+ * committed ones: nothing was pushed for them).  The definitions' digest
+ * covers each flag's definition hash in file order, so a flag changed,
+ * added, removed or moved gives another one.
+ */
+
+static void
+ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project)
+{
+    size_t                      n;
+    uint64_t                    defs;
+    ngx_http_flags_shctx_t     *sh;
+    ngx_http_flags_pversion_t  *pv;
+
+    defs = 0xcbf29ce484222325ULL ^ project->nflags;
+
+    for (n = 0; n < project->nflags; n++) {
+        defs = (defs ^ project->flags[n].def_hash) * 0x100000001b3ULL;
+        defs ^= defs >> 29;
+    }
+
+    project->defs = defs;
+    sh = fmcf->sh;
+
+    for (pv = sh->pversions; pv; pv = pv->next) {
+        if (pv->len == project->name.len
+            && ngx_memcmp(pv->name, project->name.data, pv->len) == 0)
+        {
+            project->pversion = pv;
+            return;
+        }
+    }
+
+    pv = ngx_slab_alloc_locked(fmcf->shpool,
+                               offsetof(ngx_http_flags_pversion_t, name)
+                               + project->name.len);
+    if (pv == NULL) {
+        /* the zone is full: this project's changes are not pushed */
+        project->pversion = NULL;
+        return;
+    }
+
+    pv->version = 0;
+    pv->defs = defs;
+    pv->len = project->name.len;
+    ngx_memcpy(pv->name, project->name.data, pv->len);
+
+    /* only the master walks the list, with the lock */
+    pv->next = sh->pversions;
+    sh->pversions = pv;
+
+    project->pversion = pv;
+}
+
+
+/* An answer of the project may have changed: its push clients are told
+ * (ngx_http_flags_push.c reads the version every 100 ms). */
+
+void
+ngx_http_flags_changed(ngx_http_flags_project_t *project)
+{
+    if (project->pversion) {
+        (void) __atomic_add_fetch(&project->pversion->version, 1,
+                                  __ATOMIC_RELEASE);
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_http_flags_answer_version(ngx_http_flags_project_t *project)
+{
+    if (project->pversion == NULL) {
+        return 0;
+    }
+
+    return __atomic_load_n(&project->pversion->version, __ATOMIC_ACQUIRE);
+}
+
+
+/* Whether this configuration is the one nginx committed last (a worker
+ * of an older one is about to be told to exit); read without the lock. */
+
+ngx_uint_t
+ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf)
+{
+    if (fmcf->sh == NULL) {
+        return 1;
+    }
+
+    return __atomic_load_n(&fmcf->sh->committed, __ATOMIC_ACQUIRE)
+               == fmcf->gen
+           && !__atomic_load_n(&fmcf->sh->retired, __ATOMIC_ACQUIRE);
 }
 
 
@@ -741,11 +843,23 @@ ngx_http_flags_commit(ngx_cycle_t *cycle)
         ngx_shmtx_unlock(&ofmcf->shpool->mutex);
     }
 
-    ngx_shmtx_lock(&fmcf->shpool->mutex);
-    fmcf->sh->committed = fmcf->gen;
-    ngx_shmtx_unlock(&fmcf->shpool->mutex);
-
     project = fmcf->projects.elts;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    fmcf->sh->committed = fmcf->gen;
+
+    /* other definitions are other answers: push clients are told */
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (project[i].pversion && project[i].pversion->defs
+                                   != project[i].defs)
+        {
+            project[i].pversion->defs = project[i].defs;
+            ngx_http_flags_changed(&project[i]);
+        }
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
         for (n = 0; n < project[i].nflags; n++) {
