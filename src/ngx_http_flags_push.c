@@ -1129,10 +1129,14 @@ ngx_http_flags_ws_message(ngx_http_flags_push_t *push, const uint8_t *msg,
     size_t len)
 {
     char               err[256];
+    long               idx;
+    int64_t            now;
+    ngx_uint_t         i;
     ngx_pool_t        *pool;
     fl_alloc_t         alloc;
     fl_status_t        st;
     fl_sdk_message_t   m;
+    ngx_http_flags_flag_t  *flags;
 
     pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE,
                            push->request->connection->log);
@@ -1151,6 +1155,24 @@ ngx_http_flags_ws_message(ngx_http_flags_push_t *push, const uint8_t *msg,
     switch (st) {
 
     case FL_OK:
+        /*
+         * The SDK evaluates locally and reports what it answered: each
+         * evaluation counts like one flag of a GET /flags, so the error
+         * rate of SDK users has its denominator (docs/push.md)
+         */
+        flags = push->project->flags;
+        now = ngx_http_flags_now_sec();
+
+        for (i = 0; i < m.nevals; i++) {
+            idx = fl_project_find_flag(push->project->core,
+                                       m.evals[i].flag_name,
+                                       m.evals[i].flag_name_len);
+            if (idx >= 0 && flags[idx].totals) {
+                fl_count_eval(flags[idx].totals, flags[idx].window, now,
+                              m.evals[i].result);
+            }
+        }
+
         if (m.type == FL_SDK_MSG_UNKNOWN || !m.has_user
             || ngx_http_flags_ws_same_user(&push->user, &m.user))
         {

@@ -403,8 +403,13 @@ error_is('405', [http_request(GET => $BULK, headers => [$RB])], 405,
     is_deeply([$st, $h->{allow}], [405, 'POST'], 'HEAD: 405');
 }
 for my $path ('/ofrep/', '/ofrep/v1/evaluate', '/ofrep/v1/evaluate/flagsX', '/ofrep/v2/evaluate/flags',
-              '/ofrep/x/v1/evaluate/flags', '/ofrep/v1/events') {
+              '/ofrep/x/v1/evaluate/flags') {
     error_is("404 $path", [post($path, $alice, $RB)], 404, { errorCode => 'GENERAL' });
+}
+{
+    # the event stream (docs/push.md) is GET only
+    my ($st, $h) = post('/ofrep/v1/events', $alice, $RB);
+    is_deeply([$st, $h->{allow}], [405, 'GET'], 'POST to the event stream: 405, Allow: GET');
 }
 {
     # the path is checked first: an unknown path is 404 even without a token

@@ -38,6 +38,7 @@ _H_
         location = /ws-fast { flags_websocket; flags_push_heartbeat 300ms; }
         location = /ws-small { flags_websocket; flags_max_report_size 1k; }
         location /api/sdk/ { flags_sdk; }
+        location = /flags-status { flags_status; }
 _S_
 }
 
@@ -433,6 +434,29 @@ like($m->[1], qr/"name":"half","enabled":true,"rolloutPercentage":0,"value":null
      '... where half is in');
 $ws->text(eval_batch($in, { plan => 'pro' }));
 is($ws->message(0.4), undef, 'WS: the same user again: nothing sent');
+
+# the batches' evaluations count like GET /flags (docs/push.md)
+{
+    my $counters = sub {
+        my (undef, undef, $b) = http_request(GET => '/flags-status');
+        my ($c, $w) = $b =~ /"name":"half",.*?"counters":(\{[^}]*\}),"window":(\{[^}]*\})/;
+        return "$c $w";
+    };
+    my $before = $counters->();
+    my ($e, $en) = $before =~ /"evaluations":(\d+),"enabledEvaluations":(\d+)/;
+    my ($we) = $before =~ /\} \{"seconds":\d+,"enabledEvaluations":(\d+)/;
+    $ws->text(qq({"type":"evaluation_batch","evaluations":[)
+        . qq({"type":"evaluation","flagName":"half","result":true,"userId":"$in","traits":{"plan":"pro"}},)
+        . qq({"type":"evaluation","flagName":"half","result":false,"userId":"$in","traits":{"plan":"pro"}},)
+        . qq({"type":"evaluation","flagName":"nope","result":true,"userId":"$in","traits":{"plan":"pro"}},)
+        . qq({"type":"evaluation","flagName":"half","result":"yes","userId":"$in","traits":{"plan":"pro"}},)
+        . qq(7,{"type":"evaluation","flagName":"half","result":true,"userId":"$in","traits":{"plan":"pro"}}]}));
+    is($ws->message(0.4), undef, 'WS: a batch of the same user: nothing sent');
+    my $after = $counters->();
+    is($after, sprintf('{"evaluations":%d,"enabledEvaluations":%d,"errors":0} {"seconds":60,"enabledEvaluations":%d,"errors":0}',
+                       $e + 3, $en + 2, $we + 2),
+       'WS: 3 evaluations of half counted, 2 enabled; unknown flags and bad elements count nothing');
+}
 $ws->text(qq({"type":"performance_batch","performanceEvents":[{"type":"performance","flagName":"half","durationMs":1.5,"branch":"enabled","traits":{},"userId":"$in","timestamp":1}]}));
 is_deeply($ws->message(2), [1, refreshed(qq({"userId":"$in"}))], 'WS: performance_batch with other traits: a new flags_refreshed');
 $ws->text(eval_batch($in, { plan => 'pro' }));

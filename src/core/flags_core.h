@@ -664,6 +664,13 @@ typedef enum {
     FL_SDK_MSG_PERFORMANCE_BATCH    /* "performance_batch" */
 } fl_sdk_msg_type_t;
 
+/* One evaluation an SDK reports: which flag, and what it answered. */
+typedef struct {
+    const char         *flag_name;
+    size_t              flag_name_len;
+    int                 result;
+} fl_sdk_eval_t;
+
 typedef struct {
     fl_sdk_msg_type_t   type;
     const char         *type_name;      /* "type" as sent (may hold NUL) */
@@ -671,6 +678,9 @@ typedef struct {
     size_t              nevents;        /* elements of the batch's array */
     int                 has_user;       /* user below is the last event's */
     fl_user_t           user;
+    fl_sdk_eval_t      *evals;          /* evaluation_batch: the events with */
+    size_t              nevals;         /* a string flagName and a boolean
+                                         * result, in order; others skipped */
 } fl_sdk_message_t;
 
 /*

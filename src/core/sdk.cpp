@@ -338,6 +338,35 @@ fl_status_t last_event(const jval *root, const char *name, size_t *n,
     return FL_OK;
 }
 
+/* The evaluations of an evaluation_batch that say which flag and what it
+ * answered: {"flagName": string, "result": boolean}; any other element is
+ * skipped (it counts for nothing). */
+fl_status_t batch_evaluations(const jval *arr, const fl_alloc_t *a,
+    fl_sdk_message_t *out)
+{
+    out->evals = fl::alloc_array<fl_sdk_eval_t>(a, arr->count);
+    if (out->evals == nullptr) {
+        return FL_ERR_NOMEM;
+    }
+    for (const jval &e : fl::children(*arr)) {
+        if (e.kind != fl::J_OBJECT) {
+            continue;
+        }
+        const jval *name = fl::jget(&e, "flagName");
+        const jval *result = fl::jget(&e, "result");
+        if (name == nullptr || name->kind != fl::J_STRING || result == nullptr
+            || (result->kind != fl::J_TRUE && result->kind != fl::J_FALSE))
+        {
+            continue;
+        }
+        fl_sdk_eval_t &v = out->evals[out->nevals++];
+        v.flag_name = name->str;
+        v.flag_name_len = name->len;
+        v.result = result->kind == fl::J_TRUE;
+    }
+    return FL_OK;
+}
+
 /* ----------------------------------------------------------- writing */
 
 constexpr char always_true[] = "{\"type\":\"and\",\"conditions\":[]}";
@@ -697,6 +726,14 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
         rc = last_event(root, events, &out->nevents, &last, err, err_len);
         if (rc != FL_OK || last == nullptr) {
             return rc;
+        }
+
+        if (out->type == FL_SDK_MSG_EVALUATION_BATCH) {
+            rc = batch_evaluations(fl::jget(root, events), a, out);
+            if (rc != FL_OK) {
+                fl::set_err(err, err_len, "out of memory");
+                return rc;
+            }
         }
 
         char where[48];

@@ -848,6 +848,22 @@ static void test_messages(void **state)
     assert_int_equal(m.user.ntraits, 2);
     expect_trait(&m.user, "plan", "pro");
     expect_trait(&m.user, "country", "de");
+    assert_int_equal(m.nevals, 2);
+    assert_int_equal(m.evals[0].flag_name_len, 1);
+    assert_memory_equal(m.evals[0].flag_name, "a", 1);
+    assert_int_equal(m.evals[0].result, 1);
+    assert_memory_equal(m.evals[1].flag_name, "b", 1);
+    assert_int_equal(m.evals[1].result, 0);
+
+    /* elements without a string flagName and a boolean result are skipped */
+    m = message("{\"type\":\"evaluation_batch\",\"evaluations\":[7,"
+                "{\"flagName\":\"a\",\"result\":1},{\"flagName\":2,\"result\":true},"
+                "{\"result\":true},{\"flagName\":\"c\",\"result\":true,"
+                "\"userId\":\"u\"}]}", FL_OK, "");
+    assert_int_equal(m.nevents, 5);
+    assert_int_equal(m.nevals, 1);
+    assert_memory_equal(m.evals[0].flag_name, "c", 1);
+    assert_int_equal(m.evals[0].result, 1);
 
     m = message("{\"type\":\"performance_batch\",\"performanceEvents\":["
                 "{\"type\":\"performance\",\"flagName\":\"a\","
