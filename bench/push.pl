@@ -5,9 +5,12 @@
 #
 # Starts one nginx (2 workers) under build/bench-push/, opens N SSE streams
 # ({loc}v1/events) and N WebSockets (/ws, each after its first
-# flags_refreshed), then, ROUNDS times, changes the project (an override
-# set, then removed, through flags_admin) and measures for every client the
-# time from just before the admin request to the moment its event arrived:
+# flags_refreshed), then, ROUNDS times, changes the project and measures
+# for every client the time from the change to the moment its event
+# arrived.  Odd rounds roll a flag back the way production does: one
+# GET /flags (an enabled evaluation), then error reports; the clock starts
+# just before the report that crosses min_errors.  Even rounds clear the
+# rollback through flags_admin (the clock starts before that request):
 # p50 / p99 / max over all clients, per kind.  Memory: the workers' RSS
 # (VmRSS of /proc) before the clients connect and with them connected,
 # divided by the number of connections.
@@ -16,7 +19,7 @@
 # (ulimit -n, by re-executing under sh; nginx inherits it) so that 2N
 # sockets fit.
 #
-# Environment: N (1000), ROUNDS (5), BENCH_PORT (18090), NGINX_BIN.
+# Environment: N (5000: 10,000 connections), ROUNDS (6), BENCH_PORT (18090), NGINX_BIN.
 # Exit status: non-zero when nginx does not start, a client is refused or
 # misses an event (within 5 s), or the error log has [alert]/[crit].
 use strict;
@@ -30,8 +33,8 @@ use File::Path qw(make_path remove_tree);
 use Time::HiRes qw(time sleep);
 use MIME::Base64 qw(encode_base64);
 
-my $N = $ARGV[0] // $ENV{N} // 1000;
-my $ROUNDS = $ENV{ROUNDS} // 5;
+my $N = $ARGV[0] // $ENV{N} // 5000;
+my $ROUNDS = $ENV{ROUNDS} // 6;
 my $PORT = $ENV{BENCH_PORT} // 18090;
 my $BIN = $ENV{NGINX_BIN} // '/usr/sbin/nginx';
 my $ROOT = "$FindBin::Bin/..";
@@ -52,7 +55,8 @@ die "no module at $MODULE: run ./build.sh\n" unless -f $MODULE;
 
 remove_tree($PREFIX);
 make_path("$PREFIX/conf", "$PREFIX/logs");
-my $flags = join ',', map { qq({"name":"flag-$_","enabled":true,"rolloutPercentage":50}) } 1 .. 30;
+my $flags = join ',', qq({"name":"flag-0","enabled":true,"rolloutPercentage":100}),
+    map { qq({"name":"flag-$_","enabled":true,"rolloutPercentage":50}) } 1 .. 29;
 write_file("$PREFIX/conf/bench.json", qq({"flags":[$flags]}));
 my $user = $> == 0 ? "user root;\n" : '';
 write_file("$PREFIX/conf/nginx.conf", <<"_C_");
@@ -65,12 +69,15 @@ http {
     access_log off;
     flags_project bench token=pub_bench file=bench.json;
     flags_error_log off;
+    flags_rollback min_errors=3 rate=1% window=60s;
     flags_push_max_connections ${\ (2 * $N)};
     server {
         listen 127.0.0.1:$PORT backlog=4096;
         location /ofrep/ { flags_ofrep; }
         location = /ws { flags_websocket; }
         location /admin/ { flags_admin; }
+        location = /flags { flags_evaluate; }
+        location = /ingest/errors { flags_ingest_errors; }
     }
 }
 _C_
@@ -102,15 +109,36 @@ sub connect_one {
     return $s;
 }
 
-sub admin {
-    my ($method, $body) = @_;
+# one request on a connection of its own; dies unless the status is $want
+sub request {
+    my ($method, $path, $body, $want) = @_;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $PORT, Timeout => 5) or die;
-    my $req = "$method /admin/overrides/bench/flag-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+    my $req = "$method $path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        . "Authorization: Bearer pub_bench\r\n";
     $req .= "Content-Type: application/json\r\nContent-Length: " . length($body) . "\r\n" if defined $body;
     print $s $req . "\r\n" . ($body // '');
     local $/;
     my $resp = <$s> // '';
-    die "admin: $resp\n" unless $resp =~ m{^HTTP/1\.1 204 };
+    die "$method $path: $resp\n" unless $resp =~ m{^HTTP/1\.1 $want };
+    return $resp;
+}
+
+my $REPORT = '{"flagName":"flag-0","message":"TypeError: x is undefined"}';
+
+# odd rounds: the rollback of flag-0 (100 %, so the GET is an enabled
+# evaluation); returns the time just before the report that trips it
+sub roll_back {
+    request(GET => '/flags?userId=u-1', undef, 200);
+    request(POST => '/ingest/errors', $REPORT, 204) for 1 .. 2;
+    my $t0 = time;
+    request(POST => '/ingest/errors', $REPORT, 204);
+    return $t0;
+}
+
+sub clear {
+    my $t0 = time;
+    request(DELETE => '/admin/rollbacks/bench/flag-0', undef, 204);
+    return $t0;
 }
 
 my $rss0 = rss_kb();
@@ -174,8 +202,7 @@ my $rss1 = rss_kb();
 my (%lat);
 for my $round (1 .. $ROUNDS) {
     $_->{got} = undef for @clients;
-    my $t0 = time;
-    admin($round % 2 ? ('PUT', '{"rolloutPercentage":10}') : ('DELETE'));
+    my $t0 = $round % 2 ? roll_back() : clear();
     pump(time + 5, sub { !grep { !defined $_->{got} } @clients });
     my @missed = grep { !defined $_->{got} } @clients;
     die scalar(@missed) . " clients missed the event of round $round\n" if @missed;
@@ -190,7 +217,7 @@ sub pct {
     return $v[int($p / 100 * $#v + 0.5)];
 }
 
-printf "%d rounds, time from the change (admin request sent) to the event:\n", $ROUNDS;
+printf "%d rounds (rollback by reports, then cleared), time from the change to the event:\n", $ROUNDS;
 for my $k ('sse', 'ws') {
     my @v = @{ $lat{$k} };
     printf "  %-9s p50 %6.1f ms   p99 %6.1f ms   max %6.1f ms\n",

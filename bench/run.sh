@@ -12,6 +12,9 @@
 #   POST /ingest/errors  (~300-byte report)    vs  /ingest-baseline  return 204
 #                        (neither writes an access log)
 #   GET  /flags again, after the ingest run
+#   POST {ofrep}v1/evaluate/flags/KEY   vs  GET /flags of a project holding
+#                        only that flag (two segments)
+#   POST {ofrep}v1/evaluate/flags       vs  GET /flags (30 flags)
 #
 # One nginx, worker_processes 1 pinned to CPU 0; wrk pinned to CPU 1 with
 # -t1 -c$CONNECTIONS, a warm-up of $WARMUP s then a measured run of $DURATION s.
@@ -51,6 +54,7 @@ NGINXCTL=$ROOT/t/helper/nginxctl     # starts and stops nginx, by PID
 CLK_TCK=$(getconf CLK_TCK)
 
 TOKEN30=pub_bench_30
+TOKEN1=pub_bench_1
 TOKEN1000=pub_bench_1000
 # The benchmark user: a userId and 5 traits that the generated segments test
 # (bench/gen-flags.py): in, eq/ignoreCase, regex, semver_gt, gte.
@@ -164,6 +168,20 @@ mkdir -p "$PREFIX/conf/flags" "$PREFIX/logs" "$PREFIX/html" "$PREFIX/modules"
 cp "$MODULE" "$PREFIX/modules/ngx_http_flags_module.so"
 python3 "$BENCH_DIR/gen-flags.py" --flags 30 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p30.json"
 python3 "$BENCH_DIR/gen-flags.py" --flags 1000 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p1000.json"
+# One flag of the 30 with two segments, alone in a project of its own: an
+# OFREP single evaluation against GET /flags of exactly that flag.
+python3 - "$PREFIX/conf/flags/p30.json" >"$PREFIX/conf/flags/p1.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+flag = next(f for f in p["flags"] if len(f.get("segments", [])) == 2)
+print(json.dumps({"flags": [flag],
+                  "segments": {s: p["segments"][s] for s in flag["segments"]}}))
+EOF
+ONE_FLAG=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["flags"][0]["name"])' "$PREFIX/conf/flags/p1.json")
+# The benchmark user as an OFREP context (numbers as JSON numbers).
+cat >"$OUT/ofrep.json" <<'EOF'
+{"context":{"targetingKey":"bench-user-7","plan":"pro","country":"de","appVersion":"2.3.1","email":"ana.silva@example.com","sessions":42}}
+EOF
 
 # A ~300-byte error report for the first flag of the 30-flag project.
 python3 - "$PREFIX/conf/flags/p30.json" >"$OUT/report.json" <<'EOF'
@@ -216,6 +234,7 @@ http {
 
     flags_project  p30   token=$TOKEN30   file=flags/p30.json;
     flags_project  p1000 token=$TOKEN1000 file=flags/p1000.json;
+    flags_project  p1    token=$TOKEN1    file=flags/p1.json;
     flags_rollback off;                     # the reported flag must stay on
     flags_error_log $PREFIX/logs/reports.log;
 
@@ -225,6 +244,7 @@ http {
 
         location = /flags      { flags_evaluate; }
         location = /flags1000  { flags_evaluate; }
+        location /ofrep/       { flags_ofrep; }
 
         # baselines: the same bytes and headers, without the module
         location = /static {
@@ -386,6 +406,8 @@ scenario() {
 
 AUTH30=(-H "Authorization: Bearer $TOKEN30")
 AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
+AUTH1=(-H "Authorization: Bearer $TOKEN1")
+OFREP=$OUT/ofrep.json
 JSON=(-H "Content-Type: application/json")
 REPORT=$OUT/report.json
 
@@ -399,6 +421,9 @@ scenario flags1000    "GET /flags1000 (1000 flags)"              "/flags1000?$QU
 scenario ingestbase   "POST /ingest-baseline (return 204)"       "/ingest-baseline"   "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
 scenario ingest       "POST /ingest/errors"                      "/ingest/errors"     "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
 scenario flags30after "GET /flags (counting, after ingest)"      "/flags?$QUERY"      "" "${AUTH30[@]}"
+scenario flags1       "GET /flags (1 flag, 2 segments)"          "/flags?$QUERY"      "" "${AUTH1[@]}"
+scenario ofrep1       "POST OFREP single evaluation (that flag)" "/ofrep/v1/evaluate/flags/$ONE_FLAG" "$OFREP" "${AUTH1[@]}" "${JSON[@]}"
+scenario ofrepbulk    "POST OFREP bulk evaluation (30 flags)"    "/ofrep/v1/evaluate/flags" "$OFREP" "${AUTH30[@]}" "${JSON[@]}"
 done
 
 # --------------------------------------------------------------------------
@@ -493,6 +518,8 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio flags1000    static1000 0.5 "GET /flags1000 (1000 flags) vs static file same body"
     row_ratio ingest       ingestbase 0.7 "POST /ingest/errors vs return 204"
     row_ratio flags30after static30   0.9 "GET /flags (counting, after ingest) vs return 200"
+    row_ratio ofrep1       flags1     0.9 "OFREP single evaluation vs GET /flags of that one flag"
+    row_ratio ofrepbulk    flags30    0.9 "OFREP bulk (30 flags) vs GET /flags (30 flags)"
     echo
     echo "ratio = module req/s / baseline req/s (the targets apply to it). CPU/req ratio = baseline / module"
     echo "server CPU per request: less sensitive to other load on the machine; 1.00 = the module costs no"
