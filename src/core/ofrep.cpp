@@ -385,7 +385,8 @@ constexpr size_t flag_fixed =
 char *put_flag(char *o, const fl::Flag &f, const fl_detail_t &d)
 {
     o = fl::put_lit(o, "{\"key\":");
-    o = fl::put_str(o, f.name.data(), f.name.size());
+    std::memcpy(o, f.json_name.data(), f.json_name.size());
+    o += f.json_name.size();
     o = d.enabled ? fl::put_lit(o, ",\"value\":true,\"reason\":\"")
                   : fl::put_lit(o, ",\"value\":false,\"reason\":\"");
     const char *r = reason_name(d.reason);
@@ -545,26 +546,6 @@ constexpr size_t max_code_len = 32;
 
 
 extern "C" {
-
-uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
-    uint8_t *sw) noexcept
-{
-    if (c == nullptr) {
-        *sw = FL_SWITCH_NONE;
-        return configured_milli;
-    }
-
-    /* the snapshot reads the control word once */
-    fl_state_snapshot_t s;
-    fl_state_snapshot(nullptr, c, 0, 0, 0, &s);
-
-    *sw = s.rolled_back ? FL_SWITCH_ROLLED_BACK
-          : s.override_kind == FL_OVERRIDE_OFF ? FL_SWITCH_OVERRIDE_OFF
-          : FL_SWITCH_NONE;
-
-    return fl::effective_milli(s.rolled_back != 0, s.override_kind,
-                               s.override_milli, configured_milli);
-}
 
 uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw) noexcept

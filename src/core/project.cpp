@@ -721,8 +721,8 @@ void Loader::finish_flag(Flag &f)
     }
     f.def_hash = h.h;
 
-    f.json_head = "{\"name\":";
-    append_json_string(f.json_head, f.name);
+    append_json_string(f.json_name, f.name);
+    f.json_head = "{\"name\":" + f.json_name;
     f.json_head += ",\"enabled\":";
     f.json_tail = ",\"segments\":[";
     for (size_t k = 0; k < f.segments.size(); k++) {

@@ -93,6 +93,8 @@ struct Flag {
     fl_rollback_policy_t   rollback{};
     uint64_t               def_hash = 0;
 
+    /* The name as a JSON string, quotes included */
+    std::string            json_name;
     /* Fixed parts of this flag's object in the /flags answer:
      * {"name":"x","enabled":  ...  ,"segments":[...]} */
     std::string            json_head;

@@ -256,6 +256,24 @@ void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
     c->def_hash = def_hash;
 }
 
+uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
+    uint8_t *sw) noexcept
+{
+    if (c == nullptr) {
+        *sw = FL_SWITCH_NONE;
+        return configured_milli;
+    }
+
+    uint64_t w = load_acq(&c->control);
+    bool rolled = (w & CTL_ROLLED) != 0;
+    fl_override_kind_t kind = ctl_kind(w);
+
+    *sw = rolled ? FL_SWITCH_ROLLED_BACK
+          : kind == FL_OVERRIDE_OFF ? FL_SWITCH_OVERRIDE_OFF
+          : FL_SWITCH_NONE;
+    return fl::effective_milli(rolled, kind, ctl_milli(w), configured_milli);
+}
+
 uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) noexcept
 {
     uint64_t w = load_acq(&c->control);
