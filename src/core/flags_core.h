@@ -304,7 +304,14 @@ typedef enum {
 typedef struct {
     uint64_t    evaluations;
     uint64_t    enabled_evaluations;
-    uint64_t    errors;
+    uint64_t    errors;             /* reports and upstream errors */
+    uint64_t    errors_upstream;    /* of errors: counted at the log phase */
+    /* requests that read the flag through a variable ($flag_NAME,
+     * $flags_enabled), by its answer, and their upstream errors */
+    uint64_t    on_evaluations;
+    uint64_t    on_errors;
+    uint64_t    off_evaluations;
+    uint64_t    off_errors;
 } fl_totals_t;
 
 typedef struct {
@@ -321,7 +328,12 @@ typedef struct {
 
     uint64_t    evaluations;            /* lifetime */
     uint64_t    enabled_evaluations;    /* lifetime */
-    uint64_t    errors;                 /* lifetime */
+    uint64_t    errors;                 /* lifetime, every source */
+    uint64_t    errors_upstream;        /* lifetime, of errors */
+    uint64_t    on_evaluations;         /* lifetime, read by variable */
+    uint64_t    on_errors;
+    uint64_t    off_evaluations;
+    uint64_t    off_errors;
 
     uint64_t    window_enabled;         /* within the window at now_sec */
     uint64_t    window_errors;
@@ -344,6 +356,17 @@ void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) FL_NOEXCEPT;
 void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
     FL_NOEXCEPT;
+
+/* A request read the flag through a variable and got enabled: its cohort
+ * (on or off).  The evaluation itself is counted by fl_count_eval(). */
+void fl_count_cohort(fl_totals_t *t, int enabled) FL_NOEXCEPT;
+
+/* An upstream error (a status in flags_upstream_errors' range) of a
+ * request that read the flag through a variable.  On: an error of the
+ * flag like a report (totals and window, so it can roll the flag back)
+ * and of the on cohort; off: only the off cohort's. */
+void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;

@@ -250,6 +250,23 @@ void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec) noexcept
     bump(&buckets(w)[now % block_seconds(w)].errors, now);
 }
 
+void fl_count_cohort(fl_totals_t *t, int enabled) noexcept
+{
+    add(enabled ? &t->on_evaluations : &t->off_evaluations, 1);
+}
+
+void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled) noexcept
+{
+    if (!enabled) {
+        add(&t->off_errors, 1);
+        return;
+    }
+    fl_count_error(t, w, now_sec);
+    add(&t->errors_upstream, 1);
+    add(&t->on_errors, 1);
+}
+
 void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
 {
     std::memset(c, 0, sizeof(*c));
@@ -418,6 +435,11 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
         out->evaluations = load(&t->evaluations);
         out->enabled_evaluations = load(&t->enabled_evaluations);
         out->errors = load(&t->errors);
+        out->errors_upstream = load(&t->errors_upstream);
+        out->on_evaluations = load(&t->on_evaluations);
+        out->on_errors = load(&t->on_errors);
+        out->off_evaluations = load(&t->off_evaluations);
+        out->off_errors = load(&t->off_errors);
     }
     out->window_seconds = window_seconds;
     out->window_enabled = window_enabled;

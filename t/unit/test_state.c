@@ -168,6 +168,33 @@ static void test_exact_counts(void **state)
     free_block(m);
 }
 
+/* Variable cohorts and upstream errors: an on-cohort error is a flag
+ * error (totals and window); an off-cohort one is only the cohort's. */
+static void test_cohorts_and_upstream_errors(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+
+    for (int i = 0; i < 7; i++) {
+        fl_count_cohort(&FS(m)->t, i < 5);
+    }
+    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
+    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
+    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 0);
+    record_error(m, 500, 0, &off_policy);
+
+    fl_state_snapshot_t s = snap(m, 500);
+    assert_int_equal(s.on_evaluations, 5);
+    assert_int_equal(s.off_evaluations, 2);
+    assert_int_equal(s.on_errors, 2);
+    assert_int_equal(s.off_errors, 1);
+    assert_int_equal(s.errors_upstream, 2);
+    assert_int_equal(s.errors, 3);              /* 2 upstream + 1 report */
+    assert_int_equal(s.window_errors, 3);
+    assert_int_equal(s.evaluations, 0);         /* fl_count_eval's */
+    free_block(m);
+}
+
 static void test_one_second_buckets_and_rotation(void **state)
 {
     (void) state;
@@ -869,6 +896,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_and_init),
         cmocka_unit_test(test_exact_counts),
+        cmocka_unit_test(test_cohorts_and_upstream_errors),
         cmocka_unit_test(test_one_second_buckets_and_rotation),
         cmocka_unit_test(test_expiry_after_window),
         cmocka_unit_test(test_long_idle_gap),
