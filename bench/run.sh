@@ -15,6 +15,7 @@
 #   POST {ofrep}v1/evaluate/flags/KEY   vs  GET /flags of a project holding
 #                        only that flag (two segments)
 #   POST {ofrep}v1/evaluate/flags       vs  GET /flags (30 flags)
+#   GET  /flags with a matching If-None-Match (304)  vs  return 304
 #
 # One nginx, worker_processes 1 pinned to CPU 0; wrk pinned to CPU 1 with
 # -t1 -c$CONNECTIONS, a warm-up of $WARMUP s then a measured run of $DURATION s.
@@ -245,6 +246,7 @@ http {
         location = /flags      { flags_evaluate; }
         location = /flags1000  { flags_evaluate; }
         location /ofrep/       { flags_ofrep; }
+        location = /static304  { return 304; }
 
         # baselines: the same bytes and headers, without the module
         location = /static {
@@ -408,6 +410,11 @@ AUTH30=(-H "Authorization: Bearer $TOKEN30")
 AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
 AUTH1=(-H "Authorization: Bearer $TOKEN1")
 OFREP=$OUT/ofrep.json
+# the benchmark user's ETag, for the 304 runs
+ETAG30=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $TOKEN30" "$BASE/flags?$QUERY" \
+         | tr -d '\r' | awk -F': ' 'tolower($1) == "etag" { print $2 }')
+[ -n "$ETAG30" ] || die "GET /flags answered without an ETag"
+INM=(-H "If-None-Match: $ETAG30")
 JSON=(-H "Content-Type: application/json")
 REPORT=$OUT/report.json
 
@@ -424,6 +431,8 @@ scenario flags30after "GET /flags (counting, after ingest)"      "/flags?$QUERY"
 scenario flags1       "GET /flags (1 flag, 2 segments)"          "/flags?$QUERY"      "" "${AUTH1[@]}"
 scenario ofrep1       "POST OFREP single evaluation (that flag)" "/ofrep/v1/evaluate/flags/$ONE_FLAG" "$OFREP" "${AUTH1[@]}" "${JSON[@]}"
 scenario ofrepbulk    "POST OFREP bulk evaluation (30 flags)"    "/ofrep/v1/evaluate/flags" "$OFREP" "${AUTH30[@]}" "${JSON[@]}"
+scenario static304    "GET /static304 (baseline, return 304)"    "/static304?$QUERY"  "" "${AUTH30[@]}" "${INM[@]}"
+scenario flags304     "GET /flags answered 304 (If-None-Match)"  "/flags?$QUERY"      "" "${AUTH30[@]}" "${INM[@]}"
 done
 
 # --------------------------------------------------------------------------
@@ -520,6 +529,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio flags30after static30   0.9 "GET /flags (counting, after ingest) vs return 200"
     row_ratio ofrep1       flags1     0.9 "OFREP single evaluation vs GET /flags of that one flag"
     row_ratio ofrepbulk    flags30    0.9 "OFREP bulk (30 flags) vs GET /flags (30 flags)"
+    row_ratio flags304     static304  0.95 "GET /flags answered 304 vs return 304"
     echo
     echo "ratio = module req/s / baseline req/s (the targets apply to it). CPU/req ratio = baseline / module"
     echo "server CPU per request: less sensitive to other load on the machine; 1.00 = the module costs no"

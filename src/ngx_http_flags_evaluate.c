@@ -9,20 +9,79 @@
 #include "ngx_http_flags_module.h"
 
 
+uint32_t *
+ngx_http_flags_effective(ngx_pool_t *pool, ngx_http_flags_project_t *project)
+{
+    size_t                  i, n;
+    uint32_t               *effective;
+    ngx_http_flags_flag_t  *flags;
+
+    n = project->nflags;
+    flags = project->flags;
+
+    effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
+    if (effective == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < n; i++) {
+        effective[i] = flags[i].ctl
+                       ? fl_control_effective(flags[i].ctl,
+                                              flags[i].rollout_milli)
+                       : flags[i].rollout_milli;
+    }
+
+    return effective;
+}
+
+
+fl_result_t *
+ngx_http_flags_evaluate_counted(ngx_pool_t *pool,
+    ngx_http_flags_project_t *project, const fl_user_t *user,
+    const uint32_t *effective)
+{
+    size_t                  i, n;
+    int64_t                 now;
+    fl_result_t            *results;
+    ngx_http_flags_flag_t  *flags;
+
+    n = project->nflags;
+    flags = project->flags;
+
+    results = ngx_palloc(pool, (n + 1) * sizeof(fl_result_t));
+    if (results == NULL) {
+        return NULL;
+    }
+
+    fl_evaluate(project->core, user, effective, results);
+
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < n; i++) {
+        if (flags[i].totals) {
+            fl_count_eval(flags[i].totals, flags[i].window, now,
+                          results[i].enabled);
+        }
+    }
+
+    return results;
+}
+
+
 ngx_int_t
 ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 {
     char                        err[256];
     u_char                     *body;
-    size_t                      i, n, len;
-    int64_t                     now;
+    size_t                      len;
     uint32_t                   *effective;
+    uint64_t                    etag;
     ngx_int_t                   rc;
     fl_user_t                   user;
     fl_alloc_t                  alloc;
     fl_status_t                 st;
     fl_result_t                *results;
-    ngx_http_flags_flag_t      *flags;
+    ngx_table_elt_t            *inm;
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
 
@@ -41,6 +100,10 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return rc;
     }
 
+    /* If-None-Match is answered here, against the answer's own ETag;
+     * nginx's filter would take "*" as a match without one */
+    r->disable_not_modified = 1;
+
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
     alloc.alloc = ngx_http_flags_pool_alloc;
@@ -58,31 +121,35 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    n = project->nflags;
-    flags = project->flags;
-
-    effective = ngx_palloc(r->pool, (n + 1) * sizeof(uint32_t));
-    results = ngx_palloc(r->pool, (n + 1) * sizeof(fl_result_t));
-    if (effective == NULL || results == NULL) {
+    effective = ngx_http_flags_effective(r->pool, project);
+    if (effective == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    for (i = 0; i < n; i++) {
-        effective[i] = flags[i].ctl
-                       ? fl_control_effective(flags[i].ctl,
-                                              flags[i].rollout_milli)
-                       : flags[i].rollout_milli;
+    /* everything the answer depends on: definitions, effective
+     * percentages, the normalised caller (docs/http-api.md) */
+    etag = fl_answer_etag(project->core, &user, effective, NULL);
+
+    rc = ngx_http_flags_set_etag(r, etag);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
-    fl_evaluate(project->core, &user, effective, results);
+    inm = r->headers_in.if_none_match;
 
-    now = ngx_http_flags_now_sec();
+    if (inm != NULL
+        && fl_etag_none_match((const char *) inm->value.data,
+                              inm->value.len, etag))
+    {
+        /* the caller holds this answer: no evaluation, nothing counted,
+         * no body built (docs/decisions.md) */
+        return ngx_http_flags_send_not_modified(r);
+    }
 
-    for (i = 0; i < n; i++) {
-        if (flags[i].totals) {
-            fl_count_eval(flags[i].totals, flags[i].window, now,
-                          results[i].enabled);
-        }
+    results = ngx_http_flags_evaluate_counted(r->pool, project, &user,
+                                              effective);
+    if (results == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));

@@ -12,7 +12,7 @@ static ngx_int_t ngx_http_flags_auth(ngx_http_request_t *r,
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
     const char *code, const char *challenge, const char *message,
     ngx_uint_t bare);
-static ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
+static ngx_table_elt_t *ngx_http_flags_add_header_z(ngx_http_request_t *r,
     const char *name, const char *value);
 
 
@@ -176,7 +176,7 @@ ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
     ngx_int_t         rc;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_flags_add_header(r, "WWW-Authenticate", challenge);
+    h = ngx_http_flags_add_header_z(r, "WWW-Authenticate", challenge);
     if (h == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -203,7 +203,7 @@ ngx_http_flags_unauthorized(ngx_http_request_t *r, const char *code,
 ngx_int_t
 ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 {
-    if (ngx_http_flags_add_header(r, "Allow", allow) == NULL) {
+    if (ngx_http_flags_add_header_z(r, "Allow", allow) == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -213,9 +213,11 @@ ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 }
 
 
-static ngx_table_elt_t *
+/* A response header; name must outlive the request (a literal). */
+
+ngx_table_elt_t *
 ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
-    const char *value)
+    u_char *value, size_t len)
 {
     ngx_table_elt_t  *h;
 
@@ -227,11 +229,20 @@ ngx_http_flags_add_header(ngx_http_request_t *r, const char *name,
     h->hash = 1;
     h->key.data = (u_char *) name;
     h->key.len = ngx_strlen(name);
-    h->value.data = (u_char *) value;
-    h->value.len = ngx_strlen(value);
+    h->value.data = value;
+    h->value.len = len;
     h->lowcase_key = NULL;
 
     return h;
+}
+
+
+static ngx_table_elt_t *
+ngx_http_flags_add_header_z(ngx_http_request_t *r, const char *name,
+    const char *value)
+{
+    return ngx_http_flags_add_header(r, name, (u_char *) value,
+                                     ngx_strlen(value));
 }
 
 
@@ -338,7 +349,7 @@ ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     r->headers_out.content_type_lowcase = NULL;
 
     /* answers are per user and per moment: no cache may keep them */
-    if (ngx_http_flags_add_header(r, "Cache-Control", "no-store") == NULL) {
+    if (ngx_http_flags_add_header_z(r, "Cache-Control", "no-store") == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -482,4 +493,53 @@ ngx_http_flags_body_pieces(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The ETag header, known to nginx as such (the gzip filter weakens it when
+ * it compresses).  The handlers turn nginx's own conditional filter off
+ * (r->disable_not_modified): it would take "If-None-Match: *" as a match
+ * without looking at the tag.
+ */
+
+ngx_int_t
+ngx_http_flags_set_etag(ngx_http_request_t *r, uint64_t etag)
+{
+    u_char           *value;
+    ngx_table_elt_t  *h;
+
+    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
+    if (value == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fl_etag_format(etag, (char *) value);
+
+    h = ngx_http_flags_add_header(r, "ETag", value, FL_ETAG_LEN);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.etag = h;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_flags_send_not_modified(ngx_http_request_t *r)
+{
+    if (ngx_http_flags_add_header(r, "Cache-Control", (u_char *) "no-store", 8)
+        == NULL)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
+    /* a 304 has no body, and no Content-Length but the 200's */
+    r->headers_out.content_length_n = -1;
+    r->header_only = 1;
+
+    return ngx_http_send_header(r);
 }

@@ -257,6 +257,10 @@ ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message);
 ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *code, const u_char *message, size_t len);
+ngx_int_t ngx_http_flags_set_etag(ngx_http_request_t *r, uint64_t etag);
+ngx_int_t ngx_http_flags_send_not_modified(ngx_http_request_t *r);
+ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
+    const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
@@ -278,6 +282,11 @@ ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
 
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
+uint32_t *ngx_http_flags_effective(ngx_pool_t *pool,
+    ngx_http_flags_project_t *project);
+fl_result_t *ngx_http_flags_evaluate_counted(ngx_pool_t *pool,
+    ngx_http_flags_project_t *project, const fl_user_t *user,
+    const uint32_t *effective);
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);

@@ -46,11 +46,6 @@ static ngx_int_t ngx_http_flags_ofrep_error(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *key, const char *code, const char *details);
 static ngx_int_t ngx_http_flags_ofrep_refuse(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *key, const char *code, const char *details);
-static ngx_int_t ngx_http_flags_ofrep_etag(ngx_http_request_t *r,
-    uint64_t etag);
-static ngx_int_t ngx_http_flags_ofrep_not_modified(ngx_http_request_t *r);
-static ngx_table_elt_t *ngx_http_flags_ofrep_header(ngx_http_request_t *r,
-    const char *name, u_char *value, size_t len);
 
 
 static ngx_str_t  ngx_http_flags_ofrep_eval = ngx_string("v1/evaluate/flags");
@@ -104,7 +99,7 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
         }
 
         if (r->method != NGX_HTTP_GET) {
-            if (ngx_http_flags_ofrep_header(r, "Allow", (u_char *) "GET", 3)
+            if (ngx_http_flags_add_header(r, "Allow", (u_char *) "GET", 3)
                 == NULL)
             {
                 return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -142,7 +137,7 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
     }
 
     if (r->method != NGX_HTTP_POST) {
-        if (ngx_http_flags_ofrep_header(r, "Allow", (u_char *) "POST", 4)
+        if (ngx_http_flags_add_header(r, "Allow", (u_char *) "POST", 4)
             == NULL)
         {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -458,18 +453,6 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
                                          &sw[i]);
     }
 
-    fl_evaluate_detail(project->core, user, effective, sw, d);
-
-    /* every flag is evaluated, a 304 included: the client is evaluating */
-    now = ngx_http_flags_now_sec();
-
-    for (i = 0; i < n; i++) {
-        if (flags[i].totals) {
-            fl_count_eval(flags[i].totals, flags[i].window, now,
-                          d[i].enabled);
-        }
-    }
-
     if (ngx_http_flags_ofrep_push(r)) {
         path = (const char *) ctx->base.data;
         path_len = ctx->base.len;
@@ -483,7 +466,7 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
                               path_len, (const char *) ctx->token.data,
                               ctx->token.len);
 
-    rc = ngx_http_flags_ofrep_etag(r, etag);
+    rc = ngx_http_flags_set_etag(r, etag);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -493,7 +476,21 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     if (inm && fl_etag_none_match((const char *) inm->value.data,
                                   inm->value.len, etag))
     {
-        return ngx_http_flags_ofrep_not_modified(r);
+        /* the caller holds this answer: nothing evaluated or counted, as
+         * for GET /flags (docs/decisions.md) */
+        return ngx_http_flags_send_not_modified(r);
+    }
+
+    fl_evaluate_detail(project->core, user, effective, sw, d);
+
+    /* every flag is evaluated and counted, as by GET /flags */
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < n; i++) {
+        if (flags[i].totals) {
+            fl_count_eval(flags[i].totals, flags[i].window, now,
+                          d[i].enabled);
+        }
     }
 
     body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(project->core,
@@ -563,72 +560,4 @@ ngx_http_flags_ofrep_refuse(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
-/*
- * The ETag header, known to nginx as such (the gzip filter weakens it when
- * it compresses).  nginx's own conditional filter is off (see the
- * handler).
- */
 
-static ngx_int_t
-ngx_http_flags_ofrep_etag(ngx_http_request_t *r, uint64_t etag)
-{
-    u_char           *value;
-    ngx_table_elt_t  *h;
-
-    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
-    if (value == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    fl_etag_format(etag, (char *) value);
-
-    h = ngx_http_flags_ofrep_header(r, "ETag", value, FL_ETAG_LEN);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    r->headers_out.etag = h;
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_http_flags_ofrep_not_modified(ngx_http_request_t *r)
-{
-    if (ngx_http_flags_ofrep_header(r, "Cache-Control",
-                                    (u_char *) "no-store", 8)
-        == NULL)
-    {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    r->headers_out.status = NGX_HTTP_NOT_MODIFIED;
-    /* a 304 has no body, and no Content-Length but the 200's */
-    r->headers_out.content_length_n = -1;
-    r->header_only = 1;
-
-    return ngx_http_send_header(r);
-}
-
-
-static ngx_table_elt_t *
-ngx_http_flags_ofrep_header(ngx_http_request_t *r, const char *name,
-    u_char *value, size_t len)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NULL;
-    }
-
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value.data = value;
-    h->value.len = len;
-    h->lowcase_key = NULL;
-
-    return h;
-}

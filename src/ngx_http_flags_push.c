@@ -109,8 +109,6 @@ static void ngx_http_flags_push_end(ngx_http_flags_push_t *push,
 static void ngx_http_flags_push_tick(ngx_event_t *ev);
 static void ngx_http_flags_push_beat(ngx_event_t *ev);
 static void ngx_http_flags_push_going_away(ngx_http_flags_push_t *push);
-static ngx_table_elt_t *ngx_http_flags_push_header(ngx_http_request_t *r,
-    const char *name, u_char *value, size_t len);
 
 static void ngx_http_flags_sse_write_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_sse_send(ngx_http_flags_push_t *push,
@@ -263,7 +261,7 @@ ngx_http_flags_push_unauthorized(ngx_http_request_t *r, ngx_uint_t bare)
     ngx_int_t         rc;
     ngx_table_elt_t  *h;
 
-    h = ngx_http_flags_push_header(r, "WWW-Authenticate",
+    h = ngx_http_flags_add_header(r, "WWW-Authenticate",
                                    (u_char *) "Bearer error=\"invalid_token\"",
                                    sizeof("Bearer error=\"invalid_token\"")
                                    - 1);
@@ -329,9 +327,9 @@ ngx_http_flags_push_sse(ngx_http_request_t *r,
     r->headers_out.content_type_lowcase = NULL;
     r->allow_ranges = 0;
 
-    if (ngx_http_flags_push_header(r, "Cache-Control",
+    if (ngx_http_flags_add_header(r, "Cache-Control",
                                    (u_char *) "no-store", 8) == NULL
-        || ngx_http_flags_push_header(r, "X-Accel-Buffering",
+        || ngx_http_flags_add_header(r, "X-Accel-Buffering",
                                       (u_char *) "no", 2) == NULL)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -630,9 +628,9 @@ ngx_http_flags_websocket_handler(ngx_http_request_t *r)
     r->headers_out.content_length_n = -1;
     r->keepalive = 0;
 
-    if (ngx_http_flags_push_header(r, "Upgrade", (u_char *) "websocket", 9)
+    if (ngx_http_flags_add_header(r, "Upgrade", (u_char *) "websocket", 9)
         == NULL
-        || ngx_http_flags_push_header(r, "Sec-WebSocket-Accept", dst.data,
+        || ngx_http_flags_add_header(r, "Sec-WebSocket-Accept", dst.data,
                                       dst.len)
            == NULL)
     {
@@ -730,7 +728,7 @@ ngx_http_flags_ws_handshake(ngx_http_request_t *r, ngx_str_t *key,
     if (version == NULL || version->value.len != 2
         || ngx_strncmp(version->value.data, "13", 2) != 0)
     {
-        h = ngx_http_flags_push_header(r, "Sec-WebSocket-Version",
+        h = ngx_http_flags_add_header(r, "Sec-WebSocket-Version",
                                        (u_char *) "13", 2);
         if (h == NULL) {
             *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -1837,24 +1835,3 @@ ngx_http_flags_push_beat(ngx_event_t *ev)
     ngx_http_flags_ws_run(push, 0);
 }
 
-
-static ngx_table_elt_t *
-ngx_http_flags_push_header(ngx_http_request_t *r, const char *name,
-    u_char *value, size_t len)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NULL;
-    }
-
-    h->hash = 1;
-    h->key.data = (u_char *) name;
-    h->key.len = ngx_strlen(name);
-    h->value.data = value;
-    h->value.len = len;
-    h->lowcase_key = NULL;
-
-    return h;
-}

@@ -175,15 +175,13 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
 {
     char                        err[256];
     off_t                       size;
-    size_t                      i, n, len;
+    size_t                      len;
     u_char                     *out;
-    int64_t                     now;
     uint32_t                   *effective;
     fl_user_t                   user;
     fl_alloc_t                  alloc;
     fl_status_t                 st;
     fl_result_t                *results;
-    ngx_http_flags_flag_t      *flags;
     ngx_http_flags_sdk_ctx_t   *ctx;
     ngx_http_flags_sdk_body_t   body;
     ngx_http_flags_project_t   *project;
@@ -236,32 +234,16 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    n = project->nflags;
-    flags = project->flags;
-
-    effective = ngx_palloc(r->pool, (n + 1) * sizeof(uint32_t));
-    results = ngx_palloc(r->pool, (n + 1) * sizeof(fl_result_t));
-    if (effective == NULL || results == NULL) {
+    /* one evaluation a flag, with the answer the SDK will reach */
+    effective = ngx_http_flags_effective(r->pool, project);
+    if (effective == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    for (i = 0; i < n; i++) {
-        effective[i] = flags[i].ctl
-                       ? fl_control_effective(flags[i].ctl,
-                                              flags[i].rollout_milli)
-                       : flags[i].rollout_milli;
-    }
-
-    fl_evaluate(project->core, &user, effective, results);
-
-    /* one evaluation a flag, with the answer the SDK will reach */
-    now = ngx_http_flags_now_sec();
-
-    for (i = 0; i < n; i++) {
-        if (flags[i].totals) {
-            fl_count_eval(flags[i].totals, flags[i].window, now,
-                          results[i].enabled);
-        }
+    results = ngx_http_flags_evaluate_counted(r->pool, project, &user,
+                                              effective);
+    if (results == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     out = ngx_pnalloc(r->pool, fl_sdk_flags_json_bound(project->core));

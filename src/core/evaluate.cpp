@@ -10,6 +10,7 @@
  */
 
 #include "project.hpp"
+#include "rollout.hpp"
 
 #include <cstring>
 
@@ -190,48 +191,7 @@ bool segment_matches(const fl_project_s &p, const fl::Segment &s,
     return true;
 }
 
-/* The request path's helpers are inlined into fl_evaluate() whatever the
- * compiler thinks of their second caller (fl_evaluate_detail): GET /flags
- * stays as fast as it was before OFREP shared them. */
-#if defined(__GNUC__)
-#define FL_HOT_INLINE  inline __attribute__((always_inline))
-#else
-#define FL_HOT_INLINE  inline
-#endif
-
-FL_HOT_INLINE bool in_rollout(const fl::Flag &f, uint32_t p,
-    const fl_user_t *u)
-{
-    if (p >= FL_MILLI_MAX) {
-        return true;
-    }
-    if (p == 0 || u == nullptr) {
-        return false;
-    }
-
-    const char *key;
-    size_t key_len;
-
-    if (f.stickiness.empty()) {
-        key = u->user_id;
-        key_len = u->user_id_len;
-    } else {
-        const fl_trait_t *t = fl_user_trait(u, f.stickiness.data(),
-                                            f.stickiness.size());
-        key = t ? t->value : nullptr;
-        key_len = t ? t->value_len : 0;
-    }
-    /* An empty key is no key, as "userId=" is no userId: otherwise
-     * every caller with an empty value would share one bucket. */
-    if (key == nullptr || key_len == 0) {
-        return false;
-    }
-
-    /* fl_bucket(name, key) with "name:" already hashed at load time */
-    fl::Murmur3 m = f.bucket_prefix;
-    m.update(key, key_len);
-    return m.final() % FL_BUCKETS < p;
-}
+using fl::in_rollout;
 
 /* Segment results are shared by the flags of one evaluation: a segment
  * is evaluated at most once per call for the first cache_size segments

@@ -38,6 +38,7 @@
 #include "json_reader.hpp"
 #include "json_writer.hpp"
 #include "project.hpp"
+#include "rollout.hpp"
 #include "text.hpp"
 #include "utf8.hpp"
 
@@ -494,34 +495,8 @@ char *put_condition(char *o, const fl_project_s &p, const fl::Segment &s,
     return o;
 }
 
-/*
- * Whether u's key falls in the first p milli-percent of flag f's buckets:
- * the rollout of docs/evaluation.md (as fl_evaluate decides it), on its
- * own, without the segments.
- */
-bool in_rollout(const fl::Flag &f, uint32_t p, const fl_user_t *u)
-{
-    if (p >= FL_MILLI_MAX) {
-        return true;
-    }
-    if (p == 0 || u == nullptr) {
-        return false;
-    }
-
-    const char *key = u->user_id;
-    size_t key_len = u->user_id_len;
-
-    if (!f.stickiness.empty()) {
-        const fl_trait_t *t = fl_user_trait(u, f.stickiness.data(),
-                                            f.stickiness.size());
-        key = t ? t->value : nullptr;
-        key_len = t ? t->value_len : 0;
-    }
-    if (key == nullptr || key_len == 0) {
-        return false;
-    }
-    return fl_bucket(f.name.data(), f.name.size(), key, key_len) < p;
-}
+/* the rollout of docs/evaluation.md, on its own, without the segments */
+using fl::in_rollout;
 
 size_t flag_bound(const fl_project_s &p, const fl::Flag &f)
 {
