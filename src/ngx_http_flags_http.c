@@ -255,10 +255,6 @@ ngx_int_t
 ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const char *message)
 {
-    u_char     *body, *p;
-    size_t      code_len, msg_len;
-    ngx_int_t   rc;
-
     /*
      * An error is final whether or not the body was read: a client that
      * waits for "100 Continue" gets this status instead (RFC 7231 5.1.1),
@@ -267,32 +263,12 @@ ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
      */
     r->expect_tested = 1;
 
-    /* unread bodies would be taken for the next request on keep-alive */
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    code_len = ngx_strlen(code);
-    msg_len = ngx_strlen(message);
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
-                                + code_len
-                                + fl_json_escape_bound(msg_len));
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
-    p = ngx_cpymem(p, code, code_len);
-    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
-    p += fl_json_escape(message, msg_len, (char *) p);
-    p = ngx_cpymem(p, "\"}", 2);
-
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "flags: %ui %s", status, code);
 
-    return ngx_http_flags_send_json(r, status, body, p - body);
+    return ngx_http_flags_send_error_len(r, status, code,
+                                         (const u_char *) message,
+                                         ngx_strlen(message));
 }
 
 
@@ -306,8 +282,8 @@ ngx_int_t
 ngx_http_flags_send_error_len(ngx_http_request_t *r, ngx_uint_t status,
     const char *code, const u_char *message, size_t len)
 {
-    u_char     *body, *p;
-    size_t      code_len;
+    u_char     *body;
+    size_t      n;
     ngx_int_t   rc;
 
     /* unread bodies would be taken for the next request on keep-alive */
@@ -316,21 +292,14 @@ ngx_http_flags_send_error_len(ngx_http_request_t *r, ngx_uint_t status,
         return rc;
     }
 
-    code_len = ngx_strlen(code);
-
-    body = ngx_pnalloc(r->pool, sizeof("{\"error\":\"\",\"message\":\"\"}")
-                                + code_len + fl_json_escape_bound(len));
+    body = ngx_pnalloc(r->pool, fl_error_json_bound(ngx_strlen(code), len));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_cpymem(body, "{\"error\":\"", sizeof("{\"error\":\"") - 1);
-    p = ngx_cpymem(p, code, code_len);
-    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
-    p += fl_json_escape((const char *) message, len, (char *) p);
-    p = ngx_cpymem(p, "\"}", 2);
+    n = fl_error_json(0, code, (const char *) message, len, (char *) body);
 
-    return ngx_http_flags_send_json(r, status, body, p - body);
+    return ngx_http_flags_send_json(r, status, body, n);
 }
 
 

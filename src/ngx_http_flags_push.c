@@ -491,9 +491,7 @@ ngx_http_flags_sse_event(ngx_http_flags_push_t *push)
 
     v = ngx_http_flags_answer_version(push->project);
 
-    p = ngx_snprintf(buf, sizeof(buf),
-                     "data: {\"type\":\"refetchEvaluation\",\"etag\":\"%uA\"}"
-                     "\n\n", v);
+    p = buf + fl_sse_refetch_event(v, (char *) buf);
 
     push->pending = 0;
     push->seen = v;
@@ -1212,15 +1210,13 @@ static void
 ngx_http_flags_ws_error(ngx_http_flags_push_t *push, const char *code,
     const char *message)
 {
-    u_char                  *buf, *p;
+    u_char                  *buf;
     size_t                   len;
     struct wslay_event_msg   msg;
 
     len = ngx_strlen(message);
 
-    buf = ngx_alloc(sizeof("{\"type\":\"error\",\"error\":\"\",\"message\":"
-                           "\"\"}")
-                    + ngx_strlen(code) + fl_json_escape_bound(len),
+    buf = ngx_alloc(fl_error_json_bound(ngx_strlen(code), len),
                     push->request->connection->log);
     if (buf == NULL) {
         push->failed = 1;
@@ -1228,16 +1224,9 @@ ngx_http_flags_ws_error(ngx_http_flags_push_t *push, const char *code,
         return;
     }
 
-    p = ngx_cpymem(buf, "{\"type\":\"error\",\"error\":\"",
-                   sizeof("{\"type\":\"error\",\"error\":\"") - 1);
-    p = ngx_cpymem(p, code, ngx_strlen(code));
-    p = ngx_cpymem(p, "\",\"message\":\"", sizeof("\",\"message\":\"") - 1);
-    p += fl_json_escape(message, len, (char *) p);
-    p = ngx_cpymem(p, "\"}", 2);
-
     msg.opcode = WSLAY_TEXT_FRAME;
     msg.msg = buf;
-    msg.msg_length = p - buf;
+    msg.msg_length = fl_error_json(1, code, message, len, (char *) buf);
 
     (void) wslay_event_queue_msg(push->ws, &msg);
 

@@ -249,6 +249,18 @@ size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
 /* Bytes needed to escape len bytes (worst case, without quotes). */
 size_t fl_json_escape_bound(size_t len) FL_NOEXCEPT;
 
+/* {"error":code,"message":message} (typed: with "type":"error" first, as
+ * sent on a WebSocket); code is a C string of [a-z_], message any bytes
+ * (escaped).  Returns the bytes written, at most fl_error_json_bound(). */
+size_t fl_error_json_bound(size_t code_len, size_t message_len) FL_NOEXCEPT;
+size_t fl_error_json(int typed, const char *code, const char *message,
+    size_t message_len, char *buf) FL_NOEXCEPT;
+
+/* The OFREP event-stream event for a change: data: {"type":
+ * "refetchEvaluation","etag":"<version>"} and a blank line. */
+#define FL_SSE_EVENT_MAX  96u
+size_t fl_sse_refetch_event(uint64_t version, char *buf) FL_NOEXCEPT;
+
 /* Escapes a string for use inside JSON quotes: '"', '\\' and the
  * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
  * U+2029 as \u2028 / \u2029; well-formed UTF-8 is copied as it is, and

@@ -194,10 +194,36 @@ static void test_format_time(void **state)
     check_time(253402300799999ull, "9999-12-31T23:59:59.999Z");
 }
 
+/* The fixed-shape messages: error bodies (HTTP and WebSocket) and the
+ * OFREP stream event, each within its bound. */
+static void test_messages(void **state)
+{
+    (void) state;
+    char buf[256];
+    const char msg[] = "bad \"x\"\n\0end";
+    size_t bound = fl_error_json_bound(12, sizeof(msg) - 1);
+    size_t n = fl_error_json(0, "invalid_json", msg, sizeof(msg) - 1, buf);
+
+    assert_true(n <= bound);
+    assert_int_equal(n, strlen("{\"error\":\"invalid_json\",\"message\":\"bad \\\"x\\\"\\n\\u0000end\"}"));
+    assert_memory_equal(buf, "{\"error\":\"invalid_json\",\"message\":\"bad \\\"x\\\"\\n\\u0000end\"}", n);
+
+    n = fl_error_json(1, "invalid_field", "type is required", 16, buf);
+    assert_true(n <= fl_error_json_bound(13, 16));
+    buf[n] = '\0';
+    assert_string_equal(buf, "{\"type\":\"error\",\"error\":\"invalid_field\",\"message\":\"type is required\"}");
+
+    n = fl_sse_refetch_event(UINT64_MAX, buf);
+    assert_true(n <= FL_SSE_EVENT_MAX);
+    buf[n] = '\0';
+    assert_string_equal(buf, "data: {\"type\":\"refetchEvaluation\",\"etag\":\"18446744073709551615\"}\n\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_murmur3_vectors),
+        cmocka_unit_test(test_messages),
         cmocka_unit_test(test_bucket_vectors),
         cmocka_unit_test(test_bucket_matches_concatenation),
         cmocka_unit_test(test_bucket_distribution),
