@@ -82,13 +82,9 @@ static ngx_int_t
 ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     ngx_str_t *out, ngx_uint_t bare)
 {
-    u_char                      *p, *last, *token;
-    size_t                       len;
-    ngx_str_t                   *tokens;
-    ngx_uint_t                   i, j, found;
-    ngx_table_elt_t             *h;
-    ngx_http_flags_project_t    *projects;
-    ngx_http_flags_main_conf_t  *fmcf;
+    u_char           *p, *last, *token;
+    size_t            len;
+    ngx_table_elt_t  *h;
 
     *project = NULL;
     h = r->headers_in.authorization;
@@ -133,9 +129,37 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
                    bare);
     }
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    *project = ngx_http_flags_token_project(r, token, len);
 
-    /* every token is compared, so the time taken says nothing either */
+    if (*project == NULL) {
+        return ngx_http_flags_refuse_token(r, bare);
+    }
+
+    if (out) {
+        out->data = token;
+        out->len = len;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The project a token belongs to, or NULL.  Every configured token is
+ * compared whole, so the time taken says nothing of where a guess went
+ * wrong, nor of which project it came close to.
+ */
+
+ngx_http_flags_project_t *
+ngx_http_flags_token_project(ngx_http_request_t *r, const u_char *token,
+    size_t len)
+{
+    ngx_str_t                   *tokens;
+    ngx_uint_t                   i, j, found;
+    ngx_http_flags_project_t    *projects;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
     found = NGX_CONF_UNSET_UINT;
     projects = fmcf->projects.elts;
@@ -152,20 +176,23 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
         }
     }
 
-    if (found == NGX_CONF_UNSET_UINT) {
-        return ngx_http_flags_unauthorized(r, "invalid_token",
-                   "Bearer error=\"invalid_token\"",
-                   "the token does not belong to any project", bare);
+    if (len == 0 || found == NGX_CONF_UNSET_UINT) {
+        return NULL;
     }
 
-    *project = &projects[found];
+    return &projects[found];
+}
 
-    if (out) {
-        out->data = token;
-        out->len = len;
-    }
 
-    return NGX_OK;
+/* 401 invalid_token: in JSON, or with no body for OFREP (bare). */
+
+ngx_int_t
+ngx_http_flags_refuse_token(ngx_http_request_t *r, ngx_uint_t bare)
+{
+    return ngx_http_flags_unauthorized(r, "invalid_token",
+                                       "Bearer error=\"invalid_token\"",
+                                       "the token does not belong to any "
+                                       "project", bare);
 }
 
 

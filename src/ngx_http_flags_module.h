@@ -251,6 +251,9 @@ ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+ngx_http_flags_project_t *ngx_http_flags_token_project(ngx_http_request_t *r,
+    const u_char *token, size_t len);
+ngx_int_t ngx_http_flags_refuse_token(ngx_http_request_t *r, ngx_uint_t bare);
 ngx_int_t ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_str_t *token);
 ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,

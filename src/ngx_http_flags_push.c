@@ -97,8 +97,6 @@ typedef struct {
 
 static ngx_int_t ngx_http_flags_push_project(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_uint_t bare);
-static ngx_int_t ngx_http_flags_push_unauthorized(ngx_http_request_t *r,
-    ngx_uint_t bare);
 static ngx_http_flags_push_t *ngx_http_flags_push_create(
     ngx_http_request_t *r, ngx_http_flags_project_t *project);
 static ngx_int_t ngx_http_flags_push_register(ngx_http_flags_push_t *push);
@@ -195,13 +193,9 @@ static ngx_int_t
 ngx_http_flags_push_project(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_uint_t bare)
 {
-    u_char                      *dst, *src, *token;
-    size_t                       len;
-    ngx_str_t                    value, out, *tokens;
-    ngx_uint_t                   i, j, k, found;
-    volatile ngx_uint_t          diff;
-    ngx_http_flags_project_t    *projects;
-    ngx_http_flags_main_conf_t  *fmcf;
+    u_char     *dst, *src, *token;
+    size_t      len;
+    ngx_str_t   value, out;
 
     *project = NULL;
 
@@ -223,70 +217,16 @@ ngx_http_flags_push_project(ngx_http_request_t *r,
     ngx_unescape_uri(&dst, &src, value.len, 0);
     len = dst - token;
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-    projects = fmcf->projects.elts;
-    found = NGX_CONF_UNSET_UINT;
+    *project = ngx_http_flags_token_project(r, token, len);
 
-    /* every token is compared whole, as in ngx_http_flags_http.c */
-
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        tokens = projects[i].tokens.elts;
-
-        for (j = 0; j < projects[i].tokens.nelts; j++) {
-            diff = tokens[j].len ^ len;
-
-            for (k = 0; k < tokens[j].len; k++) {
-                diff |= tokens[j].data[k] ^ token[k < len ? k : 0];
-            }
-
-            if (diff == 0) {
-                found = i;
-            }
-        }
+    if (*project == NULL) {
+        return ngx_http_flags_refuse_token(r, bare);
     }
-
-    if (len == 0 || found == NGX_CONF_UNSET_UINT) {
-        return ngx_http_flags_push_unauthorized(r, bare);
-    }
-
-    *project = &projects[found];
 
     return NGX_OK;
 }
 
 
-static ngx_int_t
-ngx_http_flags_push_unauthorized(ngx_http_request_t *r, ngx_uint_t bare)
-{
-    ngx_int_t         rc;
-    ngx_table_elt_t  *h;
-
-    h = ngx_http_flags_add_header(r, "WWW-Authenticate",
-                                   (u_char *) "Bearer error=\"invalid_token\"",
-                                   sizeof("Bearer error=\"invalid_token\"")
-                                   - 1);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    r->headers_out.www_authenticate = h;
-
-    if (!bare) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_UNAUTHORIZED,
-                                         "invalid_token",
-                                         "the token does not belong to any "
-                                         "project");
-    }
-
-    r->expect_tested = 1;
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    return ngx_http_flags_send_empty(r, NGX_HTTP_UNAUTHORIZED);
-}
 
 
 /* ------------------------------------------------------------- SSE */
