@@ -22,6 +22,7 @@ FLAGS_CORE_SRCS = \
 	json_reader.cpp \
 	json_scan.cpp \
 	json_writer.cpp \
+	metrics.cpp \
 	murmur3.cpp \
 	number.cpp \
 	ofrep.cpp \
