@@ -107,13 +107,37 @@ constexpr family families[F_MAX] = {
      "Open live push connections (SSE and WebSocket)."},
 };
 
-/* Per-flag samples of every family, at most, and the longest fixed part
- * of a sample line: the family's name, "{project=\"\",flag=\"\","
- * the third label and its value, " ", a value and "\n". */
-constexpr size_t samples_per_flag = 20;
-constexpr size_t sample_fixed = 160;
-/* A value: a uint64, or a time like 1790000000.123, or a ratio 0.12345. */
+/* The most samples a flag has in each per-flag family. */
+constexpr size_t flag_samples[F_UNCOUNTED] = {
+    2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1
+};
+
+/* A sample line but the family's name and the two names: the most is
+ * {project="",flag="",source="upstream"} VALUE\n, 40 bytes and the
+ * value (a uint64, a time 18446744073709551.615, a ratio 0.12345). */
+constexpr size_t sample_fixed = 48;
 constexpr size_t value_max = fl::u64_digits + 4;
+
+constexpr size_t cstr_len(const char *s)
+{
+    size_t n = 0;
+    while (s[n] != '\0') {
+        n++;
+    }
+    return n;
+}
+
+/* The families' names with their lengths, counted once. */
+struct name_table {
+    size_t len[F_MAX];
+    constexpr name_table() : len()
+    {
+        for (int f = 0; f < F_MAX; f++) {
+            len[f] = cstr_len(families[f].name);
+        }
+    }
+};
+constexpr name_table names;
 
 char *put_cstr(char *o, const char *s)
 {
@@ -122,9 +146,32 @@ char *put_cstr(char *o, const char *s)
     return o + n;
 }
 
-char *put_escaped(char *o, const char *s, size_t len)
+char *put_name(char *o, int f)
 {
-    return o + fl_prom_escape(s, len, o);
+    std::memcpy(o, families[f].name, names.len[f]);
+    return o + names.len[f];
+}
+
+/* The bytes a label value escapes: backslash, double quote, newline. */
+struct escape_table {
+    bool special[256];
+    constexpr escape_table() : special()
+    {
+        special[static_cast<unsigned char>('\\')] = true;
+        special[static_cast<unsigned char>('"')] = true;
+        special[static_cast<unsigned char>('\n')] = true;
+    }
+};
+constexpr escape_table escapes;
+
+/* The length of s's leading run that needs no escaping. */
+inline size_t clean_run(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && !escapes.special[static_cast<unsigned char>(s[i])]) {
+        i++;
+    }
+    return i;
 }
 
 /* milli-percent as a ratio: 25000 -> 0.25, 100000 -> 1, 12345 -> 0.12345 */
@@ -179,15 +226,24 @@ struct flag_ref {
     fl_flag_info_t              info;
     const fl_state_snapshot_t  *s;
     bool                        counted;
+    bool                        clean;      /* neither name escapes a byte */
 };
 
 char *put_labels(char *o, int f, const flag_ref &r)
 {
-    o = put_cstr(o, families[f].name);
+    o = put_name(o, f);
     o = fl::put_lit(o, "{project=\"");
-    o = put_escaped(o, r.mp->name, r.mp->name_len);
-    o = fl::put_lit(o, "\",flag=\"");
-    o = put_escaped(o, r.info.name, r.info.name_len);
+    if (r.clean) {
+        std::memcpy(o, r.mp->name, r.mp->name_len);
+        o += r.mp->name_len;
+        o = fl::put_lit(o, "\",flag=\"");
+        std::memcpy(o, r.info.name, r.info.name_len);
+        o += r.info.name_len;
+    } else {
+        o += fl_prom_escape(r.mp->name, r.mp->name_len, o);
+        o = fl::put_lit(o, "\",flag=\"");
+        o += fl_prom_escape(r.info.name, r.info.name_len, o);
+    }
     *o++ = '"';
     return o;
 }
@@ -202,15 +258,15 @@ char *put_u64_sample(char *o, int f, const flag_ref &r, uint64_t v)
 }
 
 /* The same with a third label: NAME{project,flag,label="value"} v */
-template <size_t N>
+template <size_t N, size_t M>
 char *put_u64_sample3(char *o, int f, const flag_ref &r,
-    const char (&label)[N], const char *value, uint64_t v)
+    const char (&label)[N], const char (&value)[M], uint64_t v)
 {
     o = put_labels(o, f, r);
     *o++ = ',';
-    o = put_cstr(o, label);
+    o = fl::put_lit(o, label);
     o = fl::put_lit(o, "=\"");
-    o = put_cstr(o, value);
+    o = fl::put_lit(o, value);
     o = fl::put_lit(o, "\"} ");
     o += fl::put_u64(v, o);
     *o++ = '\n';
@@ -316,6 +372,7 @@ bool each_flag(const fl_metrics_project_t *p, size_t n, F fn)
         if (p[i].project == nullptr) {
             continue;
         }
+        bool clean = clean_run(p[i].name, p[i].name_len) == p[i].name_len;
         size_t nflags = fl_project_flag_count(p[i].project);
         for (size_t j = 0; j < nflags; j++) {
             flag_ref r;
@@ -325,6 +382,9 @@ bool each_flag(const fl_metrics_project_t *p, size_t n, F fn)
             }
             r.s = &p[i].snapshots[j];
             r.counted = p[i].counted == nullptr || p[i].counted[j] != 0;
+            r.clean = clean
+                      && clean_run(r.info.name, r.info.name_len)
+                         == r.info.name_len;
             fn(r);
         }
     }
@@ -344,7 +404,12 @@ size_t fl_prom_escape(const char *s, size_t len, char *out) noexcept
 {
     char *o = out;
 
-    for (size_t i = 0; i < len; i++) {
+    /* names have nothing to escape, as a rule: copy the clean run whole */
+    size_t i = clean_run(s, len);
+    std::memcpy(o, s, i);
+    o += i;
+
+    for ( /* void */ ; i < len; i++) {
         switch (s[i]) {
         case '\\':
             *o++ = '\\';
@@ -376,12 +441,20 @@ size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) noexcept
         }
 
         /* the module's samples: reasons, zone, push, uncounted */
-        size += (FL_REFUSED_MAX + 4) * (sample_fixed + value_max);
+        size += (FL_REFUSED_MAX + 4) * (64 + sample_fixed + value_max);
+
+        /* a flag's samples, their names and values; the two names of
+         * each, escaped */
+        size_t per_flag = 0, nsamples = 0;
+        for (int f = 0; f < F_UNCOUNTED; f++) {
+            per_flag += flag_samples[f]
+                        * (names.len[f] + sample_fixed + value_max);
+            nsamples += flag_samples[f];
+        }
 
         bool ok = each_flag(p, n, [&](const flag_ref &r) {
-            size += samples_per_flag
-                    * (sample_fixed + value_max
-                       + 2 * (r.mp->name_len + r.info.name_len));
+            size += per_flag
+                    + nsamples * 2 * (r.mp->name_len + r.info.name_len);
         });
         return ok ? size : 0;
     } catch (...) {
@@ -410,14 +483,14 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
         }
 
         o = put_header(o, F_UNCOUNTED);
-        o = put_cstr(o, families[F_UNCOUNTED].name);
+        o = put_name(o, F_UNCOUNTED);
         *o++ = ' ';
         o += fl::put_u64(uncounted, o);
         *o++ = '\n';
 
         o = put_header(o, F_REFUSED);
         for (unsigned i = 0; i < FL_REFUSED_MAX; i++) {
-            o = put_cstr(o, families[F_REFUSED].name);
+            o = put_name(o, F_REFUSED);
             o = fl::put_lit(o, "{reason=\"");
             o = put_cstr(o, refused_codes[i]);
             o = fl::put_lit(o, "\"} ");
@@ -426,18 +499,18 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
         }
 
         o = put_header(o, F_ZONE_BYTES);
-        o = put_cstr(o, families[F_ZONE_BYTES].name);
+        o = put_name(o, F_ZONE_BYTES);
         o = fl::put_lit(o, "{state=\"used\"} ");
         o += fl::put_u64(m->zone_used_bytes, o);
         *o++ = '\n';
-        o = put_cstr(o, families[F_ZONE_BYTES].name);
+        o = put_name(o, F_ZONE_BYTES);
         o = fl::put_lit(o, "{state=\"free\"} ");
         o += fl::put_u64(m->zone_free_bytes, o);
         *o++ = '\n';
 
         if (m->push_connections >= 0) {
             o = put_header(o, F_PUSH);
-            o = put_cstr(o, families[F_PUSH].name);
+            o = put_name(o, F_PUSH);
             *o++ = ' ';
             o += fl::put_u64(static_cast<uint64_t>(m->push_connections), o);
             *o++ = '\n';
