@@ -106,7 +106,8 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     r->headers_out.status = NGX_HTTP_OK;
     r->headers_out.content_length_n = len;
     r->headers_out.content_type = ngx_http_flags_metrics_type;
-    r->headers_out.content_type_len = ngx_http_flags_metrics_type.len;
+    /* the type alone, as nginx keeps it: gzip_types matches on it */
+    r->headers_out.content_type_len = sizeof("text/plain") - 1;
     r->headers_out.content_type_lowcase = NULL;
 
     rc = ngx_http_send_header(r);

@@ -42,7 +42,13 @@ _H_
         add_header X-Worker $pid always;
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
-        location = /metrics { flags_metrics; allow 127.0.0.1; deny all; }
+        location = /metrics {
+            flags_metrics;
+            allow 127.0.0.1;
+            deny all;
+            gzip on;
+            gzip_types text/plain;
+        }
         location /flags-admin/ { flags_admin; allow 127.0.0.1; deny all; }
 _S_
 
@@ -211,7 +217,26 @@ for my $pid (sort keys %seen) {
 my @bodies = map { (my $b = $_) =~ s/^flags_zone_bytes.*$//mg; $b } values %seen;
 is($bodies[0], $bodies[1], 'both workers give the same counters');
 
-# ---- HEAD, 405 ------------------------------------------------------------
+# ---- gzip (the README's location), HEAD, 405 -------------------------------
+
+{
+    my ($s, $h, $b) = req(GET => '/metrics', headers => ['Accept-Encoding: gzip']);
+    is($s, 200, 'gzip: 200');
+    is($h->{'content-encoding'}, 'gzip', 'gzip: Content-Encoding');
+    is($h->{'transfer-encoding'}, 'chunked', 'gzip: chunked');
+    my $raw = '';
+    while ($b =~ s/^([0-9a-fA-F]+)\r\n//) {
+        my $n = hex $1;
+        last if $n == 0;
+        $raw .= substr($b, 0, $n, '');
+        $b =~ s/^\r\n//;
+    }
+    require IO::Uncompress::Gunzip;
+    IO::Uncompress::Gunzip::gunzip(\$raw => \my $plain);
+    (my $want = $seen{$h->{'x-worker'}}) =~ s/^flags_zone_bytes.*$//mg;
+    $plain =~ s/^flags_zone_bytes.*$//mg;
+    is($plain, $want, 'gzip: the same exposition');
+}
 
 my ($hs, $hh, $hb) = req(HEAD => '/metrics');
 is($hs, 200, 'HEAD 200');
