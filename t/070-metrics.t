@@ -365,10 +365,39 @@ is($firing && "$firing->{labels}{project}/$firing->{labels}{flag}", 'shop/checko
 is(query('flags_rollbacks_total{project="shop",flag="checkout"}'), '2',
    'Prometheus: two rollbacks');
 
+# ---- a full zone: flags without room are counted as such ---------------------
+
+nginx_stop($master);
+my $small = prefix_dir('metrics-small');
+write_file("$small/conf/p.json", '{"flags":[' . join(',', map {
+    qq({"name":"a$_","enabled":true,"rolloutPercentage":100})
+} 1 .. 100) . ']}');
+write_file("$small/conf/nginx.conf", nginx_conf(http => <<'_H_', server => <<'_S_'));
+    flags_zone small:32k;
+    flags_project p token=tok file=p.json;
+    flags_error_log off;
+_H_
+        location = /flags-status { flags_status; }
+        location = /metrics { flags_metrics; }
+_S_
+$master = nginx_start($small);
+my (undef, undef, $status) = req(GET => '/flags-status');
+my $full = () = $status =~ /"zoneFull":true/g;
+ok($full > 0 && $full < 100, "some flags found no room ($full)");
+my (undef, undef, $sm) = req(GET => '/metrics');
+like($sm, qr/^flags_zone_uncounted_flags $full$/m, 'flags_zone_uncounted_flags');
+my ($sfree) = $sm =~ /^flags_zone_bytes\{state="free"\} (\d+)$/m;
+ok(defined $sfree && $sfree < 4 * 4096, "a full zone has little free ($sfree)");
+my $samples = () = $sm =~ /^flags_rolled_back\{project="p",flag="a\d+"\} 0$/mg;
+is($samples, 100, 'every flag is listed, with room or without');
+($rc, $out) = run_cmd($sm, 'promtool', 'check', 'metrics');
+is("$rc $out", '0 ', 'promtool check metrics: a full zone');
+nginx_stop($master);
+
 ok(keys %workers == 2, 'both workers served the test');
 ok(time - $t0 < 60, sprintf('the whole test took %.1f s', time - $t0));
 
-my $errlog = read_file("$dir/logs/error.log") // '';
+my $errlog = (read_file("$dir/logs/error.log") // '') . (read_file("$small/logs/error.log") // '');
 unlike($errlog, qr/\[(?:alert|crit|emerg)\]/, 'no alert in the error log');
 
 done_testing();
