@@ -20,9 +20,8 @@
  *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
  * What comes next gets files of its own beside them: _variables.c ($flag_NAME,
- * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
- * the zone's snapshots), _upstream.c (flags_upstream_errors, a log-phase
- * handler) and _sync.c (flags_sync: the Redis connection owned by the
+ * $flags_enabled, flags_context), _upstream.c (flags_upstream_errors, a
+ * log-phase handler) and _sync.c (flags_sync: the Redis connection owned by the
  * event loop); OFREP and the SDK API are handlers like _evaluate.c.
  */
 

@@ -436,8 +436,9 @@ size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) noexcept
         size_t size = 0;
 
         for (int f = 0; f < F_MAX; f++) {
-            size += sizeof("# HELP \n# TYPE  \n") + 2 * std::strlen(families[f].name)
-                    + std::strlen(families[f].help) + std::strlen(families[f].type);
+            size += sizeof("# HELP \n# TYPE  \n") + 2 * names.len[f]
+                    + std::strlen(families[f].help)
+                    + std::strlen(families[f].type);
         }
 
         /* the module's samples: reasons, zone, push, uncounted */
