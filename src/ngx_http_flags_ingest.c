@@ -83,6 +83,7 @@ static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
 static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *s);
+static ngx_uint_t ngx_http_flags_auth_reason(ngx_http_request_t *r);
 
 
 /*
@@ -131,14 +132,42 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
 
     rc = ngx_http_flags_authenticate(r, &project);
     if (project == NULL) {
+        ngx_http_flags_refused(r, ngx_http_flags_auth_reason(r));
         return rc;
     }
 
     if (r->method != NGX_HTTP_POST) {
+        ngx_http_flags_refused(r, FL_REFUSED_METHOD_NOT_ALLOWED);
         return ngx_http_flags_method_not_allowed(r, "POST");
     }
 
     return ngx_http_flags_ingest_report(r, project);
+}
+
+
+/*
+ * Why the token was refused (flags_metrics), from the challenge just
+ * answered: "Bearer error=\"invalid_token\"" for a token of no project,
+ * a bare "Bearer" otherwise (docs/http-api.md).
+ */
+
+static ngx_uint_t
+ngx_http_flags_auth_reason(ngx_http_request_t *r)
+{
+    ngx_table_elt_t  *h;
+
+    h = r->headers_out.www_authenticate;
+
+    if (h != NULL
+        && ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
+                            (u_char *) "invalid_token",
+                            sizeof("invalid_token") - 2)
+           != NULL)
+    {
+        return FL_REFUSED_INVALID_TOKEN;
+    }
+
+    return FL_REFUSED_UNAUTHORIZED;
 }
 
 
@@ -158,6 +187,7 @@ ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t  *ctx;
 
     if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
+        ngx_http_flags_refused(r, FL_REFUSED_UNSUPPORTED_MEDIA_TYPE);
         return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                          "unsupported_media_type",
                                          "Content-Type must be "
@@ -196,6 +226,8 @@ ngx_http_flags_too_large(ngx_http_request_t *r, size_t max)
 
     ngx_snprintf(msg, sizeof(msg), "the report is larger than %uz bytes%Z",
                  max);
+
+    ngx_http_flags_refused(r, FL_REFUSED_PAYLOAD_TOO_LARGE);
 
     return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
                                      "payload_too_large", (char *) msg);
@@ -289,10 +321,12 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
         break;
 
     case FL_ERR_JSON:
+        ngx_http_flags_refused(r, FL_REFUSED_INVALID_JSON);
         return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
                                          "invalid_json", err);
 
     case FL_ERR_FIELD:
+        ngx_http_flags_refused(r, FL_REFUSED_INVALID_FIELD);
         return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
                                          "invalid_field", err);
 
@@ -314,6 +348,8 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
         p = ngx_snprintf(msg, sizeof(msg),
                          "project \"%V\" has no flag \"%*s\"",
                          &project->name, len, report.flag_name);
+
+        ngx_http_flags_refused(r, FL_REFUSED_UNKNOWN_FLAG);
 
         return ngx_http_flags_send_error_len(r, NGX_HTTP_NOT_FOUND,
                                              "unknown_flag", msg, p - msg);
@@ -397,6 +433,7 @@ ngx_http_flags_batch_add(ngx_http_request_t *r,
 
         buf = ngx_alloc(size, r->connection->log);
         if (buf == NULL) {
+            ngx_http_flags_refused(r, FL_REFUSED_INTERNAL_ERROR);
             return ngx_http_flags_send_error(r,
                                              NGX_HTTP_INTERNAL_SERVER_ERROR,
                                              "internal_error",
@@ -482,6 +519,7 @@ ngx_http_flags_batch_flush(void)
             ngx_http_finalize_request(r, ngx_http_flags_accepted(r, ctx));
 
         } else {
+            ngx_http_flags_refused(r, FL_REFUSED_INTERNAL_ERROR);
             ngx_http_finalize_request(r,
                 ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
                                           "internal_error",

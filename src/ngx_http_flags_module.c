@@ -143,6 +143,14 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       0,
       (void *) ngx_http_flags_status_handler },
 
+    /* Prometheus (ngx_http_flags_metrics.c, docs/metrics.md) */
+    { ngx_string("flags_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_flags_set_handler,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_metrics_handler },
+
     { ngx_string("flags_admin"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_flags_set_handler,

@@ -18,10 +18,10 @@
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
  *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
+ *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
  * What comes next gets files of its own beside them: _variables.c ($flag_NAME,
- * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
- * the zone's snapshots), _upstream.c (flags_upstream_errors, a log-phase
- * handler) and _sync.c (flags_sync: the Redis connection owned by the
+ * $flags_enabled, flags_context), _upstream.c (flags_upstream_errors, a
+ * log-phase handler) and _sync.c (flags_sync: the Redis connection owned by the
  * event loop); OFREP and the SDK API are handlers like _evaluate.c.
  */
 
@@ -132,6 +132,8 @@ typedef struct {
     ngx_atomic_t                log_torn;    /* a report line was cut */
     ngx_atomic_t                state_seq;   /* the last state snapshot */
     ngx_atomic_t                state_written; /* the one on disk */
+    /* reports refused, by fl_refused_t (flags_metrics) */
+    ngx_atomic_t                refused[FL_REFUSED_MAX];
     ngx_http_flags_pversion_t  *pversions;
     ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_shctx_t;
@@ -234,6 +236,10 @@ void ngx_http_flags_changed(ngx_http_flags_project_t *project);
 ngx_atomic_uint_t ngx_http_flags_answer_version(
     ngx_http_flags_project_t *project);
 ngx_uint_t ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf);
+/* flags_metrics: a refused report (reason: fl_refused_t), the zone's pages */
+void ngx_http_flags_refused(ngx_http_request_t *r, ngx_uint_t reason);
+void ngx_http_flags_zone_bytes(ngx_http_flags_main_conf_t *fmcf,
+    uint64_t *used, uint64_t *nfree);
 uint64_t ngx_http_flags_now_ms(void);
 
 /* ngx_http_flags_state.c */
@@ -293,6 +299,8 @@ fl_result_t *ngx_http_flags_evaluate_counted(ngx_pool_t *pool,
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
+/* ngx_http_flags_metrics.c: flags_metrics (docs/metrics.md) */
+ngx_int_t ngx_http_flags_metrics_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
 /* ngx_http_flags_sdk.c */
 ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);

@@ -1053,6 +1053,9 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
         return 0;
     }
 
+    /* flags_metrics' flags_rollbacks_total */
+    fl_count_rollback(flag->totals);
+
     fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
 
     return 1;
@@ -1191,4 +1194,57 @@ ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
     return n;
+}
+
+
+/* ------------------------------------------------------- flags_metrics */
+
+
+/* A report refused with the error code of reason (fl_refused_t). */
+
+void
+ngx_http_flags_refused(ngx_http_request_t *r, ngx_uint_t reason)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    if (fmcf->sh == NULL || reason >= FL_REFUSED_MAX) {
+        return;
+    }
+
+    (void) ngx_atomic_fetch_add(&fmcf->sh->refused[reason], 1);
+}
+
+
+/*
+ * The slab allocator's pages: those in use (whole pages, however full
+ * their slots are) and the free ones.  Together they are the zone less
+ * the allocator's own page table.
+ */
+
+void
+ngx_http_flags_zone_bytes(ngx_http_flags_main_conf_t *fmcf, uint64_t *used,
+    uint64_t *nfree)
+{
+    ngx_uint_t        pages, pfree;
+    ngx_slab_pool_t  *shpool;
+
+    shpool = fmcf->shpool;
+
+    if (shpool == NULL) {
+        *used = 0;
+        *nfree = 0;
+        return;
+    }
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    pages = shpool->last - shpool->pages;
+    pfree = shpool->pfree;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    *used = (uint64_t) (pages - ngx_min(pfree, pages)) * ngx_pagesize;
+    *nfree = (uint64_t) pfree * ngx_pagesize;
 }

@@ -23,6 +23,7 @@ FLAGS_CORE_SRCS = \
 	json_scan.cpp \
 	json_writer.cpp \
 	messages.cpp \
+	metrics.cpp \
 	murmur3.cpp \
 	number.cpp \
 	ofrep.cpp \

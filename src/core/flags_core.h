@@ -324,6 +324,7 @@ typedef struct {
     uint64_t    on_errors;
     uint64_t    off_evaluations;
     uint64_t    off_errors;
+    uint64_t    rollbacks;          /* times a rollback tripped */
 } fl_totals_t;
 
 typedef struct {
@@ -346,6 +347,7 @@ typedef struct {
     uint64_t    on_errors;
     uint64_t    off_evaluations;
     uint64_t    off_errors;
+    uint64_t    rollbacks;              /* lifetime, fl_count_rollback() */
 
     uint64_t    window_enabled;         /* within the window at now_sec */
     uint64_t    window_errors;
@@ -379,6 +381,11 @@ void fl_count_cohort(fl_totals_t *t, int enabled) FL_NOEXCEPT;
  * and of the on cohort; off: only the off cohort's. */
 void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) FL_NOEXCEPT;
+
+/* A rollback tripped (fl_control_try_rollback() returned 1): the lifetime
+ * count flags_metrics shows.  A rollback restored from the state file is
+ * not one. */
+void fl_count_rollback(fl_totals_t *t) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
@@ -537,6 +544,65 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)
     FL_NOEXCEPT;
 size_t fl_status_flag_json(const fl_project_t *p, size_t i,
     const fl_state_snapshot_t *s, int counted, char *buf) FL_NOEXCEPT;
+
+
+/* ================================================== Prometheus metrics
+ *
+ * flags_metrics (docs/metrics.md): the text exposition format 0.0.4, every
+ * metric family once, with its HELP and TYPE lines, then its samples.
+ * metrics.cpp.
+ */
+
+/* Why a report was refused: each is the error code of its JSON answer. */
+typedef enum {
+    FL_REFUSED_UNAUTHORIZED = 0,        /* no or malformed Bearer token */
+    FL_REFUSED_INVALID_TOKEN,           /* a token of no project */
+    FL_REFUSED_METHOD_NOT_ALLOWED,
+    FL_REFUSED_UNSUPPORTED_MEDIA_TYPE,
+    FL_REFUSED_PAYLOAD_TOO_LARGE,
+    FL_REFUSED_INVALID_JSON,
+    FL_REFUSED_INVALID_FIELD,
+    FL_REFUSED_UNKNOWN_FLAG,
+    FL_REFUSED_INTERNAL_ERROR,          /* the report log could not be written */
+    FL_REFUSED_MAX
+} fl_refused_t;
+
+/* The error code of a reason ("invalid_json"), NULL when out of range. */
+const char *fl_refused_code(unsigned reason) FL_NOEXCEPT;
+
+/* One project: its name, its flags file, and per flag (file order) a
+ * snapshot of its state and whether it found room in the zone. */
+typedef struct {
+    const char                 *name;
+    size_t                      name_len;
+    const fl_project_t         *project;
+    const fl_state_snapshot_t  *snapshots;  /* fl_project_flag_count() */
+    const uint8_t              *counted;    /* the same; NULL: all counted */
+} fl_metrics_project_t;
+
+/* What the module knows beside the flags. */
+typedef struct {
+    uint64_t    refused[FL_REFUSED_MAX];    /* reports refused, by reason */
+    uint64_t    zone_used_bytes;            /* pages of the zone in use */
+    uint64_t    zone_free_bytes;            /* free pages */
+    /* live push connections of the whole zone; < 0: not rendered (the
+     * glue counts them per worker only, see docs/metrics.md) */
+    int64_t     push_connections;
+} fl_metrics_module_t;
+
+/* Upper bound of fl_metrics_write() for these projects. */
+size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) FL_NOEXCEPT;
+
+/* The whole exposition; returns the bytes written (0 on an internal
+ * error). */
+size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
+    const fl_metrics_module_t *m, char *buf) FL_NOEXCEPT;
+
+/* A label value escaped for the text format: a backslash, a double quote
+ * and a newline become two bytes each (backslash-backslash,
+ * backslash-quote, backslash-n); every other byte is copied.  out has room
+ * for 2 x len bytes.  Returns the bytes written. */
+size_t fl_prom_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
 
 /* ================================================================ OFREP

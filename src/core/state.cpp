@@ -267,6 +267,11 @@ void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     add(&t->on_errors, 1);
 }
 
+void fl_count_rollback(fl_totals_t *t) noexcept
+{
+    add(&t->rollbacks, 1);
+}
+
 void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
 {
     std::memset(c, 0, sizeof(*c));
@@ -440,6 +445,7 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
         out->on_errors = load(&t->on_errors);
         out->off_evaluations = load(&t->off_evaluations);
         out->off_errors = load(&t->off_errors);
+        out->rollbacks = load(&t->rollbacks);
     }
     out->window_seconds = window_seconds;
     out->window_enabled = window_enabled;

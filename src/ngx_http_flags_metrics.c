@@ -1,0 +1,134 @@
+/*
+ * ngx_http_flags_metrics.c - flags_metrics: the zone's counters in the
+ * Prometheus text exposition format 0.0.4 (docs/metrics.md).
+ *
+ * A snapshot of every flag of every project of this worker's
+ * configuration, the refused reports and the zone's pages go to the core,
+ * which writes the text.  Like flags_status it takes no token: protect it
+ * with allow/deny.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+static ngx_str_t  ngx_http_flags_metrics_type =
+    ngx_string("text/plain; version=0.0.4; charset=utf-8");
+
+
+ngx_int_t
+ngx_http_flags_metrics_handler(ngx_http_request_t *r)
+{
+    u_char                      *body;
+    size_t                       i, n, len, size;
+    int64_t                      now;
+    uint8_t                     *counted;
+    ngx_int_t                    rc;
+    ngx_buf_t                   *b;
+    ngx_uint_t                   k;
+    ngx_chain_t                  out;
+    fl_state_snapshot_t         *s;
+    fl_metrics_module_t          m;
+    fl_metrics_project_t        *mp;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    project = fmcf->projects.elts;
+
+    mp = ngx_pcalloc(r->pool, (fmcf->projects.nelts + 1)
+                              * sizeof(fl_metrics_project_t));
+    if (mp == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        n = project[i].nflags;
+
+        s = ngx_palloc(r->pool, (n + 1) * sizeof(fl_state_snapshot_t));
+        counted = ngx_palloc(r->pool, n + 1);
+        if (s == NULL || counted == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        for (k = 0; k < n; k++) {
+            ngx_http_flags_snapshot(fmcf, &project[i].flags[k], now, &s[k]);
+            counted[k] = project[i].flags[k].node != NULL;
+        }
+
+        mp[i].name = (const char *) project[i].name.data;
+        mp[i].name_len = project[i].name.len;
+        mp[i].project = project[i].core;
+        mp[i].snapshots = s;
+        mp[i].counted = counted;
+    }
+
+    ngx_memzero(&m, sizeof(fl_metrics_module_t));
+
+    if (fmcf->sh) {
+        for (k = 0; k < FL_REFUSED_MAX; k++) {
+            m.refused[k] = fmcf->sh->refused[k];
+        }
+    }
+
+    ngx_http_flags_zone_bytes(fmcf, &m.zone_used_bytes, &m.zone_free_bytes);
+
+    /* push connections are counted per worker only: not rendered */
+    m.push_connections = -1;
+
+    size = fl_metrics_bound(mp, fmcf->projects.nelts);
+    if (size == 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    body = ngx_pnalloc(r->pool, size);
+    if (body == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    len = fl_metrics_write(mp, fmcf->projects.nelts, &m, (char *) body);
+    if (len == 0) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "flags_metrics: the core could not write the metrics");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = len;
+    r->headers_out.content_type = ngx_http_flags_metrics_type;
+    /* the type alone, as nginx keeps it: gzip_types matches on it */
+    r->headers_out.content_type_len = sizeof("text/plain") - 1;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b->pos = body;
+    b->last = body + len;
+    b->memory = 1;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
