@@ -18,11 +18,12 @@
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
  *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
- * What comes next gets files of its own beside them: _variables.c ($flag_NAME,
- * $flags_enabled, flags_context), _metrics.c (flags_metrics, a writer over
- * the zone's snapshots), _upstream.c (flags_upstream_errors, a log-phase
- * handler) and _sync.c (flags_sync: the Redis connection owned by the
- * event loop); OFREP and the SDK API are handlers like _evaluate.c.
+ *   ngx_http_flags_variables.c $flag_NAME, $flags_enabled, flags_context
+ *   ngx_http_flags_upstream.c  flags_upstream_errors, a log-phase handler
+ * What comes next gets files of its own beside them: _metrics.c
+ * (flags_metrics, a writer over the zone's snapshots) and _sync.c
+ * (flags_sync: the Redis connection owned by the event loop); OFREP and the
+ * SDK API are handlers like _evaluate.c.
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_

@@ -208,6 +208,19 @@ is(get('/self?uid=u1'), "[1]\n",
    'user=$flag_a: empty while the context is computed (anonymous), then a answers');
 is(get('/nocontext'), "[][b]\n", '$flag_new_checkout is empty where the project has no such flag');
 
+# a caller over the limits of GET /flags: every flag 0, nothing counted
+{
+    my $f0 = status_flag('shop', 'a')->{counters}{evaluations};
+    my $long = 'x' x 1025;
+    is(get("/v?uid=$long"), "0 0 0 0 0|\n", 'a userId over 1024 bytes: every $flag_ reads 0, $flags_enabled empty');
+    is(status_flag('shop', 'a')->{counters}{evaluations}, $f0, '... and nothing is counted');
+    like(read_file("$dir/logs/error.log"),
+         qr/\[info\] .*flags: the values of flags_context "shop" are refused \(userId is longer than 1024 bytes\): every \$flag_ reads 0/,
+         '... an info line says why');
+    is(get('/v?uid=' . ('y' x 1024), 'X-Plan: pro') =~ /^1 [01] 0 1 [01]\|/ ? 1 : 0, 1,
+       'a userId of exactly 1024 bytes is evaluated');
+}
+
 # --- the same answer as GET /flags ------------------------------------------
 
 my @plans = ('pro', 'free', '');
@@ -366,6 +379,8 @@ my @cases = (
      qr{\[emerg\] \d+#\d+: flags "new-checkout" and "New\.Checkout" of project "dup" are both read as one variable \(\$flag_ lowercases and writes '-', '\.' and ':' as '_'\) in .*nginx\.conf:LINE_dupctx}],
     ['collisions of a project no context names are allowed',
      "$base    flags_context shop user=\$arg_uid;\n", "        location / { return 200 \$flag_a; }\n", undef, 0],
+    ['an empty user= is an anonymous context',
+     "$base    flags_context shop user=;\n", "        location / { return 200 \$flag_a; }\n", undef, 0],
     ['no flags_context: a warning, the variable is empty',
      $base, "        location / { return 200 \$flag_a; }\n",
      qr{\[warn\] \d+#\d+: variable "\$flag_a" is read but no flags_context names a project: it is always empty}, 0],
