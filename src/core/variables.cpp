@@ -171,8 +171,9 @@ fl_status_t fl_user_from_values(const char *user_id, size_t user_id_len,
         for (size_t i = 1; i < present; i++) {
             fl_trait_t t = copy[i];
             size_t j = i;
-            while (j > 0 && fl::bytes_cmp(copy[j - 1].name, copy[j - 1].name_len,
-                                          t.name, t.name_len) > 0)
+            while (j > 0
+                   && fl::bytes_cmp(copy[j - 1].name, copy[j - 1].name_len,
+                                    t.name, t.name_len) > 0)
             {
                 copy[j] = copy[j - 1];
                 j--;
