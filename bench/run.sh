@@ -179,6 +179,8 @@ print(json.dumps({"flags": [flag],
                   "segments": {s: p["segments"][s] for s in flag["segments"]}}))
 EOF
 ONE_FLAG=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["flags"][0]["name"])' "$PREFIX/conf/flags/p1.json")
+# two flags of p30 as nginx variables ($flag_NAME: lowercase, '-' '.' ':' as '_')
+read -r VAR_A VAR_B < <(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["flags"]; print(*["flag_" + x["name"].lower().replace("-", "_").replace(".", "_").replace(":", "_") for x in f[:2]])' "$PREFIX/conf/flags/p30.json")
 # The benchmark user as an OFREP context (numbers as JSON numbers).
 cat >"$OUT/ofrep.json" <<'EOF'
 {"context":{"targetingKey":"bench-user-7","plan":"pro","country":"de","appVersion":"2.3.1","email":"ana.silva@example.com","sessions":42}}
@@ -278,6 +280,34 @@ $1
             flags_ingest_errors;
         }
         location = /flags-status { flags_status; }
+
+        # a proxied request reading two \$flag_ variables vs the same proxy
+        # without them (docs/variables.md); the backend is a return 200 in
+        # this nginx, over a unix socket with keep-alive connections
+        location = /proxy {
+            proxy_http_version  1.1;
+            proxy_set_header    Connection "";
+            proxy_set_header    X-Flag-A 1;
+            proxy_set_header    X-Flag-B 0;
+            proxy_pass          http://bench_backend;
+        }
+        location = /proxyflags {
+            flags_context       p30 user=\$arg_userId trait_plan=\$arg_trait_plan trait_country=\$arg_trait_country trait_appVersion=\$arg_trait_appVersion trait_sessions=\$arg_trait_sessions;
+            proxy_http_version  1.1;
+            proxy_set_header    Connection "";
+            proxy_set_header    X-Flag-A \$$VAR_A;
+            proxy_set_header    X-Flag-B \$$VAR_B;
+            proxy_pass          http://bench_backend;
+        }
+    }
+
+    upstream bench_backend {
+        server     unix:$PREFIX/logs/backend.sock;
+        keepalive  32;
+    }
+    server {
+        listen       unix:$PREFIX/logs/backend.sock;
+        location / { return 200 'ok'; }
     }
 }
 EOF
@@ -433,6 +463,8 @@ scenario ofrep1       "POST OFREP single evaluation (that flag)" "/ofrep/v1/eval
 scenario ofrepbulk    "POST OFREP bulk evaluation (30 flags)"    "/ofrep/v1/evaluate/flags" "$OFREP" "${AUTH30[@]}" "${JSON[@]}"
 scenario static304    "GET /static304 (baseline, return 304)"    "/static304?$QUERY"  "" "${AUTH30[@]}" "${INM[@]}"
 scenario flags304     "GET /flags answered 304 (If-None-Match)"  "/flags?$QUERY"      "" "${AUTH30[@]}" "${INM[@]}"
+scenario proxy        "GET /proxy (baseline, proxy_pass)"        "/proxy?$QUERY"      ""
+scenario proxyflags   "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""
 done
 
 # --------------------------------------------------------------------------
@@ -530,6 +562,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio ofrep1       flags1     0.9 "OFREP single evaluation vs GET /flags of that one flag"
     row_ratio ofrepbulk    flags30    0.9 "OFREP bulk (30 flags) vs GET /flags (30 flags)"
     row_ratio flags304     static304  0.95 "GET /flags answered 304 vs return 304"
+    row_ratio proxyflags   proxy      0.95 "proxy reading two \$flag_ variables vs the same proxy"
     echo
     echo "ratio = module req/s / baseline req/s (the targets apply to it). CPU/req ratio = baseline / module"
     echo "server CPU per request: less sensitive to other load on the machine; 1.00 = the module costs no"

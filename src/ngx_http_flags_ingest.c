@@ -80,9 +80,6 @@ static ngx_int_t ngx_http_flags_batch_write(ngx_http_flags_batch_t *b,
     ngx_log_t *log);
 static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx);
-static void ngx_http_flags_rolled_back(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
-    fl_state_snapshot_t *s);
 static ngx_uint_t ngx_http_flags_auth_reason(ngx_http_request_t *r);
 
 
@@ -613,7 +610,13 @@ ngx_http_flags_batch_write(ngx_http_flags_batch_t *b, ngx_log_t *log)
 }
 
 
-static void
+/*
+ * What follows a rollback that an error tripped (s is its record): push
+ * clients learn it, the log says it, the state file is rewritten.  Reports
+ * and upstream errors (ngx_http_flags_upstream.c) both come here.
+ */
+
+void
 ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *s)

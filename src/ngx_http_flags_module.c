@@ -33,6 +33,7 @@ static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
+static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
 
 
 static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
@@ -194,13 +195,28 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       offsetof(ngx_http_flags_main_conf_t, push_max),
       NULL },
 
+    /* flags as variables, upstream errors (docs/variables.md) */
+    { ngx_string("flags_context"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_2MORE,
+      ngx_http_flags_context,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("flags_upstream_errors"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_http_flags_upstream_errors,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
 
 static ngx_http_module_t  ngx_http_flags_module_ctx = {
-    NULL,                                  /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_flags_add_variables,          /* preconfiguration */
+    ngx_http_flags_postconfiguration,      /* postconfiguration */
 
     ngx_http_flags_create_main_conf,       /* create main configuration */
     ngx_http_flags_init_main_conf,         /* init main configuration */
@@ -398,6 +414,10 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->log_level = NGX_CONF_UNSET_UINT;
     flcf->push_heartbeat = NGX_CONF_UNSET_MSEC;
     flcf->ofrep_events = NGX_CONF_UNSET;
+    flcf->context = NGX_CONF_UNSET_PTR;
+    flcf->upstream_errors = NGX_CONF_UNSET;
+    flcf->upstream_status_min = NGX_CONF_UNSET_UINT;
+    flcf->upstream_status_max = NGX_CONF_UNSET_UINT;
     flcf->handler = NULL;
     flcf->handler_directive = NULL;
     ngx_str_null(&flcf->handler_file);
@@ -422,6 +442,19 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_msec_value(conf->push_heartbeat, prev->push_heartbeat,
                               15000);
     ngx_conf_merge_value(conf->ofrep_events, prev->ofrep_events, 1);
+
+    /* flags_upstream_errors: nested locations inherit it */
+    if (conf->upstream_errors == NGX_CONF_UNSET) {
+        conf->upstream_errors = prev->upstream_errors;
+        conf->upstream_status_min = prev->upstream_status_min;
+        conf->upstream_status_max = prev->upstream_status_max;
+    }
+
+    ngx_conf_merge_value(conf->upstream_errors, prev->upstream_errors, 0);
+
+    if (ngx_http_flags_merge_context(cf, prev, conf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     if (conf->push_heartbeat < 100) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -457,6 +490,17 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_postconfiguration(ngx_conf_t *cf)
+{
+    if (ngx_http_flags_variables_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_flags_upstream_init(cf);
 }
 
 

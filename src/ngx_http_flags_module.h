@@ -18,11 +18,11 @@
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
  *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
+ *   ngx_http_flags_variables.c $flag_NAME, $flags_enabled, flags_context
+ *   ngx_http_flags_upstream.c  flags_upstream_errors, a log-phase handler
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
- * What comes next gets files of its own beside them: _variables.c ($flag_NAME,
- * $flags_enabled, flags_context), _upstream.c (flags_upstream_errors, a
- * log-phase handler) and _sync.c (flags_sync: the Redis connection owned by the
- * event loop); OFREP and the SDK API are handlers like _evaluate.c.
+ * What comes next gets a file of its own beside them: _sync.c (flags_sync:
+ * the Redis connection owned by the event loop).
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_
@@ -169,6 +169,11 @@ typedef struct {
 } ngx_http_flags_project_t;
 
 
+/* flags_context and the variables' tables (ngx_http_flags_variables.c) */
+typedef struct ngx_http_flags_context_s    ngx_http_flags_context_t;
+typedef struct ngx_http_flags_vars_conf_s  ngx_http_flags_vars_conf_t;
+
+
 typedef struct {
     ngx_cycle_t                *cycle;
     ngx_shm_zone_t             *shm_zone;
@@ -194,6 +199,7 @@ typedef struct {
     ngx_uint_t                  gen;         /* this configuration's */
     ngx_uint_t                  log_level;
     ngx_uint_t                  push_max;    /* push connections a worker */
+    ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
 } ngx_http_flags_main_conf_t;
 
 
@@ -203,6 +209,12 @@ typedef struct {
     ngx_uint_t                  log_level;
     ngx_msec_t                  push_heartbeat;
     ngx_flag_t                  ofrep_events;
+
+    /* flags_context, flags_upstream_errors (docs/variables.md) */
+    ngx_http_flags_context_t   *context;     /* NULL: none in scope */
+    ngx_flag_t                  upstream_errors;
+    ngx_uint_t                  upstream_status_min;
+    ngx_uint_t                  upstream_status_max;
 
     /* the content handler one of our directives set, and where */
     ngx_http_handler_pt         handler;
@@ -222,6 +234,9 @@ ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
 ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s);
+/* the rollback decision after an error was counted (reports, upstream) */
+ngx_uint_t ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
 void ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
 ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
@@ -289,6 +304,10 @@ void ngx_http_flags_batch_flush(void);
 ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
+/* ngx_http_flags_ingest.c: after ngx_http_flags_decide_rollback() tripped */
+void ngx_http_flags_rolled_back(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    fl_state_snapshot_t *s);
 
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 uint32_t *ngx_http_flags_effective(ngx_pool_t *pool,
@@ -315,6 +334,23 @@ ngx_int_t ngx_http_flags_push_token(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
 ngx_int_t ngx_http_flags_push_sse(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
+
+/* ngx_http_flags_variables.c: flags_context, $flag_NAME, $flags_enabled */
+char *ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_flags_merge_context(ngx_conf_t *cf,
+    ngx_http_flags_loc_conf_t *prev, ngx_http_flags_loc_conf_t *conf);
+ngx_int_t ngx_http_flags_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_flags_variables_init(ngx_conf_t *cf);
+typedef void (*ngx_http_flags_read_pt)(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    ngx_uint_t enabled, void *data);
+void ngx_http_flags_variables_each_read(ngx_http_request_t *r,
+    ngx_http_flags_read_pt fn, void *data);
+
+/* ngx_http_flags_upstream.c: flags_upstream_errors, the log phase */
+char *ngx_http_flags_upstream_errors(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_flags_upstream_init(ngx_conf_t *cf);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

@@ -1020,9 +1020,7 @@ ngx_uint_t
 ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s)
 {
-    int64_t                   now;
-    uint32_t                  seconds;
-    uint64_t                  enabled, errors;
+    int64_t  now;
 
     if (flag->node == NULL) {
         return 0;
@@ -1032,7 +1030,27 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
 
     fl_count_error(flag->totals, flag->window, now);
 
-    if (flag->policy.mode != FL_ROLLBACK_ON
+    return ngx_http_flags_decide_rollback(fmcf, flag, now, s);
+}
+
+
+/*
+ * The rollback decision after an error of the flag was counted at now:
+ * an accepted report (above) or an upstream error of its on cohort
+ * (ngx_http_flags_upstream.c).  Returns 1 when this error rolled the flag
+ * back, with the record in *s; the caller then runs
+ * ngx_http_flags_rolled_back().
+ */
+
+ngx_uint_t
+ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s)
+{
+    uint32_t  seconds;
+    uint64_t  enabled, errors;
+
+    if (flag->node == NULL
+        || flag->policy.mode != FL_ROLLBACK_ON
         || fl_control_rolled_back(flag->ctl))
     {
         return 0;

@@ -51,7 +51,7 @@ __DATA__
 [(200) x 31]
 --- response_body_like eval
 [('^\{"flags":') x 30,
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":30,"enabledEvaluations":30,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":30,"errors":0\},"rollback":null,"zoneFull":false\},.*\{"name":"half","enabled":true,"rolloutPercentage":50,"segments":\["beta"\],"effectiveRolloutPercentage":50,"rolledBack":false,"override":null,"counters":\{"evaluations":30,"enabledEvaluations":30,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":30,"errors":0\},"rollback":null,"zoneFull":false\}\]\},\{"name":"blog","flags":\[\{"name":"comments",']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":30,"enabledEvaluations":30,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":30,"errors":0\},"errorsBySource":\{"reports":0,"upstream":0\},"cohorts":\{"on":\{"evaluations":0,"errors":0,"errorPercentage":null\},"off":\{"evaluations":0,"errors":0,"errorPercentage":null\}\},"rollback":null,"zoneFull":false\},.*\{"name":"half","enabled":true,"rolloutPercentage":50,"segments":\["beta"\],"effectiveRolloutPercentage":50,"rolledBack":false,"override":null,"counters":\{"evaluations":30,"enabledEvaluations":30,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":30,"errors":0\},"errorsBySource":\{"reports":0,"upstream":0\},"cohorts":\{"on":\{"evaluations":0,"errors":0,"errorPercentage":null\},"off":\{"evaluations":0,"errors":0,"errorPercentage":null\}\},"rollback":null,"zoneFull":false\}\]\},\{"name":"blog","flags":\[\{"name":"comments",']
 
 
 
@@ -64,7 +64,7 @@ __DATA__
 [(200) x 4, (204) x 3, (200) x 13]
 --- response_body_like eval
 [("^\Q$::AllOn\E\$") x 4, ("^\$") x 3, ("^\Q$::RiskyOff\E\$") x 12,
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,"counters":\{"evaluations":16,"enabledEvaluations":4,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":4,"errors":3\},"rollback":\{"at":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","errors":3,"enabledEvaluations":4\},"zoneFull":false\}']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,"counters":\{"evaluations":16,"enabledEvaluations":4,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":4,"errors":3\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":0,"errors":0,"errorPercentage":null\},"off":\{"evaluations":0,"errors":0,"errorPercentage":null\}\},"rollback":\{"at":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","errors":3,"enabledEvaluations":4\},"zoneFull":false\}']
 --- no_error_log
 [alert]
 [crit]
@@ -114,7 +114,7 @@ rolled back
 [200, 204, 204, 204, 200, 204, 200, 200]
 --- response_body_like eval
 ["^\Q$::AllOn\E\$", "^\$", "^\$", "^\$", "^\Q$::RiskyOff\E\$", "^\$", "^\Q$::AllOn\E\$",
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":3,"enabledEvaluations":2,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":1,"errors":0\},"rollback":null,"zoneFull":false\}']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":3,"enabledEvaluations":2,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":1,"errors":0\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":0,"errors":0,"errorPercentage":null\},"off":\{"evaluations":0,"errors":0,"errorPercentage":null\}\},"rollback":null,"zoneFull":false\}']
 --- no_error_log
 [alert]
 [crit]

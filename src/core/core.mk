@@ -37,7 +37,8 @@ FLAGS_CORE_SRCS = \
 	state.cpp \
 	statefile.cpp \
 	status_json.cpp \
-	utf8.cpp
+	utf8.cpp \
+	variables.cpp
 
 # What a program linking libflagscore.a needs after it.
 FLAGS_CORE_LDLIBS = -lyajl -lpcre2-8 -lstdc++ -lm

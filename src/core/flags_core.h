@@ -222,6 +222,36 @@ const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
     size_t len) FL_NOEXCEPT;
 
 
+/* ------------------------------------ nginx variables (variables.cpp) */
+
+/* The variable name of a flag, without the "flag_" prefix: nginx
+ * lowercases variable names, so ASCII letters are lowercased, and '-',
+ * '.' and ':' become '_'; other bytes are kept.  out has room for len
+ * bytes; returns len. */
+size_t fl_flag_var_name(const char *name, size_t len, char *out) FL_NOEXCEPT;
+
+/* The flag of p whose variable name is name (either case), or -1. */
+long fl_project_find_var(const fl_project_t *p, const char *name,
+    size_t len) FL_NOEXCEPT;
+
+/* 1 when two flags of p have the same variable name: the first such pair
+ * in file order (*first < *second); 0 when every name is distinct. */
+int fl_project_var_collision(const fl_project_t *p, size_t *first,
+    size_t *second) FL_NOEXCEPT;
+
+/* The caller from values an nginx configuration computes (flags_context
+ * user= and trait_NAME=): an empty value is an absent userId or trait.
+ * The limits of fl_parse_query(): FL_ERR_QUERY with a message for a value
+ * over FL_MAX_VALUE_LEN, a NUL byte, a trait name empty or over
+ * FL_MAX_TRAIT_NAME_LEN, more than max_traits present traits, a name
+ * given twice.  No byte is decoded.  Strings are not copied: *out points
+ * into the caller's values; the sorted trait array comes from a. */
+fl_status_t fl_user_from_values(const char *user_id, size_t user_id_len,
+    const fl_trait_t *traits, size_t ntraits, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
+    FL_NOEXCEPT;
+
+
 /* ------------------------------------------------------------ evaluation */
 
 typedef struct {

@@ -5,6 +5,9 @@
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
  *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
  *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N},
+ *    "errorsBySource":{"reports":N,"upstream":N},
+ *    "cohorts":{"on":{"evaluations":N,"errors":N,"errorPercentage":P},
+ *               "off":{"evaluations":N,"errors":N,"errorPercentage":P}},
  *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
  *                "enabledEvaluations":N},
  *    "zoneFull":false}
@@ -13,7 +16,12 @@
  * everything after comes from the state snapshot.  "zoneFull" is true for a
  * flag that found no room in the shared zone (counted == 0): it is
  * evaluated but nothing is counted and it cannot roll back, so its
- * counters read 0.  Only the public project API is used.
+ * counters read 0.  "errorsBySource" splits "counters"."errors" into
+ * accepted reports and upstream errors (flags_upstream_errors);
+ * "cohorts" are the requests that read the flag through a variable, by
+ * their answer, and their upstream errors; errorPercentage is
+ * errors / evaluations in percent, rounded down to 3 decimals, null with
+ * no evaluation (docs/variables.md).  Only the public project API is used.
  */
 
 #include "flags_core.h"
@@ -23,9 +31,35 @@
 namespace {
 
 /* Every fixed byte of the object (member names, punctuation, literals),
- * with room to spare: about 320 bytes, plus 6 integers of at most 20
- * digits, 2 percentages of at most 8 bytes and a 24-byte time. */
-constexpr size_t fixed_bound = 512;
+ * with room to spare: about 480 bytes, plus 12 integers of at most 20
+ * digits, 4 percentages of at most 8 bytes and a 24-byte time. */
+constexpr size_t fixed_bound = 1024;
+
+/* errors / evaluations in milli-percent, rounded down, at most 100 %. */
+uint32_t error_milli(uint64_t errors, uint64_t evaluations) noexcept
+{
+    if (errors >= evaluations) {
+        return FL_MILLI_MAX;
+    }
+    unsigned __int128 m = static_cast<unsigned __int128>(errors) * FL_MILLI_MAX;
+    return static_cast<uint32_t>(m / evaluations);
+}
+
+char *put_cohort(char *o, uint64_t evaluations, uint64_t errors) noexcept
+{
+    o = fl::put_lit(o, "{\"evaluations\":");
+    o += fl::put_u64(evaluations, o);
+    o = fl::put_lit(o, ",\"errors\":");
+    o += fl::put_u64(errors, o);
+    o = fl::put_lit(o, ",\"errorPercentage\":");
+    if (evaluations == 0) {
+        o = fl::put_lit(o, "null}");
+    } else {
+        o += fl_json_milli(error_milli(errors, evaluations), o);
+        *o++ = '}';
+    }
+    return o;
+}
 
 } // namespace
 
@@ -108,6 +142,19 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         o += fl::put_u64(s->window_enabled, o);
         o = fl::put_lit(o, ",\"errors\":");
         o += fl::put_u64(s->window_errors, o);
+
+        /* read apart from errors: an upstream error counted between the
+         * two loads must not make the reports negative */
+        uint64_t upstream = s->errors_upstream < s->errors
+                            ? s->errors_upstream : s->errors;
+        o = fl::put_lit(o, "},\"errorsBySource\":{\"reports\":");
+        o += fl::put_u64(s->errors - upstream, o);
+        o = fl::put_lit(o, ",\"upstream\":");
+        o += fl::put_u64(upstream, o);
+        o = fl::put_lit(o, "},\"cohorts\":{\"on\":");
+        o = put_cohort(o, s->on_evaluations, s->on_errors);
+        o = fl::put_lit(o, ",\"off\":");
+        o = put_cohort(o, s->off_evaluations, s->off_errors);
 
         o = fl::put_lit(o, "},\"rollback\":");
         if (s->rolled_back) {

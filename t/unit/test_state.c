@@ -738,6 +738,9 @@ static void test_status_json(void **state)
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":1},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1},"
+        "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
+        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
@@ -749,6 +752,9 @@ static void test_status_json(void **state)
         "\"rolledBack\":true,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2},"
+        "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
+        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
         "\"enabledEvaluations\":3},\"zoneFull\":false}");
 
@@ -760,6 +766,9 @@ static void test_status_json(void **state)
         "\"rolledBack\":false,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
         "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
+        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
     /* A flag off in its file keeps its configured percentage. */
@@ -772,6 +781,9 @@ static void test_status_json(void **state)
         "\"rolledBack\":false,\"override\":{\"enabled\":false},"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
+        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":null,\"zoneFull\":false}");
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_NONE, 0);
     s = snap(m2, 100);
@@ -784,6 +796,11 @@ static void test_status_json(void **state)
     s.rollback_errors = UINT64_MAX;
     s.rollback_enabled = UINT64_MAX;
     s.rollback_at_ms = 253402300799999ULL;
+    s.errors_upstream = UINT64_MAX;
+    s.on_evaluations = UINT64_MAX;
+    s.on_errors = UINT64_MAX;
+    s.off_evaluations = UINT64_MAX;
+    s.off_errors = UINT64_MAX;
     status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
@@ -792,9 +809,52 @@ static void test_status_json(void **state)
         "\"enabledEvaluations\":18446744073709551615,\"errors\":18446744073709551615},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":18446744073709551615,"
         "\"errors\":18446744073709551615},"
+        "\"errorsBySource\":{\"reports\":0,\"upstream\":18446744073709551615},"
+        "\"cohorts\":{\"on\":{\"evaluations\":18446744073709551615,"
+        "\"errors\":18446744073709551615,\"errorPercentage\":100},"
+        "\"off\":{\"evaluations\":18446744073709551615,"
+        "\"errors\":18446744073709551615,\"errorPercentage\":100}},"
         "\"rollback\":{\"at\":\"9999-12-31T23:59:59.999Z\","
         "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615},"
         "\"zoneFull\":false}");
+
+    /* Sources and cohorts: reports are the errors that are not upstream;
+     * percentages round down to 3 decimals; more errors than evaluations
+     * (a snapshot read between two counters) reads 100. */
+    memset(&s, 0, sizeof(s));
+    s.window_seconds = 30;
+    s.evaluations = 20;
+    s.errors = 7;
+    s.errors_upstream = 5;
+    s.on_evaluations = 8;
+    s.on_errors = 5;
+    s.off_evaluations = 3;
+    s.off_errors = 1;
+    status_for(p, 1, &s, 1,
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
+        "\"rolledBack\":false,\"override\":null,"
+        "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":7},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"errorsBySource\":{\"reports\":2,\"upstream\":5},"
+        "\"cohorts\":{\"on\":{\"evaluations\":8,\"errors\":5,\"errorPercentage\":62.5},"
+        "\"off\":{\"evaluations\":3,\"errors\":1,\"errorPercentage\":33.333}},"
+        "\"rollback\":null,\"zoneFull\":false}");
+    s.errors = 4;                           /* upstream read after errors */
+    s.off_evaluations = 1;
+    s.off_errors = 2;
+    s.on_evaluations = 3;
+    s.on_errors = 0;
+    status_for(p, 1, &s, 1,
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
+        "\"rolledBack\":false,\"override\":null,"
+        "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":4},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"errorsBySource\":{\"reports\":0,\"upstream\":4},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"off\":{\"evaluations\":1,\"errors\":2,\"errorPercentage\":100}},"
+        "\"rollback\":null,\"zoneFull\":false}");
 
     /* A flag without room in the zone: a zeroed snapshot, zoneFull. */
     memset(&s, 0, sizeof(s));
@@ -804,6 +864,9 @@ static void test_status_json(void **state)
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
         "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
+        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":null,\"zoneFull\":true}");
 
     /* Out of range. */

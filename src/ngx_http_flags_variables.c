@@ -1,0 +1,876 @@
+/*
+ * ngx_http_flags_variables.c - flags as nginx variables (docs/variables.md).
+ *
+ *   flags_context PROJECT user=VALUE [trait_NAME=VALUE ...];
+ *   $flag_NAME       "1" or "0": flag NAME of the project, for this request
+ *   $flags_enabled   the flags that are on, comma-separated, in file order
+ *
+ * A request keeps, per project, the caller built from the context's values
+ * (once, at the first read), each flag's answer (evaluated at its first
+ * read) and the flags it read: a flag read counts one evaluation, and one
+ * of its on or off cohort, once per request whatever the number of reads.
+ * The log phase (ngx_http_flags_upstream.c) walks the flags read.
+ *
+ * That state hangs off a cleanup of the main request's pool, never the
+ * module's ctx slot: handlers of this module use the slot for their own
+ * structures, and nginx clears the slot on an internal redirect, while a
+ * pool cleanup lives as long as the request.  So an internal redirect and
+ * every subrequest share the main request's answers and read set.
+ *
+ * The checks of "nginx -t" run at postconfiguration, when every variable
+ * the configuration names is known (nginx does not tell a module where a
+ * variable was named): an unknown $flag_NAME fails when no project named
+ * by a flags_context has it; collisions fail where a flags_context names
+ * the project, when the configuration is merged.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+#define NGX_HTTP_FLAGS_VAR_PREFIX     "flag_"
+
+#define NGX_HTTP_FLAGS_VAR_EVALUATED  0x01
+#define NGX_HTTP_FLAGS_VAR_ENABLED    0x02
+#define NGX_HTTP_FLAGS_VAR_READ       0x04
+
+
+typedef struct {
+    ngx_str_t                   name;
+    ngx_http_complex_value_t    value;
+} ngx_http_flags_context_trait_t;
+
+
+struct ngx_http_flags_context_s {
+    ngx_str_t                   name;        /* of the project */
+    ngx_http_flags_project_t   *project;     /* resolved when merged */
+    ngx_http_complex_value_t    user;
+    ngx_array_t                 traits;      /* of ..._context_trait_t */
+    ngx_str_t                   file;
+    ngx_uint_t                  line;
+    ngx_uint_t                  checked;     /* project resolved, checked */
+};
+
+
+/* The configuration's: its contexts, and per project, per variable index
+ * of the core module, the flag a $flag_ variable reads (or -1). */
+struct ngx_http_flags_vars_conf_s {
+    ngx_array_t                 contexts;    /* of ngx_http_flags_context_t* */
+    ngx_uint_t                  nvars;
+    ngx_int_t                 **flag_of_var; /* [project][variable index] */
+};
+
+
+typedef struct ngx_http_flags_vars_eval_s  ngx_http_flags_vars_eval_t;
+
+struct ngx_http_flags_vars_eval_s {
+    ngx_http_flags_vars_eval_t *next;
+    ngx_http_flags_project_t   *project;
+    fl_user_t                   user;
+    ngx_uint_t                  refused;     /* values over the limits */
+    ngx_uint_t                  listed;      /* enabled_list is built */
+    ngx_str_t                   enabled_list;
+    u_char                     *state;       /* per flag: VAR_* bits */
+};
+
+
+typedef struct {
+    ngx_http_flags_vars_eval_t *evals;
+    ngx_uint_t                  building;    /* reading a context's values */
+} ngx_http_flags_vars_ctx_t;
+
+
+static ngx_int_t ngx_http_flags_flag_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_flags_enabled_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_flags_vars_eval(ngx_http_request_t *r,
+    ngx_http_flags_vars_eval_t **out);
+static ngx_uint_t ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e,
+    ngx_uint_t i, int64_t now);
+static ngx_http_flags_vars_ctx_t *ngx_http_flags_vars_ctx(
+    ngx_http_request_t *r, ngx_uint_t create);
+static void ngx_http_flags_vars_cleanup(void *data);
+static ngx_http_flags_vars_conf_t *ngx_http_flags_vars_conf(ngx_conf_t *cf);
+static char *ngx_http_flags_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t *cv);
+
+
+static ngx_str_t  ngx_http_flags_prefix = ngx_string(NGX_HTTP_FLAGS_VAR_PREFIX);
+static ngx_str_t  ngx_http_flags_enabled_name = ngx_string("flags_enabled");
+
+
+/* ------------------------------------------------------ configuration */
+
+
+/* preconfiguration: the variables exist before any directive names them */
+
+ngx_int_t
+ngx_http_flags_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var;
+
+    var = ngx_http_add_variable(cf, &ngx_http_flags_prefix,
+                                NGX_HTTP_VAR_PREFIX|NGX_HTTP_VAR_NOCACHEABLE);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+
+    var->get_handler = ngx_http_flags_flag_variable;
+
+    var = ngx_http_add_variable(cf, &ngx_http_flags_enabled_name,
+                                NGX_HTTP_VAR_NOCACHEABLE);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+
+    var->get_handler = ngx_http_flags_enabled_variable;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_flags_vars_conf_t *
+ngx_http_flags_vars_conf(ngx_conf_t *cf)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+
+    if (fmcf->vars == NULL) {
+        fmcf->vars = ngx_pcalloc(cf->pool, sizeof(ngx_http_flags_vars_conf_t));
+        if (fmcf->vars == NULL) {
+            return NULL;
+        }
+
+        if (ngx_array_init(&fmcf->vars->contexts, cf->pool, 4,
+                           sizeof(ngx_http_flags_context_t *))
+            != NGX_OK)
+        {
+            return NULL;
+        }
+    }
+
+    return fmcf->vars;
+}
+
+
+static char *
+ngx_http_flags_compile(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_http_complex_value_t *cv)
+{
+    ngx_http_compile_complex_value_t  ccv;
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = value;
+    ccv.complex_value = cv;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* flags_context PROJECT user=VALUE [trait_NAME=VALUE ...]; */
+
+char *
+ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_loc_conf_t *flcf = conf;
+
+    u_char                          *eq;
+    ngx_str_t                       *value, v;
+    ngx_uint_t                       i, j, user;
+    ngx_http_flags_context_t        *ctx, **slot;
+    ngx_http_flags_vars_conf_t      *vars;
+    ngx_http_flags_context_trait_t  *t;
+
+    if (flcf->context != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_flags_context_t));
+    if (ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_array_init(&ctx->traits, cf->pool, 4,
+                       sizeof(ngx_http_flags_context_trait_t))
+        != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    ctx->name = value[1];
+    ctx->file = cf->conf_file->file.name;
+    ctx->line = cf->conf_file->line;
+    user = 0;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "user=", 5) == 0) {
+            if (user) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate \"user=\" in flags_context");
+                return NGX_CONF_ERROR;
+            }
+
+            user = 1;
+            v.data = value[i].data + 5;
+            v.len = value[i].len - 5;
+
+            if (ngx_http_flags_compile(cf, &v, &ctx->user) != NGX_CONF_OK) {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        eq = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
+
+        if (value[i].len < sizeof("trait_") - 1
+            || ngx_strncmp(value[i].data, "trait_", sizeof("trait_") - 1)
+               != 0
+            || eq == NULL)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" in flags_context, "
+                               "expected user=VALUE or trait_NAME=VALUE",
+                               &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        v.data = value[i].data + sizeof("trait_") - 1;
+        v.len = eq - v.data;
+
+        if (v.len == 0 || v.len > FL_MAX_TRAIT_NAME_LEN) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid trait name in \"%V\": 1 to %d bytes "
+                               "after \"trait_\"", &value[i],
+                               (int) FL_MAX_TRAIT_NAME_LEN);
+            return NGX_CONF_ERROR;
+        }
+
+        t = ctx->traits.elts;
+
+        for (j = 0; j < ctx->traits.nelts; j++) {
+            if (t[j].name.len == v.len
+                && ngx_strncmp(t[j].name.data, v.data, v.len) == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate trait \"%V\" in flags_context",
+                                   &v);
+                return NGX_CONF_ERROR;
+            }
+        }
+
+        t = ngx_array_push(&ctx->traits);
+        if (t == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        t->name = v;
+        v.data = eq + 1;
+        v.len = value[i].data + value[i].len - v.data;
+
+        if (ngx_http_flags_compile(cf, &v, &t->value) != NGX_CONF_OK) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    if (!user) {
+        return "needs \"user=\"";
+    }
+
+    vars = ngx_http_flags_vars_conf(cf);
+    if (vars == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    slot = ngx_array_push(&vars->contexts);
+    if (slot == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *slot = ctx;
+    flcf->context = ctx;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The project of a context, found once the http block is read (flags_project
+ * may come after flags_context), and its variable names checked: two flags
+ * whose names map to one variable name fail here.
+ */
+
+static ngx_int_t
+ngx_http_flags_context_resolve(ngx_conf_t *cf, ngx_http_flags_context_t *ctx)
+{
+    size_t                       a, b;
+    fl_flag_info_t               fa, fb;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (ctx == NULL || ctx == NGX_CONF_UNSET_PTR || ctx->checked) {
+        return NGX_OK;
+    }
+
+    ctx->checked = 1;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+
+    ctx->project = ngx_http_flags_find_project(fmcf, &ctx->name);
+
+    if (ctx->project == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "flags_context names unknown project \"%V\" "
+                      "(no flags_project of that name) in %V:%ui",
+                      &ctx->name, &ctx->file, ctx->line);
+        return NGX_ERROR;
+    }
+
+    if (fl_project_var_collision(ctx->project->core, &a, &b)
+        && fl_project_flag_info(ctx->project->core, a, &fa) == 0
+        && fl_project_flag_info(ctx->project->core, b, &fb) == 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "flags \"%s\" and \"%s\" of project \"%V\" are both "
+                      "read as one variable ($flag_ lowercases and writes "
+                      "'-', '.' and ':' as '_') in %V:%ui",
+                      fa.name, fb.name, &ctx->name, &ctx->file, ctx->line);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+char *
+ngx_http_flags_merge_context(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *prev,
+    ngx_http_flags_loc_conf_t *conf)
+{
+    ngx_http_flags_context_t  *ctx;
+
+    if (ngx_http_flags_context_resolve(cf, prev->context) != NGX_OK
+        || ngx_http_flags_context_resolve(cf, conf->context) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_conf_merge_ptr_value(conf->context, prev->context, NULL);
+
+    ctx = conf->context;
+
+    if (ctx && ctx->traits.nelts > conf->max_traits) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "flags_context has %ui traits, more than "
+                      "flags_max_traits %ui, in %V:%ui",
+                      ctx->traits.nelts, conf->max_traits, &ctx->file,
+                      ctx->line);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * postconfiguration: every variable the configuration names is known.  A
+ * $flag_NAME that no project named by a flags_context has fails; with no
+ * flags_context at all nothing can be known, and a warning says the
+ * variable is always empty.  Then, per project, the flag of each named
+ * $flag_ variable, so a read looks it up by index.
+ */
+
+ngx_int_t
+ngx_http_flags_variables_init(ngx_conf_t *cf)
+{
+    size_t                       len;
+    u_char                      *name;
+    ngx_int_t                   *table;
+    ngx_uint_t                   i, k, p, found;
+    ngx_http_variable_t         *v;
+    ngx_http_flags_context_t   **ctx;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_vars_conf_t  *vars;
+    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_http_core_main_conf_t   *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+
+    vars = ngx_http_flags_vars_conf(cf);
+    if (vars == NULL) {
+        return NGX_ERROR;
+    }
+
+    v = cmcf->variables.elts;
+    ctx = vars->contexts.elts;
+    project = fmcf->projects.elts;
+
+    for (i = 0; i < cmcf->variables.nelts; i++) {
+        if (v[i].name.len <= ngx_http_flags_prefix.len
+            || ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
+                           ngx_http_flags_prefix.len) != 0)
+        {
+            continue;
+        }
+
+        name = v[i].name.data + ngx_http_flags_prefix.len;
+        len = v[i].name.len - ngx_http_flags_prefix.len;
+
+        if (vars->contexts.nelts == 0) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "variable \"$%V\" is read but no flags_context "
+                          "names a project: it is always empty",
+                          &v[i].name);
+            continue;
+        }
+
+        found = 0;
+
+        for (k = 0; k < vars->contexts.nelts && !found; k++) {
+            found = ctx[k]->project
+                    && fl_project_find_var(ctx[k]->project->core,
+                                           (const char *) name, len) >= 0;
+        }
+
+        if (!found) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "unknown flag variable \"$%V\": project \"%V\" "
+                          "of flags_context in %V:%ui has no such flag%s",
+                          &v[i].name, &ctx[0]->name, &ctx[0]->file,
+                          ctx[0]->line,
+                          vars->contexts.nelts > 1
+                          ? ", nor has any other flags_context's project"
+                          : "");
+            return NGX_ERROR;
+        }
+    }
+
+    vars->nvars = cmcf->variables.nelts;
+
+    if (fmcf->projects.nelts == 0 || vars->nvars == 0) {
+        return NGX_OK;
+    }
+
+    vars->flag_of_var = ngx_pcalloc(cf->pool,
+                                    fmcf->projects.nelts * sizeof(ngx_int_t *));
+    if (vars->flag_of_var == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (p = 0; p < fmcf->projects.nelts; p++) {
+        table = ngx_palloc(cf->pool, vars->nvars * sizeof(ngx_int_t));
+        if (table == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i < vars->nvars; i++) {
+            table[i] = -1;
+
+            if (v[i].name.len > ngx_http_flags_prefix.len
+                && ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
+                               ngx_http_flags_prefix.len) == 0)
+            {
+                table[i] = fl_project_find_var(project[p].core,
+                               (const char *) v[i].name.data
+                               + ngx_http_flags_prefix.len,
+                               v[i].name.len - ngx_http_flags_prefix.len);
+            }
+        }
+
+        vars->flag_of_var[p] = table;
+    }
+
+    return NGX_OK;
+}
+
+
+/* ------------------------------------------------------- the request */
+
+
+static void
+ngx_http_flags_vars_cleanup(void *data)
+{
+    ngx_http_flags_vars_ctx_t  *ctx = data;
+
+    /* the pool goes: nothing may find the answers any more */
+    ctx->evals = NULL;
+}
+
+
+static ngx_http_flags_vars_ctx_t *
+ngx_http_flags_vars_ctx(ngx_http_request_t *r, ngx_uint_t create)
+{
+    ngx_pool_cleanup_t         *cln;
+    ngx_http_flags_vars_ctx_t  *ctx;
+
+    for (cln = r->main->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_flags_vars_cleanup) {
+            return cln->data;
+        }
+    }
+
+    if (!create) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->main->pool,
+                               sizeof(ngx_http_flags_vars_ctx_t));
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    ctx = cln->data;
+    ctx->evals = NULL;
+    ctx->building = 0;
+    cln->handler = ngx_http_flags_vars_cleanup;
+
+    return ctx;
+}
+
+
+/*
+ * The answers of the project of this request's flags_context: NGX_OK with
+ * *out (NULL: no flags_context here, or read while the context's own
+ * values are computed), NGX_ERROR when memory ran out.
+ */
+
+static ngx_int_t
+ngx_http_flags_vars_eval(ngx_http_request_t *r,
+    ngx_http_flags_vars_eval_t **out)
+{
+    char                             err[256];
+    ngx_str_t                        uid, val;
+    ngx_uint_t                       i;
+    fl_alloc_t                       alloc;
+    fl_trait_t                      *traits;
+    fl_status_t                      st;
+    ngx_http_flags_context_t        *context;
+    ngx_http_flags_vars_ctx_t       *ctx;
+    ngx_http_flags_vars_eval_t      *e;
+    ngx_http_flags_loc_conf_t       *flcf;
+    ngx_http_flags_context_trait_t  *t;
+
+    *out = NULL;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    context = flcf->context;
+
+    if (context == NULL || context->project == NULL) {
+        return NGX_OK;
+    }
+
+    ctx = ngx_http_flags_vars_ctx(r, 1);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (e = ctx->evals; e; e = e->next) {
+        if (e->project == context->project) {
+            *out = e;
+            return NGX_OK;
+        }
+    }
+
+    if (ctx->building) {
+        /* user= or a trait reads a $flag_ variable: no answer */
+        return NGX_OK;
+    }
+
+    e = ngx_pcalloc(r->main->pool, sizeof(ngx_http_flags_vars_eval_t));
+    if (e == NULL) {
+        return NGX_ERROR;
+    }
+
+    e->project = context->project;
+    e->state = ngx_pcalloc(r->main->pool, context->project->nflags + 1);
+    traits = ngx_palloc(r->main->pool,
+                        (context->traits.nelts + 1) * sizeof(fl_trait_t));
+    if (e->state == NULL || traits == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->building = 1;
+
+    if (ngx_http_complex_value(r, &context->user, &uid) != NGX_OK) {
+        ctx->building = 0;
+        return NGX_ERROR;
+    }
+
+    t = context->traits.elts;
+
+    for (i = 0; i < context->traits.nelts; i++) {
+        if (ngx_http_complex_value(r, &t[i].value, &val) != NGX_OK) {
+            ctx->building = 0;
+            return NGX_ERROR;
+        }
+
+        traits[i].name = (const char *) t[i].name.data;
+        traits[i].name_len = t[i].name.len;
+        traits[i].value = (const char *) val.data;
+        traits[i].value_len = val.len;
+    }
+
+    ctx->building = 0;
+
+    alloc.alloc = ngx_http_flags_pool_alloc;
+    alloc.ctx = r->main->pool;
+
+    st = fl_user_from_values((const char *) uid.data, uid.len, traits,
+                             context->traits.nelts, flcf->max_traits,
+                             &alloc, &e->user, err, sizeof(err));
+
+    if (st == FL_ERR_QUERY) {
+        /* every flag reads 0 and nothing is counted, as GET /flags
+         * answers 400 to such a caller */
+        e->refused = 1;
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "flags: the values of flags_context \"%V\" are "
+                      "refused (%s): every $flag_ reads 0",
+                      &context->name, err);
+
+    } else if (st != FL_OK) {
+        return NGX_ERROR;
+    }
+
+    /* two contexts naming one project may both have started: the first
+     * to finish wins, so one request has one answer a flag */
+    for (*out = ctx->evals; *out; *out = (*out)->next) {
+        if ((*out)->project == e->project) {
+            return NGX_OK;
+        }
+    }
+
+    e->next = ctx->evals;
+    ctx->evals = e;
+    *out = e;
+
+    return NGX_OK;
+}
+
+
+/* Flag i's answer; its first read counts the evaluation and the cohort. */
+
+static ngx_uint_t
+ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e, ngx_uint_t i,
+    int64_t now)
+{
+    u_char                    st;
+    uint8_t                   sw;
+    uint32_t                  eff;
+    fl_detail_t               d;
+    ngx_http_flags_flag_t    *flag;
+
+    st = e->state[i];
+    flag = &e->project->flags[i];
+
+    if (e->refused) {
+        return 0;
+    }
+
+    if (!(st & NGX_HTTP_FLAGS_VAR_EVALUATED)) {
+        eff = fl_control_switch(flag->ctl, flag->rollout_milli, &sw);
+
+        if (fl_evaluate_flag_detail(e->project->core, i, &e->user, eff, sw,
+                                    &d)
+            == 0
+            && d.enabled)
+        {
+            st |= NGX_HTTP_FLAGS_VAR_ENABLED;
+        }
+
+        st |= NGX_HTTP_FLAGS_VAR_EVALUATED;
+    }
+
+    if (!(st & NGX_HTTP_FLAGS_VAR_READ)) {
+        st |= NGX_HTTP_FLAGS_VAR_READ;
+
+        if (flag->totals) {
+            if (now < 0) {
+                now = ngx_http_flags_now_sec();
+            }
+
+            fl_count_eval(flag->totals, flag->window, now,
+                          (st & NGX_HTTP_FLAGS_VAR_ENABLED) != 0);
+            fl_count_cohort(flag->totals,
+                            (st & NGX_HTTP_FLAGS_VAR_ENABLED) != 0);
+        }
+    }
+
+    e->state[i] = st;
+
+    return (st & NGX_HTTP_FLAGS_VAR_ENABLED) != 0;
+}
+
+
+static ngx_int_t
+ngx_http_flags_flag_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t *name = (ngx_str_t *) data;
+
+    ngx_int_t                    idx;
+    ngx_uint_t                   k, p;
+    ngx_http_variable_t         *vv;
+    ngx_http_core_main_conf_t   *cmcf;
+    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_http_flags_vars_eval_t  *e;
+
+    if (ngx_http_flags_vars_eval(r, &e) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (e == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    idx = -1;
+
+    /* a variable the configuration names: its flag was found at
+     * postconfiguration; a name seen only now (SSI, perl) is looked up */
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    vv = cmcf->variables.elts;
+
+    if ((u_char *) name >= (u_char *) vv
+        && (u_char *) name < (u_char *) (vv + cmcf->variables.nelts)
+        && fmcf->vars && fmcf->vars->flag_of_var)
+    {
+        k = (ngx_http_variable_t *) ((u_char *) name
+                                     - offsetof(ngx_http_variable_t, name))
+            - vv;
+        p = e->project - (ngx_http_flags_project_t *) fmcf->projects.elts;
+
+        if (k < fmcf->vars->nvars) {
+            idx = fmcf->vars->flag_of_var[p][k];
+        }
+
+    } else if (name->len > ngx_http_flags_prefix.len) {
+        idx = fl_project_find_var(e->project->core,
+                                  (const char *) name->data
+                                  + ngx_http_flags_prefix.len,
+                                  name->len - ngx_http_flags_prefix.len);
+    }
+
+    if (idx < 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->data = ngx_http_flags_vars_read(e, idx, -1) ? (u_char *) "1"
+                                                   : (u_char *) "0";
+    v->len = 1;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* $flags_enabled reads every flag of the project: each counts once. */
+
+static ngx_int_t
+ngx_http_flags_enabled_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                      *p;
+    size_t                       len;
+    int64_t                      now;
+    ngx_uint_t                   i, n;
+    fl_flag_info_t               info;
+    ngx_http_flags_vars_eval_t  *e;
+
+    if (ngx_http_flags_vars_eval(r, &e) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (e == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    if (!e->listed) {
+        n = e->project->nflags;
+        now = ngx_http_flags_now_sec();
+        len = 0;
+
+        for (i = 0; i < n; i++) {
+            if (ngx_http_flags_vars_read(e, i, now)
+                && fl_project_flag_info(e->project->core, i, &info) == 0)
+            {
+                len += info.name_len + 1;
+            }
+        }
+
+        p = ngx_pnalloc(r->main->pool, len + 1);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        e->enabled_list.data = p;
+
+        for (i = 0; i < n; i++) {
+            if ((e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED)
+                && fl_project_flag_info(e->project->core, i, &info) == 0)
+            {
+                if (p != e->enabled_list.data) {
+                    *p++ = ',';
+                }
+
+                p = ngx_cpymem(p, info.name, info.name_len);
+            }
+        }
+
+        e->enabled_list.len = p - e->enabled_list.data;
+        e->listed = 1;
+    }
+
+    v->data = e->enabled_list.data;
+    v->len = e->enabled_list.len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Every flag this request (its internal redirects and subrequests
+ * included) read through a variable, with its answer: the log phase's
+ * walk (ngx_http_flags_upstream.c).  Refused values read nothing.
+ */
+
+void
+ngx_http_flags_variables_each_read(ngx_http_request_t *r,
+    ngx_http_flags_read_pt fn, void *data)
+{
+    ngx_uint_t                   i;
+    ngx_http_flags_vars_ctx_t   *ctx;
+    ngx_http_flags_vars_eval_t  *e;
+
+    ctx = ngx_http_flags_vars_ctx(r, 0);
+    if (ctx == NULL) {
+        return;
+    }
+
+    for (e = ctx->evals; e; e = e->next) {
+        for (i = 0; i < e->project->nflags; i++) {
+            if (e->state[i] & NGX_HTTP_FLAGS_VAR_READ) {
+                fn(r, e->project, &e->project->flags[i],
+                   (e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED) != 0, data);
+            }
+        }
+    }
+}
