@@ -334,12 +334,6 @@ ngx_int_t
 ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len)
 {
-    ngx_int_t     rc;
-    ngx_buf_t    *b;
-    ngx_chain_t   out;
-
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = len;
     ngx_str_set(&r->headers_out.content_type, "application/json");
     r->headers_out.content_type_len = r->headers_out.content_type.len;
     r->headers_out.content_type_lowcase = NULL;
@@ -348,6 +342,23 @@ ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     if (ngx_http_flags_add_header_z(r, "Cache-Control", "no-store") == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    return ngx_http_flags_send_body(r, status, body, len);
+}
+
+
+/* A whole answer from memory, with the Content-Type the caller set. */
+
+ngx_int_t
+ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
+    u_char *body, size_t len)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = len;
 
     rc = ngx_http_send_header(r);
 

@@ -23,9 +23,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     int64_t                      now;
     uint8_t                     *counted;
     ngx_int_t                    rc;
-    ngx_buf_t                   *b;
     ngx_uint_t                   k;
-    ngx_chain_t                  out;
     fl_state_snapshot_t         *s;
     fl_metrics_module_t          m;
     fl_metrics_project_t        *mp;
@@ -103,32 +101,10 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    r->headers_out.status = NGX_HTTP_OK;
-    r->headers_out.content_length_n = len;
     r->headers_out.content_type = ngx_http_flags_metrics_type;
     /* the type alone, as nginx keeps it: gzip_types matches on it */
     r->headers_out.content_type_len = sizeof("text/plain") - 1;
     r->headers_out.content_type_lowcase = NULL;
 
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    b = ngx_calloc_buf(r->pool);
-    if (b == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    b->pos = body;
-    b->last = body + len;
-    b->memory = 1;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_flags_send_body(r, NGX_HTTP_OK, body, len);
 }
