@@ -558,9 +558,11 @@ uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
     h.u64(n);
     for (size_t i = 0; i < n; i++) {
         const fl::Flag &f = p->flags[i];
-        h.u64(f.def_hash);
-        h.u64(effective_milli ? effective_milli[i] : f.rollout_milli);
-        h.u64(sw ? sw[i] : uint8_t(FL_SWITCH_NONE));
+        uint64_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
+        uint64_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+        /* one mix a flag: the definition hash offset by an odd multiple
+         * of (effective, switch), which are at most 17 and 2 bits */
+        h.u64(f.def_hash + ((eff << 2 | s) + 1) * UINT64_C(0x9e3779b97f4a7c15));
     }
 
     /* the normalised caller: an empty userId is no userId; the traits are
