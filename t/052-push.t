@@ -698,8 +698,45 @@ _H_
         location /ofrep/ { flags_ofrep; }
         location = /ws { flags_websocket; }
         location = /ws-slow { flags_websocket; send_timeout 1s; }
+        location /flags-admin/ { flags_admin; }
 _S_
 $master = nginx_start($dir);
+my ($worker) = worker_pids($master);
+
+# ---- SSE: hostile clients (one worker, cap 3) ----------------------------------------
+{
+    my @e = map { Sse->open('/ofrep/v1/events?token=pub_shop_1') } 1 .. 3;
+    is_deeply([map { $_->{status} } @e], [200, 200, 200], 'SSE: three streams');
+    is(Sse->open('/ofrep/v1/events?token=pub_shop_1')->{status}, 503, 'SSE: a fourth over the cap: 503');
+
+    # two peers vanish: one resets the connection, one just closes it
+    setsockopt($e[0]{s}, Socket::SOL_SOCKET(), Socket::SO_LINGER(), pack('ii', 1, 0));
+    close $e[0]{s};
+    close $e[1]{s};
+    is(admin(PUT => 'overrides/shop/plain', '{"rolloutPercentage":10}'), 204, 'a change after two peers vanished');
+    is($e[2]->event(2), $Ev->(1), 'SSE: the remaining stream still gets its event');
+    sleep 0.3;
+    my @n = map { Sse->open('/ofrep/v1/events?token=pub_shop_1') } 1 .. 2;
+    is_deeply([map { $_->{status} } @n], [200, 200], 'SSE: the vanished peers freed their places');
+
+    # a client that floods its stream with bytes the server never asked for
+    my $s = $n[0]{s};
+    my $junk = 'x' x 65536;
+    my $sent = 0;
+    local $SIG{PIPE} = 'IGNORE';
+    for (1 .. 64) {
+        my $w = syswrite($s, $junk);
+        last unless defined $w && $w > 0;
+        $sent += $w;
+    }
+    ok($sent > 0, "SSE flood: the client wrote $sent bytes after its request");
+    is(admin(DELETE => 'overrides/shop/plain'), 204, 'a change during the flood');
+    is($e[2]->event(2), $Ev->(2), 'SSE: the other stream gets the event');
+    is($n[1]->event(2), $Ev->(2), 'SSE: and the new one');
+    is_deeply([worker_pids($master)], [$worker], 'SSE flood: the worker is the same process');
+    close $_->{s} for $e[2], @n;
+    sleep 0.3;
+}
 {
     my @c = map { fresh_ws() } 1 .. 2;
     my $e = Sse->open('/ofrep/v1/events?token=pub_shop_1');
