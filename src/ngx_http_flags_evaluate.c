@@ -9,6 +9,73 @@
 #include "ngx_http_flags_module.h"
 
 
+/*
+ * This worker's memo of answer tags, so that a revalidation (If-None-Match)
+ * is answered without decoding the query or reading the flags: the key is
+ * the raw query bytes with the configuration generation, the project and
+ * flags_max_traits (which decide how those bytes parse); the entry holds
+ * the project's answer version (ngx_http_flags_changed()) read before the
+ * tag was computed.  A rollback, a cleared rollback, an override or a new
+ * definition bumps the version, so an entry of an older version never
+ * answers (docs/decisions.md).  Longer queries are not kept.
+ */
+
+#define NGX_HTTP_FLAGS_TAGS       512          /* a power of two */
+#define NGX_HTTP_FLAGS_TAG_ARGS   248
+
+typedef struct {
+    ngx_http_flags_project_t   *project;
+    ngx_uint_t                  gen;
+    ngx_uint_t                  max_traits;
+    ngx_atomic_uint_t           version;
+    uint64_t                    etag;
+    size_t                      len;
+    u_char                      args[NGX_HTTP_FLAGS_TAG_ARGS];
+} ngx_http_flags_tag_t;
+
+
+static ngx_http_flags_tag_t  *ngx_http_flags_tags;
+
+
+static ngx_http_flags_tag_t *
+ngx_http_flags_tag_slot(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project)
+{
+    uint32_t  h;
+
+    if (r->args.len > NGX_HTTP_FLAGS_TAG_ARGS || project->pversion == NULL) {
+        return NULL;
+    }
+
+    if (ngx_http_flags_tags == NULL) {
+        /* once a worker, for its lifetime */
+        ngx_http_flags_tags = ngx_pcalloc(ngx_cycle->pool,
+                                  NGX_HTTP_FLAGS_TAGS
+                                  * sizeof(ngx_http_flags_tag_t));
+        if (ngx_http_flags_tags == NULL) {
+            return NULL;
+        }
+    }
+
+    h = fl_murmur3_32(r->args.data, r->args.len,
+                      (uint32_t) (uintptr_t) project);
+
+    return &ngx_http_flags_tags[h & (NGX_HTTP_FLAGS_TAGS - 1)];
+}
+
+
+static ngx_uint_t
+ngx_http_flags_tag_hit(ngx_http_flags_tag_t *t, ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_uint_t gen, ngx_uint_t max_traits,
+    ngx_atomic_uint_t version)
+{
+    return t->project == project && t->gen == gen
+           && t->max_traits == max_traits && t->version == version
+           && t->len == r->args.len
+           && ngx_memcmp(t->args, r->args.data, r->args.len) == 0;
+}
+
+
 uint32_t *
 ngx_http_flags_effective(ngx_pool_t *pool, ngx_http_flags_project_t *project)
 {
@@ -82,8 +149,11 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     fl_status_t                 st;
     fl_result_t                *results;
     ngx_table_elt_t            *inm;
+    ngx_atomic_uint_t           version;
+    ngx_http_flags_tag_t       *tag;
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
+    ngx_http_flags_main_conf_t *fmcf;
 
     /* the token is checked before the method (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
@@ -105,6 +175,26 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     r->disable_not_modified = 1;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    /* read before anything the tag is computed from */
+    version = ngx_http_flags_answer_version(project);
+    tag = ngx_http_flags_tag_slot(r, project);
+    inm = r->headers_in.if_none_match;
+
+    if (inm != NULL && tag != NULL
+        && ngx_http_flags_tag_hit(tag, r, project, fmcf->gen,
+                                  flcf->max_traits, version)
+        && fl_etag_none_match((const char *) inm->value.data,
+                              inm->value.len, tag->etag))
+    {
+        rc = ngx_http_flags_set_etag(r, tag->etag);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_flags_send_not_modified(r);
+    }
 
     alloc.alloc = ngx_http_flags_pool_alloc;
     alloc.ctx = r->pool;
@@ -135,7 +225,15 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    inm = r->headers_in.if_none_match;
+    if (tag != NULL) {
+        tag->project = project;
+        tag->gen = fmcf->gen;
+        tag->max_traits = flcf->max_traits;
+        tag->version = version;
+        tag->etag = etag;
+        tag->len = r->args.len;
+        ngx_memcpy(tag->args, r->args.data, r->args.len);
+    }
 
     if (inm != NULL
         && fl_etag_none_match((const char *) inm->value.data,

@@ -112,7 +112,16 @@ sub admin {
     return $s;
 }
 
+# both workers have answered (and remembered) alice's tag
+my %st304;
+$st304{ (get($alice, "If-None-Match: $tag"))[0] }++ for 1 .. 12;
+is_deeply(\%st304, { 304 => 12 }, 'twelve revalidations, on both workers: 304');
+is_deeply(evaluations(), { map { $_ => $before->{$_} + 1 } keys %$before }, '... none counted');
+
 is(admin(PUT => 'overrides/shop/half', '{"rolloutPercentage":10}'), 204, 'an override');
+%st304 = ();
+$st304{ (get($alice, "If-None-Match: $tag"))[0] }++ for 1 .. 12;
+is_deeply(\%st304, { 200 => 12 }, 'after the override the old tag is answered in full on every worker');
 (undef, $h) = get($alice);
 my $tag_override = $h->{etag};
 isnt($tag_override, $tag, 'an override changes the tag');
