@@ -29,6 +29,7 @@ typedef struct {
     ngx_uint_t                  max_traits;
     ngx_atomic_uint_t           version;
     uint64_t                    etag;
+    u_char                      text[FL_ETAG_LEN];    /* as sent */
     size_t                      len;
     u_char                      args[NGX_HTTP_FLAGS_TAG_ARGS];
 } ngx_http_flags_tag_t;
@@ -148,7 +149,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     fl_alloc_t                  alloc;
     fl_status_t                 st;
     fl_result_t                *results;
-    ngx_table_elt_t            *inm;
+    ngx_table_elt_t            *inm, *h;
     ngx_atomic_uint_t           version;
     ngx_http_flags_tag_t       *tag;
     ngx_http_flags_project_t   *project;
@@ -185,13 +186,25 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     if (inm != NULL && tag != NULL
         && ngx_http_flags_tag_hit(tag, r, project, fmcf->gen,
                                   flcf->max_traits, version)
-        && fl_etag_none_match((const char *) inm->value.data,
-                              inm->value.len, tag->etag))
+        && ((inm->value.len == FL_ETAG_LEN
+             && ngx_memcmp(inm->value.data, tag->text, FL_ETAG_LEN) == 0)
+            || fl_etag_none_match((const char *) inm->value.data,
+                                  inm->value.len, tag->etag)))
     {
-        rc = ngx_http_flags_set_etag(r, tag->etag);
-        if (rc != NGX_OK) {
-            return rc;
+        /* a copy: the memo may change before the log phase reads it */
+        body = ngx_pnalloc(r->pool, FL_ETAG_LEN);
+        if (body == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+
+        ngx_memcpy(body, tag->text, FL_ETAG_LEN);
+
+        h = ngx_http_flags_add_header(r, "ETag", body, FL_ETAG_LEN);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        r->headers_out.etag = h;
 
         return ngx_http_flags_send_not_modified(r);
     }
@@ -231,6 +244,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         tag->max_traits = flcf->max_traits;
         tag->version = version;
         tag->etag = etag;
+        (void) fl_etag_format(etag, (char *) tag->text);
         tag->len = r->args.len;
         ngx_memcpy(tag->args, r->args.data, r->args.len);
     }
