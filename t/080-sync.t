@@ -81,8 +81,15 @@ _H_
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
         location = /flags-status { flags_status; }
+        location = /metrics { flags_metrics; }
         location /flags-admin/ { flags_admin; }
 _S_
+}
+
+sub metrics {
+    my ($i) = @_;
+    my ($st, undef, $body) = req($i, GET => '/metrics');
+    return $st == 200 ? $body : '';
 }
 
 sub req {
@@ -177,6 +184,12 @@ for my $i (0 .. 2) {
     ok(kill(0, $s->{sync}{owner}), 'the owner is a live worker');
     ok((grep { $_ == $s->{sync}{owner} } worker_pids($pid[0])),
        'one of host 0\'s workers');
+    my $m = metrics(0);
+    like($m, qr/^flags_sync_connected 1$/m, 'flags_metrics: connected');
+    like($m, qr/^flags_sync_failures_total 0$/m, 'no failure');
+    like($m, qr/^flags_sync_last_success_timestamp_seconds \d{10}(\.\d{1,3})?$/m,
+         'the last success');
+    like($m, qr/^# TYPE flags_sync_lag_seconds gauge$/m, 'the lag, a gauge');
 }
 
 # errors spread: 2 a host, none alone reaches minErrors=6
@@ -273,6 +286,7 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
 
     my $s = status(0);
     is($s->{sync}{connected}, JSON::PP::false, 'flags_status: not connected');
+    like(metrics(0), qr/^flags_sync_connected 0$/m, 'flags_metrics: not connected');
     ok($s->{sync}{failures} >= 1, 'failures counted');
     my $log = read_file("$dir[0]/logs/error.log");
     my @lost = $log =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
