@@ -46,11 +46,12 @@ MAKE_Q=-s
 [ "${VERBOSE:-0}" = 1 ] && MAKE_Q=
 
 # what building the module needs; the test tools come with the test commands
-BUILD_PKGS=(build-essential nginx-dev libyajl-dev libpcre2-dev libwslay-dev)
+BUILD_PKGS=(build-essential nginx-dev libyajl-dev libpcre2-dev libwslay-dev
+            libhiredis-dev)
 TEST_PKGS=(nginx libcmocka-dev perl libtest-base-perl libtext-diff-perl
            libtest-longstring-perl liblist-moreutils-perl libwww-perl
            libhttp-message-perl liburi-perl libipc-run-perl curl
-           prometheus)
+           prometheus redis-server)
 # what "./build.sh deb" needs on top (dh-sequence-nginx comes with nginx-dev)
 DEB_TOOLS=(debhelper dpkg-dev fakeroot)
 

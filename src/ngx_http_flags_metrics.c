@@ -26,6 +26,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     ngx_uint_t                   k;
     fl_state_snapshot_t         *s;
     fl_metrics_module_t          m;
+    ngx_http_flags_sync_state_t  sync;
     fl_metrics_project_t        *mp;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -83,6 +84,15 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
 
     /* push connections are counted per worker only: not rendered */
     m.push_connections = -1;
+
+    /* flags_sync: the host's sync state (docs/sync.md) */
+    if (ngx_http_flags_sync_state(fmcf, &sync)) {
+        m.sync_enabled = 1;
+        m.sync_connected = (int) sync.connected;
+        m.sync_last_success_ms = sync.last_ok_ms;
+        m.sync_lag_ms = sync.lag_ms;
+        m.sync_failures = sync.failures;
+    }
 
     size = fl_metrics_bound(mp, fmcf->projects.nelts);
     if (size == 0) {

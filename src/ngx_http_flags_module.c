@@ -88,6 +88,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       0,
       NULL },
 
+    { ngx_string("flags_sync"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      ngx_http_flags_sync,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("flags_state_thread_pool"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
       ngx_conf_set_str_slot,

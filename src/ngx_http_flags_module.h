@@ -21,8 +21,8 @@
  *   ngx_http_flags_variables.c $flag_NAME, $flags_enabled, flags_context
  *   ngx_http_flags_upstream.c  flags_upstream_errors, a log-phase handler
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
- * What comes next gets a file of its own beside them: _sync.c (flags_sync:
- * the Redis connection owned by the event loop).
+ *   ngx_http_flags_sync.c      flags_sync: a fleet through Redis, the
+ *                              connection owned by the event loop
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_
@@ -77,6 +77,9 @@ struct ngx_http_flags_version_s {
     ngx_uint_t                  last_gen;
     ngx_http_flags_window_t    *windows;     /* the head counts events */
     fl_control_t                ctl;
+    /* flags_sync: this definition's rollback and override as the fleet
+     * last said (ngx_http_flags_sync.c); only the syncing worker uses it */
+    uint64_t                    sync_known;
 };
 
 
@@ -107,6 +110,10 @@ struct ngx_http_flags_pversion_s {
     ngx_http_flags_pversion_t  *next;
     ngx_atomic_t                version;
     uint64_t                    defs;        /* the committed definitions */
+    /* flags_sync: the Redis epoch and version of the project's controls
+     * this host last read (ngx_http_flags_sync.c) */
+    uint64_t                    sync_epoch;
+    uint64_t                    sync_ver;
     size_t                      len;
     u_char                      name[1];
 };
@@ -136,6 +143,15 @@ typedef struct {
     ngx_atomic_t                refused[FL_REFUSED_MAX];
     ngx_http_flags_pversion_t  *pversions;
     ngx_http_flags_proc_t       procs[NGX_HTTP_FLAGS_MAX_PROCS];
+    /* flags_sync (ngx_http_flags_sync.c): the syncing worker's lock,
+     * expiry second << 32 | pid, and what flags_status and flags_metrics
+     * show of the sync */
+    ngx_atomic_t                sync_lock;
+    ngx_atomic_t                sync_connected;
+    ngx_atomic_t                sync_last_ok_ms;
+    ngx_atomic_t                sync_round_ms;
+    ngx_atomic_t                sync_failures;
+    ngx_atomic_t                sync_rounds;
 } ngx_http_flags_shctx_t;
 
 
@@ -172,6 +188,8 @@ typedef struct {
 /* flags_context and the variables' tables (ngx_http_flags_variables.c) */
 typedef struct ngx_http_flags_context_s    ngx_http_flags_context_t;
 typedef struct ngx_http_flags_vars_conf_s  ngx_http_flags_vars_conf_t;
+/* flags_sync (ngx_http_flags_sync.c) */
+typedef struct ngx_http_flags_sync_conf_s  ngx_http_flags_sync_conf_t;
 
 
 typedef struct {
@@ -200,6 +218,7 @@ typedef struct {
     ngx_uint_t                  log_level;
     ngx_uint_t                  push_max;    /* push connections a worker */
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
+    ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
 } ngx_http_flags_main_conf_t;
 
 
@@ -353,6 +372,24 @@ void ngx_http_flags_variables_each_read(ngx_http_request_t *r,
 char *ngx_http_flags_upstream_errors(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_flags_upstream_init(ngx_conf_t *cf);
+
+/* ngx_http_flags_sync.c: flags_sync, a fleet through Redis (docs/sync.md) */
+char *ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+void ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf);
+/* what flags_status and flags_metrics show; 0 when flags_sync is off */
+typedef struct {
+    ngx_uint_t                  connected;
+    uint64_t                    last_ok_ms;  /* 0: never */
+    uint64_t                    lag_ms;      /* since the last success */
+    uint64_t                    round_ms;    /* the last round's duration */
+    uint64_t                    failures;
+    uint64_t                    rounds;
+    ngx_pid_t                   owner;
+} ngx_http_flags_sync_state_t;
+ngx_uint_t ngx_http_flags_sync_state(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_sync_state_t *st);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

@@ -442,6 +442,8 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
 
     pv->version = 0;
     pv->defs = defs;
+    pv->sync_epoch = 0;
+    pv->sync_ver = 0;
     pv->len = project->name.len;
     ngx_memcpy(pv->name, project->name.data, pv->len);
 
@@ -749,6 +751,7 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     v->first_gen = gen;
     v->last_gen = gen;
     fl_control_init(&v->ctl, def_hash);
+    v->sync_known = 0;
 
     return v;
 }
@@ -949,7 +952,8 @@ ngx_http_flags_init_process(ngx_cycle_t *cycle)
                       &fmcf->zone_name, NGX_HTTP_FLAGS_MAX_PROCS);
     }
 
-    return NGX_OK;
+    /* flags_sync: the worker's timer (ngx_http_flags_sync.c) */
+    return ngx_http_flags_sync_init_process(cycle, fmcf);
 }
 
 
@@ -970,6 +974,9 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
     }
 
     sh = fmcf->sh;
+
+    /* flags_sync: the lock, if this worker held it */
+    ngx_http_flags_sync_exit_process(fmcf);
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 

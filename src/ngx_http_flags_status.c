@@ -17,6 +17,8 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     fl_state_snapshot_t          s;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
+    ngx_http_flags_sync_state_t  sync;
+    u_char                       at[24];
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
@@ -31,6 +33,11 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     project = fmcf->projects.elts;
 
     size = sizeof("{\"projects\":[]}");
+
+    /* flags_sync: "sync":{...} after the projects (docs/sync.md) */
+    size += sizeof(",\"sync\":{\"connected\":false,\"lastSuccess\":\"\","
+                   "\"lagMs\":,\"lastRoundMs\":,\"failures\":,"
+                   "\"rounds\":,\"owner\":}") + 24 + 5 * NGX_INT64_LEN;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
         size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
@@ -71,7 +78,29 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
         p = ngx_cpymem(p, "]}", 2);
     }
 
-    p = ngx_cpymem(p, "]}", 2);
+    p = ngx_cpymem(p, "]", 1);
+
+    if (ngx_http_flags_sync_state(fmcf, &sync)) {
+        p = ngx_sprintf(p, ",\"sync\":{\"connected\":%s,\"lastSuccess\":",
+                        sync.connected ? "true" : "false");
+
+        if (sync.last_ok_ms) {
+            *p++ = '"';
+            (void) fl_format_time_ms(sync.last_ok_ms, (char *) at);
+            p = ngx_cpymem(p, at, 24);
+            *p++ = '"';
+
+        } else {
+            p = ngx_cpymem(p, "null", 4);
+        }
+
+        p = ngx_sprintf(p, ",\"lagMs\":%uL,\"lastRoundMs\":%uL,"
+                        "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P}",
+                        sync.lag_ms, sync.round_ms, sync.failures,
+                        sync.rounds, sync.owner);
+    }
+
+    p = ngx_cpymem(p, "}", 1);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, p - body);
 }

@@ -618,6 +618,12 @@ typedef struct {
     /* live push connections of the whole zone; < 0: not rendered (the
      * glue counts them per worker only, see docs/metrics.md) */
     int64_t     push_connections;
+    /* flags_sync (docs/sync.md); sync_enabled 0: none rendered */
+    int         sync_enabled;
+    int         sync_connected;
+    uint64_t    sync_last_success_ms;   /* 0: never */
+    uint64_t    sync_lag_ms;            /* since the last success */
+    uint64_t    sync_failures;
 } fl_metrics_module_t;
 
 /* Upper bound of fl_metrics_write() for these projects. */

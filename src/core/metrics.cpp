@@ -59,6 +59,11 @@ enum {
     F_REFUSED,
     F_ZONE_BYTES,
     F_PUSH,
+    /* flags_sync (docs/sync.md): only when it is configured */
+    F_SYNC_CONNECTED,
+    F_SYNC_LAST_SUCCESS,
+    F_SYNC_LAG,
+    F_SYNC_FAILURES,
     F_MAX
 };
 
@@ -105,6 +110,15 @@ constexpr family families[F_MAX] = {
      "Bytes of the shared zone's pages, by state (used, free)."},
     {"flags_push_connections", "gauge",
      "Open live push connections (SSE and WebSocket)."},
+    {"flags_sync_connected", "gauge",
+     "1 while the host's syncing worker is connected to Redis, else 0."},
+    {"flags_sync_last_success_timestamp_seconds", "gauge",
+     "When the host last completed a sync round with Redis, in seconds "
+     "since the epoch; 0 before the first."},
+    {"flags_sync_lag_seconds", "gauge",
+     "Seconds since the host last completed a sync round with Redis."},
+    {"flags_sync_failures_total", "counter",
+     "Sync rounds and connects that failed (Redis away, slow, refusing)."},
 };
 
 /* The most samples a flag has in each per-flag family. */
@@ -442,7 +456,7 @@ size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) noexcept
         }
 
         /* the module's samples: reasons, zone, push, uncounted */
-        size += (FL_REFUSED_MAX + 4) * (64 + sample_fixed + value_max);
+        size += (FL_REFUSED_MAX + 8) * (64 + sample_fixed + value_max);
 
         /* a flag's samples, their names and values; the two names of
          * each, escaped */
@@ -514,6 +528,30 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
             o = put_name(o, F_PUSH);
             *o++ = ' ';
             o += fl::put_u64(static_cast<uint64_t>(m->push_connections), o);
+            *o++ = '\n';
+        }
+
+        if (m->sync_enabled) {
+            o = put_header(o, F_SYNC_CONNECTED);
+            o = put_name(o, F_SYNC_CONNECTED);
+            o = fl::put_lit(o, m->sync_connected ? " 1\n" : " 0\n");
+
+            o = put_header(o, F_SYNC_LAST_SUCCESS);
+            o = put_name(o, F_SYNC_LAST_SUCCESS);
+            *o++ = ' ';
+            o = put_seconds(o, m->sync_last_success_ms);
+            *o++ = '\n';
+
+            o = put_header(o, F_SYNC_LAG);
+            o = put_name(o, F_SYNC_LAG);
+            *o++ = ' ';
+            o = put_seconds(o, m->sync_lag_ms);
+            *o++ = '\n';
+
+            o = put_header(o, F_SYNC_FAILURES);
+            o = put_name(o, F_SYNC_FAILURES);
+            *o++ = ' ';
+            o += fl::put_u64(m->sync_failures, o);
             *o++ = '\n';
         }
 

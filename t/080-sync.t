@@ -1,0 +1,322 @@
+# flags_sync: three nginx hosts share error counts, rollbacks and overrides
+# through a real redis-server on 127.0.0.1 (docs/sync.md).
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/helper";
+use FlagsTest;
+use IO::Socket::INET;
+use JSON::PP ();
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+
+my $redis_bin = `command -v redis-server 2>/dev/null`;
+chomp $redis_bin;
+plan skip_all => 'redis-server is not installed' unless $redis_bin;
+
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 1) or die "no free port: $!";
+    return $s->sockport;
+}
+
+my $pass = 'sync-secret';
+my $rport = free_port();
+my $rdir = prefix_dir('sync-redis');
+my $redis_pid;
+
+sub redis_start {
+    $redis_pid = fork() // die "fork: $!";
+    if (!$redis_pid) {
+        open STDOUT, '>>', "$rdir/logs/redis.log";
+        open STDERR, '>&', \*STDOUT;
+        exec $redis_bin, '--port', $rport, '--bind', '127.0.0.1',
+             '--save', '', '--appendonly', 'no', '--daemonize', 'no',
+             '--requirepass', $pass, '--dir', $rdir;
+        exit 127;
+    }
+    wait_port($rport) or die "redis-server did not listen on $rport\n";
+}
+
+sub redis_stop {
+    return unless $redis_pid;
+    kill 'KILL', $redis_pid;
+    waitpid $redis_pid, 0;
+    undef $redis_pid;
+}
+
+END { local $?; redis_stop() }
+
+redis_start();
+
+my @port = map { free_port() } 1 .. 4;
+my @dir = map { prefix_dir("sync-$_") } 0 .. 3;
+my @pid;
+
+my $shop = <<'_J_';
+{"flags": [
+  {"name": "risky", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 6, "rate": 1, "window": 60}},
+  {"name": "variant", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 6, "rate": 1, "window": 60}},
+  {"name": "solo", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 2, "rate": 0.001, "window": 60}},
+  {"name": "calm", "enabled": true, "rolloutPercentage": 100}
+]}
+_J_
+
+(my $changed = $shop) =~
+    s/"name": "variant", "enabled": true, "rolloutPercentage": 100/"name": "variant", "enabled": true, "rolloutPercentage": 99/;
+
+sub host_conf {
+    my ($i, $url) = @_;
+    local $FlagsTest::Port = $port[$i];
+    write_file("$dir[$i]/conf/shop.json", $i == 2 ? $changed : $shop);
+    write_file("$dir[$i]/conf/nginx.conf", nginx_conf(http => <<"_H_", server => <<'_S_'));
+    flags_project shop token=tok_1 file=shop.json;
+    flags_error_log off;
+    flags_sync $url interval=200ms prefix=t080:;
+_H_
+        location = /flags { flags_evaluate; }
+        location = /ingest/errors { flags_ingest_errors; }
+        location = /flags-status { flags_status; }
+        location = /metrics { flags_metrics; }
+        location /flags-admin/ { flags_admin; }
+_S_
+}
+
+sub metrics {
+    my ($i) = @_;
+    my ($st, undef, $body) = req($i, GET => '/metrics');
+    return $st == 200 ? $body : '';
+}
+
+sub req {
+    my ($i, @args) = @_;
+    local $FlagsTest::Port = $port[$i];
+    return http_request(@args);
+}
+
+sub status {
+    my ($i) = @_;
+    my ($st, undef, $body) = req($i, GET => '/flags-status');
+    return undef unless $st && $st == 200;
+    return JSON::PP::decode_json($body);
+}
+
+sub flag_state {
+    my ($i, $name) = @_;
+    my $s = status($i) or return undef;
+    my ($f) = grep { $_->{name} eq $name } @{ $s->{projects}[0]{flags} };
+    return $f;
+}
+
+sub report {
+    my ($i, $flag) = @_;
+    my ($st) = req($i, POST => '/ingest/errors',
+        body => qq({"flagName":"$flag","message":"boom"}),
+        headers => ['Authorization: Bearer tok_1',
+                    'Content-Type: application/json']);
+    return $st;
+}
+
+sub flags {
+    my ($i) = @_;
+    my ($st, undef, $body) = req($i, GET => '/flags?userId=u1',
+                                 headers => ['Authorization: Bearer tok_1']);
+    return ($st, $body);
+}
+
+sub enabled {
+    my ($i, $name) = @_;
+    my ($st, $body) = flags($i);
+    return undef unless $st == 200;
+    my ($f) = grep { $_->{name} eq $name }
+        @{ JSON::PP::decode_json($body)->{flags} };
+    return $f->{enabled} ? 1 : 0;
+}
+
+my $url = "redis://:$pass\@127.0.0.1:$rport/3";
+
+# --- nginx -t: the directive's errors name file and line -----------------
+{
+    my $d = $dir[3];
+    local $FlagsTest::Port = $port[3];
+    write_file("$d/conf/shop.json", $shop);
+    for my $case (['http://127.0.0.1:1', qr/flags_sync: "http:\/\/127\.0\.0\.1:1" is not a redis:\/\/ URL/],
+                  ['redis://127.0.0.1', qr/flags_sync: "redis:\/\/127\.0\.0\.1" needs HOST:PORT/],
+                  ['redis://127.0.0.1:1/x', qr/flags_sync: the database in "redis:\/\/127\.0\.0\.1:1\/x" is not a number/],
+                  ['redis://127.0.0.1:1 interval=0', qr/flags_sync: invalid "interval=0": a time from 10ms to 1h/],
+                  ["redis://127.0.0.1:1 'prefix={x}'", qr/flags_sync: invalid "prefix=\{x\}"/],
+                  ['redis://127.0.0.1:1 speed=1', qr/flags_sync: unknown parameter "speed=1"/])
+    {
+        write_file("$d/conf/nginx.conf", nginx_conf(http => <<"_H_", server => ''));
+    flags_project shop token=tok_1 file=shop.json;
+    flags_error_log off;
+    flags_sync $case->[0];
+_H_
+        my ($rc, $out) = nginx_test($d);
+        isnt($rc, 0, "nginx -t refuses flags_sync $case->[0]");
+        like($out, qr/\[emerg\] \d+#\d+: $case->[1].* in \Q$d\E\/conf\/nginx\.conf:\d+/,
+             'with a message naming the file and line');
+    }
+}
+
+# --- three hosts, one fleet ------------------------------------------------
+for my $i (0 .. 2) {
+    host_conf($i, $url);
+    my ($rc, $out) = nginx_test($dir[$i]);
+    is($rc, 0, "host $i: nginx -t accepts flags_sync") or diag $out;
+    local $FlagsTest::Port = $port[$i];
+    push @pid, nginx_start($dir[$i]);
+}
+
+for my $i (0 .. 2) {
+    ok(wait_for(sub { my $s = status($i); $s && $s->{sync}{connected} }, 5),
+       "host $i: flags_status says connected");
+}
+{
+    my $s = status(0);
+    like($s->{sync}{lastSuccess}, qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+         'lastSuccess is a time');
+    is($s->{sync}{failures}, 0, 'no failure');
+    ok(kill(0, $s->{sync}{owner}), 'the owner is a live worker');
+    ok((grep { $_ == $s->{sync}{owner} } worker_pids($pid[0])),
+       'one of host 0\'s workers');
+    my $m = metrics(0);
+    like($m, qr/^flags_sync_connected 1$/m, 'flags_metrics: connected');
+    like($m, qr/^flags_sync_failures_total 0$/m, 'no failure');
+    like($m, qr/^flags_sync_last_success_timestamp_seconds \d{10}(\.\d{1,3})?$/m,
+         'the last success');
+    like($m, qr/^# TYPE flags_sync_lag_seconds gauge$/m, 'the lag, a gauge');
+}
+
+# errors spread: 2 a host, none alone reaches minErrors=6
+for my $i (0 .. 2) {
+    is(report($i, 'risky'), 204, "host $i: error report") for 1 .. 2;
+}
+for my $i (0 .. 2) {
+    is(flag_state($i, 'risky')->{rolledBack}, JSON::PP::false,
+       "host $i: 2 errors alone do not roll back")
+        if $i == 0;
+}
+my $t0 = time;
+for my $i (0 .. 2) {
+    ok(wait_for(sub { (enabled($i, 'risky') // 1) == 0 }, 3),
+       "host $i: serves the fleet's rollback of risky");
+}
+my $took = time - $t0;
+ok($took < 2, "every host within a few intervals (${\ sprintf '%.2f', $took} s)");
+{
+    my $f = flag_state(1, 'risky');
+    is($f->{rolledBack}, JSON::PP::true, 'host 1: rolledBack');
+    is($f->{rollback}{errors}, 6, 'the fleet\'s record: 6 errors');
+}
+
+# a changed definition keeps its own state: host 2's "variant" differs
+is(report($_, 'variant'), 204, 'variant error') for (0, 0, 0, 1, 1, 1, 2, 2);
+ok(wait_for(sub { (enabled(0, 'variant') // 1) == 0
+                  && (enabled(1, 'variant') // 1) == 0 }, 3),
+   'hosts 0 and 1 roll variant back (6 errors of their definition)');
+sleep 0.6;
+is(enabled(2, 'variant'), 1, 'host 2 (another definition) keeps serving it');
+is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
+
+# admin changes on one host reach all
+{
+    my ($st) = req(0, DELETE => '/flags-admin/rollbacks/shop/risky');
+    is($st, 204, 'host 0: rollback of risky cleared');
+    for my $i (0 .. 2) {
+        ok(wait_for(sub { (enabled($i, 'risky') // 0) == 1 }, 3),
+           "host $i: risky served again");
+    }
+
+    ($st) = req(1, PUT => '/flags-admin/overrides/shop/calm',
+                body => '{"rolloutPercentage": 12.5}',
+                headers => ['Content-Type: application/json']);
+    is($st, 204, 'host 1: override of calm set');
+    for my $i (0 .. 2) {
+        ok(wait_for(sub {
+            my $f = flag_state($i, 'calm');
+            $f && $f->{override} && ($f->{override}{rolloutPercentage} // -1) == 12.5
+        }, 3), "host $i: the override is in effect");
+    }
+
+    ($st) = req(2, DELETE => '/flags-admin/overrides/shop/calm');
+    is($st, 204, 'host 2: override removed');
+    for my $i (0 .. 2) {
+        ok(wait_for(sub {
+            my $f = flag_state($i, 'calm');
+            $f && !defined $f->{override}
+        }, 3), "host $i: no override");
+    }
+
+    ($st) = req(2, PUT => '/flags-admin/overrides/shop/calm',
+                body => '{"enabled": false}',
+                headers => ['Content-Type: application/json']);
+    is($st, 204, 'host 2: calm overridden off');
+    for my $i (0 .. 1) {
+        ok(wait_for(sub { (enabled($i, 'calm') // 1) == 0 }, 3),
+           "host $i: calm off");
+    }
+}
+
+# --- Redis killed mid-traffic ---------------------------------------------
+{
+    redis_stop();
+    my ($n, $bad, $slowest) = (0, 0, 0);
+    my $end = time + 1.5;
+    while (time < $end) {
+        for my $i (0 .. 2) {
+            my $t = time;
+            my ($st) = flags($i);
+            my $d = time - $t;
+            $slowest = $d if $d > $slowest;
+            $bad++ unless $st == 200;
+            $n++;
+        }
+    }
+    is($bad, 0, "Redis down: $n requests, none failed");
+    ok($slowest < 0.2, "and none slowed (slowest ${\ sprintf '%.3f', $slowest} s)");
+
+    is(report(0, 'solo'), 204, 'host 0: solo error') for 1 .. 2;
+    is(enabled(0, 'solo'), 0, 'host 0 rolls solo back alone (minErrors=2)');
+    is(enabled(1, 'solo'), 1, 'host 1 does not know yet');
+
+    my $s = status(0);
+    is($s->{sync}{connected}, JSON::PP::false, 'flags_status: not connected');
+    like(metrics(0), qr/^flags_sync_connected 0$/m, 'flags_metrics: not connected');
+    ok($s->{sync}{failures} >= 1, 'failures counted');
+    my $log = read_file("$dir[0]/logs/error.log");
+    my @lost = $log =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
+    is(scalar @lost, 1, 'the loss is logged once, at error level');
+}
+
+# --- Redis back, empty: the fleet converges --------------------------------
+{
+    redis_start();
+    for my $i (1 .. 2) {
+        ok(wait_for(sub { (enabled($i, 'solo') // 1) == 0 }, 8),
+           "host $i: host 0's rollback of solo published after the restart");
+    }
+    ok(wait_for(sub { (enabled(0, 'calm') // 1) == 0 }, 3),
+       'host 0: calm still overridden off');
+    like(read_file("$dir[0]/logs/error.log"),
+         qr/flags_sync: redis at 127\.0\.0\.1:\Q$rport\E is back/, 'the return is logged');
+}
+
+# --- a wrong password is a clear error --------------------------------------
+{
+    host_conf(3, "redis://:wrong\@127.0.0.1:$rport");
+    local $FlagsTest::Port = $port[3];
+    push @pid, nginx_start($dir[3]);
+    ok(wait_for(sub { (read_file("$dir[3]/logs/error.log") // '') =~
+        /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: AUTH refused \(check the password of flags_sync\): WRONGPASS/ }, 5),
+       'wrong password: the log says AUTH was refused, and why');
+    is(status(3)->{sync}{connected}, JSON::PP::false, 'not connected');
+    is(enabled(3, 'risky'), 1, 'and serving goes on');
+}
+
+nginx_stop($_) for @pid;
+done_testing();
