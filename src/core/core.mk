@@ -37,6 +37,7 @@ FLAGS_CORE_SRCS = \
 	state.cpp \
 	statefile.cpp \
 	status_json.cpp \
+	sync_script.cpp \
 	utf8.cpp \
 	variables.cpp
 

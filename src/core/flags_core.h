@@ -837,6 +837,13 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
     char *err, size_t err_len) FL_NOEXCEPT;
 
 
+/* ------------------------------------------------------------ fleet sync */
+
+/* The Lua script flags_sync runs in Redis (src/core/sync_script.cpp,
+ * docs/sync.md); *len is set to its length. */
+const char *fl_sync_script(size_t *len) FL_NOEXCEPT;
+
+
 #ifdef __cplusplus
 }
 #endif

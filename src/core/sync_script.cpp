@@ -1,0 +1,99 @@
+/*
+ * sync_script.cpp - the fleet's decision, run inside Redis (docs/sync.md):
+ * the Lua script flags_sync sends.  It applies the rule of
+ * fl_rollback_decide() (policy.cpp) to the fleet's window sums, with the
+ * policy passed by each host, so the one rule has one statement in C++
+ * and this, its Redis-side twin, beside the rest of the core's decisions.
+ */
+
+#include "flags_core.h"
+
+/*
+ * The fleet's script.  KEYS[1] is the project's control hash, KEYS[1 + i]
+ * the window hash of entry i.  ARGV: the epoch and version the host last
+ * read, the number of entries, then NGX_HTTP_FLAGS_SYNC_ARGS a flag: name,
+ * definition hash (16 hex digits), rollback op ("-", "set", "clr") and its
+ * record ("at_ms errors enabled"), override op ("-", "set", "del") and its
+ * value ("off" or milli-percent), error and enabled-evaluation deltas,
+ * then the policy as "min_errors rate_milli window" ("" when off).
+ * Time is Redis's own (TIME), so hosts' clocks need not agree.
+ * Returns {epoch, version} or, when the host's are stale, {epoch, version,
+ * HGETALL of the control hash}.
+ */
+
+namespace {
+
+constexpr char script[] =
+    "local ctl = KEYS[1]\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1])\n"
+    "local now_ms = now * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local epoch = redis.call('HGET', ctl, 'epoch')\n"
+    "if not epoch then\n"
+    "  epoch = t[1] .. string.format('%06d', tonumber(t[2]))\n"
+    "  redis.call('HSET', ctl, 'epoch', epoch, 'ver', 0)\n"
+    "end\n"
+    "local bump = 0\n"
+    "local n = tonumber(ARGV[3])\n"
+    "for i = 0, n - 1 do\n"
+    "  local a = 4 + i * 9\n"
+    "  local flag, def = ARGV[a], ARGV[a + 1]\n"
+    "  local rbf = 'rb:' .. def .. ':' .. flag\n"
+    "  local ovf = 'ov:' .. def .. ':' .. flag\n"
+    "  local w = KEYS[2 + i]\n"
+    "  if ARGV[a + 2] == 'set' then\n"
+    "    bump = bump + redis.call('HSETNX', ctl, rbf, ARGV[a + 3])\n"
+    "  elseif ARGV[a + 2] == 'clr' then\n"
+    "    bump = bump + redis.call('HDEL', ctl, rbf)\n"
+    "    redis.call('DEL', w)\n"
+    "  end\n"
+    "  if ARGV[a + 4] == 'set' then\n"
+    "    if redis.call('HGET', ctl, ovf) ~= ARGV[a + 5] then\n"
+    "      redis.call('HSET', ctl, ovf, ARGV[a + 5])\n"
+    "      bump = bump + 1\n"
+    "    end\n"
+    "  elseif ARGV[a + 4] == 'del' then\n"
+    "    bump = bump + redis.call('HDEL', ctl, ovf)\n"
+    "  end\n"
+    "  local de, dn = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])\n"
+    "  local pol = ARGV[a + 8]\n"
+    "  if (de > 0 or dn > 0) and pol ~= ''\n"
+    "     and redis.call('HEXISTS', ctl, rbf) == 0 then\n"
+    "    local me, rate, win = string.match(pol, '(%d+) (%d+) (%d+)')\n"
+    "    me, rate, win = tonumber(me), tonumber(rate), tonumber(win)\n"
+    "    if de > 0 then redis.call('HINCRBY', w, now .. ':e', de) end\n"
+    "    if dn > 0 then redis.call('HINCRBY', w, now .. ':n', dn) end\n"
+    "    redis.call('EXPIRE', w, win + 60)\n"
+    "    local errors, enabled = 0, 0\n"
+    "    local all = redis.call('HGETALL', w)\n"
+    "    for j = 1, #all, 2 do\n"
+    "      local sec, kind = string.match(all[j], '(%d+):(%a)')\n"
+    "      if tonumber(sec) > now - win then\n"
+    "        if kind == 'e' then errors = errors + tonumber(all[j + 1])\n"
+    "        else enabled = enabled + tonumber(all[j + 1]) end\n"
+    "      else\n"
+    "        redis.call('HDEL', w, all[j])\n"
+    "      end\n"
+    "    end\n"
+    "    if me < 1 then me = 1 end\n"
+    "    if errors >= me\n"
+    "       and (enabled == 0 or errors * 100000 >= rate * enabled) then\n"
+    "      bump = bump + redis.call('HSETNX', ctl, rbf,\n"
+    "        now_ms .. ' ' .. errors .. ' ' .. enabled)\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if bump > 0 then redis.call('HINCRBY', ctl, 'ver', 1) end\n"
+    "local ver = redis.call('HGET', ctl, 'ver')\n"
+    "if epoch ~= ARGV[1] or ver ~= ARGV[2] then\n"
+    "  return {epoch, ver, redis.call('HGETALL', ctl)}\n"
+    "end\n"
+    "return {epoch, ver}\n";
+
+} // namespace
+
+extern "C" const char *fl_sync_script(size_t *len) noexcept
+{
+    *len = sizeof(script) - 1;
+    return script;
+}
