@@ -550,3 +550,69 @@ ngx_http_flags_send_not_modified(ngx_http_request_t *r)
 
     return ngx_http_send_header(r);
 }
+
+
+/*
+ * 413 for a body over max bytes: "<what> is larger than N bytes".  Reports
+ * (count) are counted as refused for flags_metrics.
+ */
+
+ngx_int_t
+ngx_http_flags_too_large(ngx_http_request_t *r, size_t max, const char *what,
+    ngx_uint_t count)
+{
+    u_char  msg[128];
+
+    ngx_snprintf(msg, sizeof(msg), "%s is larger than %uz bytes%Z", what, max);
+
+    if (count) {
+        ngx_http_flags_refused(r, FL_REFUSED_PAYLOAD_TOO_LARGE);
+    }
+
+    return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                     "payload_too_large", (char *) msg);
+}
+
+
+/*
+ * The start of a handler that takes a JSON body of at most
+ * flags_max_report_size bytes: 415 unless Content-Type is JSON, 413 for a
+ * declared length over the limit (before a byte of the body is read), then
+ * ctx becomes the request's and the body is read; post runs once it is
+ * in.  what and count as for ngx_http_flags_too_large().
+ */
+
+ngx_int_t
+ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
+    const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post)
+{
+    ngx_int_t                   rc;
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
+        if (count) {
+            ngx_http_flags_refused(r, FL_REFUSED_UNSUPPORTED_MEDIA_TYPE);
+        }
+
+        return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                         "unsupported_media_type",
+                                         "Content-Type must be "
+                                         "application/json");
+    }
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_too_large(r, flcf->max_report_size, what, count);
+    }
+
+    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
+
+    rc = ngx_http_read_client_request_body(r, post);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}

@@ -71,8 +71,6 @@ static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
-static ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r,
-    size_t max);
 static ngx_int_t ngx_http_flags_batch_add(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx, fl_report_t *report);
 static void ngx_http_flags_batch_event(ngx_event_t *ev);
@@ -179,24 +177,7 @@ ngx_int_t
 ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project)
 {
-    ngx_int_t                     rc;
-    ngx_http_flags_loc_conf_t    *flcf;
     ngx_http_flags_ingest_ctx_t  *ctx;
-
-    if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
-        ngx_http_flags_refused(r, FL_REFUSED_UNSUPPORTED_MEDIA_TYPE);
-        return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                                         "unsupported_media_type",
-                                         "Content-Type must be "
-                                         "application/json");
-    }
-
-    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
-
-    /* a declared length is refused before a byte of the body is read */
-    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
-        return ngx_http_flags_too_large(r, flcf->max_report_size);
-    }
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_ingest_ctx_t));
     if (ctx == NULL) {
@@ -204,30 +185,9 @@ ngx_http_flags_ingest_report(ngx_http_request_t *r,
     }
 
     ctx->project = project;
-    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
 
-    rc = ngx_http_read_client_request_body(r, ngx_http_flags_ingest_body);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
-    }
-
-    return NGX_DONE;
-}
-
-
-static ngx_int_t
-ngx_http_flags_too_large(ngx_http_request_t *r, size_t max)
-{
-    u_char  msg[128];
-
-    ngx_snprintf(msg, sizeof(msg), "the report is larger than %uz bytes%Z",
-                 max);
-
-    ngx_http_flags_refused(r, FL_REFUSED_PAYLOAD_TOO_LARGE);
-
-    return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                     "payload_too_large", (char *) msg);
+    return ngx_http_flags_read_json_body(r, ctx, "the report", 1,
+                                         ngx_http_flags_ingest_body);
 }
 
 
@@ -286,7 +246,8 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
 
     /* a chunked body has no declared length: measure what arrived */
     if (ngx_http_flags_body_size(r) > (off_t) flcf->max_report_size) {
-        return ngx_http_flags_too_large(r, flcf->max_report_size);
+        return ngx_http_flags_too_large(r, flcf->max_report_size,
+                                        "the report", 1);
     }
 
     alloc.alloc = ngx_http_flags_pool_alloc;

@@ -308,6 +308,10 @@ ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
+ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
+    const char *what, ngx_uint_t count);
+ngx_int_t ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
+    const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status);

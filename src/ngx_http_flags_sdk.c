@@ -31,8 +31,6 @@ typedef struct {
 } ngx_http_flags_sdk_body_t;
 
 
-static ngx_int_t ngx_http_flags_sdk_too_large(ngx_http_request_t *r,
-    size_t max);
 static void ngx_http_flags_sdk_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_sdk_flags(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_sdk_copy(void *ctx, u_char *p, size_t len);
@@ -47,7 +45,6 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
     ngx_http_flags_sdk_ctx_t   *ctx;
     ngx_http_flags_project_t   *project;
     ngx_http_core_loc_conf_t   *clcf;
-    ngx_http_flags_loc_conf_t  *flcf;
 
     /* the token is checked before anything else (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
@@ -106,54 +103,21 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
         return ngx_http_flags_method_not_allowed(r, "POST");
     }
 
-    if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_UNSUPPORTED_MEDIA_TYPE,
-                                         "unsupported_media_type",
-                                         "Content-Type must be "
-                                         "application/json");
-    }
-
-    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
-
-    /* a declared length is refused before a byte of the body is read */
-    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
-        return ngx_http_flags_sdk_too_large(r, flcf->max_report_size);
-    }
-
     ctx = ngx_palloc(r->pool, sizeof(ngx_http_flags_sdk_ctx_t));
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->project = project;
-    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
 
-    rc = ngx_http_read_client_request_body(r, ngx_http_flags_sdk_body);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
-    }
-
-    return NGX_DONE;
+    return ngx_http_flags_read_json_body(r, ctx, "the request body", 0,
+                                         ngx_http_flags_sdk_body);
 
 not_found:
 
     return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
                                      "expected {location}flags or "
                                      "{location}report");
-}
-
-
-static ngx_int_t
-ngx_http_flags_sdk_too_large(ngx_http_request_t *r, size_t max)
-{
-    u_char  msg[128];
-
-    ngx_snprintf(msg, sizeof(msg),
-                 "the request body is larger than %uz bytes%Z", max);
-
-    return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                     "payload_too_large", (char *) msg);
 }
 
 
@@ -194,7 +158,8 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     /* a chunked body has no declared length: measure what arrived */
     size = ngx_http_flags_body_size(r);
     if (size > (off_t) flcf->max_report_size) {
-        return ngx_http_flags_sdk_too_large(r, flcf->max_report_size);
+        return ngx_http_flags_too_large(r, flcf->max_report_size,
+                                        "the request body", 0);
     }
 
     body.len = 0;
