@@ -58,8 +58,8 @@ ngx_http_flags_tag_slot(ngx_http_request_t *r,
         }
     }
 
-    h = fl_murmur3_32(r->args.data, r->args.len,
-                      (uint32_t) (uintptr_t) project);
+    h = fl_murmur3_32(r->args.len ? (const void *) r->args.data : "",
+                      r->args.len, (uint32_t) (uintptr_t) project);
 
     return &ngx_http_flags_tags[h & (NGX_HTTP_FLAGS_TAGS - 1)];
 }
@@ -73,7 +73,8 @@ ngx_http_flags_tag_hit(ngx_http_flags_tag_t *t, ngx_http_request_t *r,
     return t->project == project && t->gen == gen
            && t->max_traits == max_traits && t->version == version
            && t->len == r->args.len
-           && ngx_memcmp(t->args, r->args.data, r->args.len) == 0;
+           && (r->args.len == 0
+               || ngx_memcmp(t->args, r->args.data, r->args.len) == 0);
 }
 
 
@@ -246,7 +247,9 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         tag->etag = etag;
         (void) fl_etag_format(etag, (char *) tag->text);
         tag->len = r->args.len;
-        ngx_memcpy(tag->args, r->args.data, r->args.len);
+        if (r->args.len) {      /* no query: args.data may be NULL */
+            ngx_memcpy(tag->args, r->args.data, r->args.len);
+        }
     }
 
     if (inm != NULL

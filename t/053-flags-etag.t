@@ -81,6 +81,15 @@ isnt($h->{etag}, $tag, 'another trait value: another tag');
 (undef, $h) = get('userId=alice');
 isnt($h->{etag}, $tag, 'a trait fewer: another tag');
 
+# no query at all (an anonymous caller): remembered and revalidated too
+{
+    my ($s1, $h1) = http_request(GET => '/flags', headers => [$AUTH]);
+    is($s1, 200, 'no query: 200');
+    my %st;
+    $st{ (http_request(GET => '/flags', headers => [$AUTH, "If-None-Match: $h1->{etag}"]))[0] }++ for 1 .. 6;
+    is_deeply(\%st, { 304 => 6 }, 'no query: revalidated with 304 on both workers');
+}
+
 # ---- If-None-Match
 
 my $before = evaluations();
