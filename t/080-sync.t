@@ -268,8 +268,41 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
     }
 }
 
-# --- Redis killed mid-traffic ---------------------------------------------
+# --- Redis slow: stopped (SIGSTOP) while connections stay open -------------
 {
+    my $before = status(0)->{sync}{failures};
+    kill 'STOP', $redis_pid;
+    my ($n, $bad, $slowest) = (0, 0, 0);
+    my $end = time + 2.5;
+    while (time < $end) {
+        for my $i (0 .. 2) {
+            my $t = time;
+            my ($st) = flags($i);
+            my $d = time - $t;
+            $slowest = $d if $d > $slowest;
+            $bad++ unless $st == 200;
+            $n++;
+        }
+    }
+    is($bad, 0, "Redis not answering: $n requests, none failed");
+    ok($slowest < 0.2, "and none slowed (slowest ${\ sprintf '%.3f', $slowest} s)");
+    ok(wait_for(sub { status(0)->{sync}{failures} > $before }, 4),
+       'a round Redis does not answer in time is a failure');
+    kill 'CONT', $redis_pid;
+    ok(wait_for(sub { status(0)->{sync}{connected} }, 8), 'connected again once Redis answers');
+    my @lost = read_file("$dir[0]/logs/error.log")
+        =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
+    is(scalar @lost, 1, 'a Redis that does not answer is logged once, at error level');
+}
+
+# --- Redis killed mid-traffic ---------------------------------------------
+sub losses {
+    my @l = read_file("$dir[0]/logs/error.log")
+        =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
+    return scalar @l;
+}
+{
+    my $lost0 = losses();
     redis_stop();
     my ($n, $bad, $slowest) = (0, 0, 0);
     my $end = time + 1.5;
@@ -294,9 +327,7 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
     is($s->{sync}{connected}, JSON::PP::false, 'flags_status: not connected');
     like(metrics(0), qr/^flags_sync_connected 0$/m, 'flags_metrics: not connected');
     ok($s->{sync}{failures} >= 1, 'failures counted');
-    my $log = read_file("$dir[0]/logs/error.log");
-    my @lost = $log =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
-    is(scalar @lost, 1, 'the loss is logged once, at error level');
+    is(losses(), $lost0 + 1, 'the loss is logged once, at error level');
 }
 
 # --- Redis back, empty: the fleet converges --------------------------------
