@@ -268,12 +268,12 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
     }
 }
 
-# --- Redis slow: stopped (SIGSTOP) while connections stay open -------------
-{
-    my $before = status(0)->{sync}{failures};
-    kill 'STOP', $redis_pid;
+# GET /flags on the three hosts for $secs seconds: (requests, not 200,
+# slowest in seconds)
+sub traffic {
+    my ($secs) = @_;
     my ($n, $bad, $slowest) = (0, 0, 0);
-    my $end = time + 2.5;
+    my $end = time + $secs;
     while (time < $end) {
         for my $i (0 .. 2) {
             my $t = time;
@@ -284,6 +284,14 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
             $n++;
         }
     }
+    return ($n, $bad, $slowest);
+}
+
+# --- Redis slow: stopped (SIGSTOP) while connections stay open -------------
+{
+    my $before = status(0)->{sync}{failures};
+    kill 'STOP', $redis_pid;
+    my ($n, $bad, $slowest) = traffic(2.5);
     is($bad, 0, "Redis not answering: $n requests, none failed");
     ok($slowest < 0.2, "and none slowed (slowest ${\ sprintf '%.3f', $slowest} s)");
     ok(wait_for(sub { status(0)->{sync}{failures} > $before }, 4),
@@ -304,18 +312,7 @@ sub losses {
 {
     my $lost0 = losses();
     redis_stop();
-    my ($n, $bad, $slowest) = (0, 0, 0);
-    my $end = time + 1.5;
-    while (time < $end) {
-        for my $i (0 .. 2) {
-            my $t = time;
-            my ($st) = flags($i);
-            my $d = time - $t;
-            $slowest = $d if $d > $slowest;
-            $bad++ unless $st == 200;
-            $n++;
-        }
-    }
+    my ($n, $bad, $slowest) = traffic(1.5);
     is($bad, 0, "Redis down: $n requests, none failed");
     ok($slowest < 0.2, "and none slowed (slowest ${\ sprintf '%.3f', $slowest} s)");
 
