@@ -654,12 +654,31 @@ ngx_http_flags_sync_send(ngx_http_flags_sync_t *s, char *cmd, int len,
 }
 
 
+/* One command, formatted by hiredis, queued with the reply it expects. */
+
+static ngx_int_t
+ngx_http_flags_sync_command(ngx_http_flags_sync_t *s, int argc,
+    const char **argv, const size_t *argvlen, ngx_uint_t kind)
+{
+    int         len;
+    char       *cmd;
+    ngx_int_t   rc;
+
+    len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    if (len < 0) {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_flags_sync_send(s, cmd, len, kind);
+    redisFreeCommand(cmd);
+
+    return rc;
+}
+
+
 static ngx_int_t
 ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s)
 {
-    int          len;
-    char        *cmd;
-    ngx_int_t    rc;
     const char  *argv[3];
     size_t       argvlen[3];
     u_char       db[NGX_INT_T_LEN];
@@ -670,16 +689,10 @@ ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s)
         argv[1] = (const char *) s->conf->password.data;
         argvlen[1] = s->conf->password.len;
 
-        len = redisFormatCommandArgv(&cmd, 2, argv, argvlen);
-        if (len < 0) {
-            return NGX_ERROR;
-        }
-
-        rc = ngx_http_flags_sync_send(s, cmd, len,
-                                      NGX_HTTP_FLAGS_SYNC_R_AUTH);
-        redisFreeCommand(cmd);
-
-        if (rc != NGX_OK) {
+        if (ngx_http_flags_sync_command(s, 2, argv, argvlen,
+                                        NGX_HTTP_FLAGS_SYNC_R_AUTH)
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }
@@ -690,16 +703,10 @@ ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s)
         argv[1] = (const char *) db;
         argvlen[1] = ngx_sprintf(db, "%ui", s->conf->db) - db;
 
-        len = redisFormatCommandArgv(&cmd, 2, argv, argvlen);
-        if (len < 0) {
-            return NGX_ERROR;
-        }
-
-        rc = ngx_http_flags_sync_send(s, cmd, len,
-                                      NGX_HTTP_FLAGS_SYNC_R_SELECT);
-        redisFreeCommand(cmd);
-
-        if (rc != NGX_OK) {
+        if (ngx_http_flags_sync_command(s, 2, argv, argvlen,
+                                        NGX_HTTP_FLAGS_SYNC_R_SELECT)
+            != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }
@@ -710,15 +717,8 @@ ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s)
     argvlen[1] = 4;
     argv[2] = fl_sync_script(&argvlen[2]);
 
-    len = redisFormatCommandArgv(&cmd, 3, argv, argvlen);
-    if (len < 0) {
-        return NGX_ERROR;
-    }
-
-    rc = ngx_http_flags_sync_send(s, cmd, len, NGX_HTTP_FLAGS_SYNC_R_LOAD);
-    redisFreeCommand(cmd);
-
-    return rc;
+    return ngx_http_flags_sync_command(s, 3, argv, argvlen,
+                                       NGX_HTTP_FLAGS_SYNC_R_LOAD);
 }
 
 
