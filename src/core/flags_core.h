@@ -105,13 +105,22 @@ typedef struct {
     uint32_t            min_errors;     /* count, >= 1 */
     uint32_t            rate_milli;     /* percent x 1000: 10 % -> 10000 */
     uint32_t            window;         /* seconds, 1 .. FL_WINDOW_MAX */
+    uint32_t            min_sources;    /* distinct sources, 1 ..
+                                         * FL_MIN_SOURCES_MAX (0 in a flag's
+                                         * object: inherited) */
 } fl_rollback_policy_t;
 
+/* At most this many distinct sources can be required: a window block
+ * remembers FL_SOURCE_SLOTS of them (docs/rollback.md, sources). */
+#define FL_MIN_SOURCES_MAX              32u
+#define FL_SOURCE_SLOTS                 64u
+
 /* The built-in policy, flags_rollback's default: min_errors=20 rate=10%
- * window=60s. */
+ * window=60s min_sources=1. */
 #define FL_ROLLBACK_DEFAULT_MIN_ERRORS  20u
 #define FL_ROLLBACK_DEFAULT_RATE_MILLI  10000u
 #define FL_ROLLBACK_DEFAULT_WINDOW      60u
+#define FL_ROLLBACK_DEFAULT_MIN_SOURCES 1u
 
 /* The built-in policy as a value, mode ON. */
 fl_rollback_policy_t fl_rollback_policy_default(void) FL_NOEXCEPT;
@@ -354,8 +363,17 @@ typedef struct {
     uint64_t    on_errors;
     uint64_t    off_evaluations;
     uint64_t    off_errors;
-    uint64_t    rollbacks;          /* times a rollback tripped */
+    uint64_t    rollbacks;          /* rollbacks that took effect here */
+    uint64_t    rollbacks_fleet;    /* of rollbacks: the fleet decided */
 } fl_totals_t;
+
+/* Who decided a rollback (fl_control_t.rb_by, flags_status's
+ * "decidedBy", flags_rollbacks_total's "by" label). */
+typedef enum {
+    FL_DECIDED_UNKNOWN = 0,     /* restored from a state file */
+    FL_DECIDED_RULE,            /* this host's rule, on its own counts */
+    FL_DECIDED_FLEET            /* the fleet's rule (flags_sync) */
+} fl_decided_t;
 
 typedef struct {
     uint64_t    def_hash;
@@ -363,6 +381,8 @@ typedef struct {
     uint64_t    rb_at_ms;
     uint64_t    rb_errors;
     uint64_t    rb_enabled;
+    uint64_t    rb_sources;
+    uint64_t    rb_by;          /* fl_decided_t */
 } fl_control_t;
 
 typedef struct {
@@ -378,14 +398,19 @@ typedef struct {
     uint64_t    off_evaluations;
     uint64_t    off_errors;
     uint64_t    rollbacks;              /* lifetime, fl_count_rollback() */
+    uint64_t    rollbacks_fleet;        /* of rollbacks */
 
     uint64_t    window_enabled;         /* within the window at now_sec */
     uint64_t    window_errors;
+    uint64_t    window_sources;         /* distinct, at most FL_SOURCE_SLOTS */
+    fl_rollback_policy_t  policy;       /* resolved: the one in force */
 
     int         rolled_back;
     uint64_t    rollback_at_ms;         /* wall clock, ms since epoch */
     uint64_t    rollback_errors;
     uint64_t    rollback_enabled;
+    uint64_t    rollback_sources;
+    fl_decided_t rollback_by;
 
     fl_override_kind_t  override_kind;
     uint32_t            override_milli;
@@ -415,7 +440,25 @@ void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
 /* A rollback tripped (fl_control_try_rollback() returned 1): the lifetime
  * count flags_metrics shows.  A rollback restored from the state file is
  * not one. */
-void fl_count_rollback(fl_totals_t *t) FL_NOEXCEPT;
+void fl_count_rollback(fl_totals_t *t, fl_decided_t by) FL_NOEXCEPT;
+
+/* The source of an error (docs/rollback.md, sources): the user id when
+ * there is one (a report's userId, flags_context's user=), else the
+ * client address.  A 32-bit key, never 0. */
+uint32_t fl_source_key(const char *user_id, size_t user_id_len,
+    const char *addr, size_t addr_len) FL_NOEXCEPT;
+
+/* An error of the flag came from source key (fl_source_key()): the
+ * window remembers it with its second, in a table of FL_SOURCE_SLOTS. */
+void fl_count_source(fl_window_t *w, int64_t now_sec, uint32_t key)
+    FL_NOEXCEPT;
+
+/* Adds to keys[0..*n) (at most max) the distinct source keys seen within
+ * the last `seconds` seconds that are not there yet; *n is updated.  The
+ * count of a flag's distinct sources is *n after every block of its
+ * window list was added. */
+void fl_window_sources(const fl_window_t *w, int64_t now_sec,
+    uint32_t seconds, uint32_t *keys, size_t *n, size_t max) FL_NOEXCEPT;
 
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
@@ -429,7 +472,8 @@ uint32_t fl_control_effective(const fl_control_t *c,
 /* Rolls the flag back with this record; returns 1 when this call did it
  * (exactly one caller wins), 0 when it already was. */
 int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms,
-    uint64_t errors, uint64_t enabled) FL_NOEXCEPT;
+    uint64_t errors, uint64_t enabled, uint64_t sources, fl_decided_t by)
+    FL_NOEXCEPT;
 
 /* Returns 1 if a rollback was cleared.  The caller empties the window. */
 int fl_control_clear_rollback(fl_control_t *c) FL_NOEXCEPT;
@@ -439,7 +483,8 @@ void fl_control_set_override(fl_control_t *c, fl_override_kind_t kind,
 
 /* Restores a rollback record (from the state file). */
 void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
-    uint64_t errors, uint64_t enabled) FL_NOEXCEPT;
+    uint64_t errors, uint64_t enabled, uint64_t sources, fl_decided_t by)
+    FL_NOEXCEPT;
 
 /* Is the flag rolled back or overridden (what a state file keeps)? */
 int fl_control_active(const fl_control_t *c) FL_NOEXCEPT;
@@ -465,10 +510,26 @@ void fl_window_merge(fl_window_t *dst, const fl_window_t *src) FL_NOEXCEPT;
 void fl_window_clear(fl_window_t *w) FL_NOEXCEPT;
 
 /* Whether a window's counts roll the flag back under a resolved (ON or
- * OFF) policy: errors >= min_errors and errors >= rate x enabled
- * evaluations (with no enabled evaluation, min_errors alone decides). */
+ * OFF) policy: errors >= min_errors, errors >= rate x enabled
+ * evaluations (with no enabled evaluation, min_errors alone decides) and
+ * sources >= min_sources. */
 int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
-    const fl_rollback_policy_t *policy) FL_NOEXCEPT;
+    uint64_t window_sources, const fl_rollback_policy_t *policy)
+    FL_NOEXCEPT;
+
+/* What a window still lacks before the rule trips (all 0 when it would
+ * trip; flags_status's "waitingFor"): errors to reach min_errors, errors
+ * to reach the rate at the current enabled evaluations, distinct
+ * sources to reach min_sources. */
+typedef struct {
+    uint64_t    errors;
+    uint64_t    rate_errors;
+    uint64_t    sources;
+} fl_rollback_wait_t;
+
+void fl_rollback_waiting(uint64_t window_errors, uint64_t window_enabled,
+    uint64_t window_sources, const fl_rollback_policy_t *policy,
+    fl_rollback_wait_t *out) FL_NOEXCEPT;
 
 /* A snapshot from the three parts; the window sums are the caller's. */
 void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
@@ -548,6 +609,8 @@ typedef struct {
     uint64_t             rollback_at_ms;
     uint64_t             rollback_errors;
     uint64_t             rollback_enabled;
+    uint64_t             rollback_sources;
+    fl_decided_t         rollback_by;
     fl_override_kind_t   override_kind;
     uint32_t             override_milli;
 } fl_saved_flag_t;

@@ -55,6 +55,12 @@ enum {
     F_OVERRIDE_RATIO,
     F_WINDOW_ENABLED,
     F_WINDOW_ERRORS,
+    F_WINDOW_SOURCES,
+    F_RULE_ENABLED,
+    F_RULE_MIN_ERRORS,
+    F_RULE_RATE,
+    F_RULE_WINDOW,
+    F_RULE_MIN_SOURCES,
     F_UNCOUNTED,
     F_REFUSED,
     F_ZONE_BYTES,
@@ -79,7 +85,8 @@ constexpr family families[F_MAX] = {
      "Upstream errors of requests that read the flag through an nginx "
      "variable, by answer."},
     {"flags_rollbacks_total", "counter",
-     "Automatic rollbacks of the flag since the zone was created."},
+     "Automatic rollbacks that took effect on this host since the zone was "
+     "created, by who decided them: this host's rule or the fleet's."},
     {"flags_rolled_back", "gauge",
      "1 while the flag is rolled back, else 0."},
     {"flags_rollback_timestamp_seconds", "gauge",
@@ -101,6 +108,21 @@ constexpr family families[F_MAX] = {
      "Evaluations that answered on within the rollback window."},
     {"flags_window_errors", "gauge",
      "Errors within the rollback window."},
+    {"flags_window_sources", "gauge",
+     "Distinct sources (users, else client addresses) of the errors within "
+     "the rollback window, counted up to 64."},
+    {"flags_rollback_rule_enabled", "gauge",
+     "1 when the automatic rollback rule applies to the flag, else 0."},
+    {"flags_rollback_min_errors", "gauge",
+     "The rule's min_errors: errors in the window before a rollback."},
+    {"flags_rollback_rate_ratio", "gauge",
+     "The rule's rate: errors per enabled evaluation in the window before "
+     "a rollback, as a ratio."},
+    {"flags_rollback_window_seconds", "gauge",
+     "The rule's window."},
+    {"flags_rollback_min_sources", "gauge",
+     "The rule's min_sources: distinct sources of the window's errors "
+     "before a rollback."},
     {"flags_zone_uncounted_flags", "gauge",
      "Flags that found no room in the shared zone: evaluated, never "
      "counted, never rolled back."},
@@ -123,7 +145,7 @@ constexpr family families[F_MAX] = {
 
 /* The most samples a flag has in each per-flag family. */
 constexpr size_t flag_samples[F_UNCOUNTED] = {
-    2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1
+    2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1
 };
 
 /* A sample line but the family's name and the two names: the most is
@@ -326,7 +348,10 @@ char *put_flag(char *o, int f, const flag_ref &r)
         return put_u64_sample3(o, f, r, "cohort", "off", s.off_errors);
 
     case F_ROLLBACKS:
-        return put_u64_sample(o, f, r, s.rollbacks);
+        o = put_u64_sample3(o, f, r, "by", "rule",
+                            s.rollbacks >= s.rollbacks_fleet
+                            ? s.rollbacks - s.rollbacks_fleet : 0);
+        return put_u64_sample3(o, f, r, "by", "fleet", s.rollbacks_fleet);
 
     case F_ROLLED_BACK:
         return put_u64_sample(o, f, r, s.rolled_back ? 1 : 0);
@@ -371,6 +396,25 @@ char *put_flag(char *o, int f, const flag_ref &r)
 
     case F_WINDOW_ERRORS:
         return put_u64_sample(o, f, r, s.window_errors);
+
+    case F_WINDOW_SOURCES:
+        return put_u64_sample(o, f, r, s.window_sources);
+
+    case F_RULE_ENABLED:
+        return put_u64_sample(o, f, r, s.policy.mode == FL_ROLLBACK_ON);
+
+    case F_RULE_MIN_ERRORS:
+        return put_u64_sample(o, f, r, s.policy.min_errors);
+
+    case F_RULE_RATE:
+        return put_ratio_sample(o, f, r, s.policy.rate_milli);
+
+    case F_RULE_WINDOW:
+        return put_u64_sample(o, f, r, s.policy.window);
+
+    case F_RULE_MIN_SOURCES:
+        return put_u64_sample(o, f, r, s.policy.min_sources == 0
+                                       ? 1 : s.policy.min_sources);
 
     default:
         return o;
@@ -484,7 +528,7 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
         char *o = buf;
         uint64_t uncounted = 0;
 
-        for (int f = 0; f <= F_WINDOW_ERRORS; f++) {
+        for (int f = 0; f < F_UNCOUNTED; f++) {
             o = put_header(o, f);
             bool ok = each_flag(p, n, [&](const flag_ref &r) {
                 o = put_flag(o, f, r);

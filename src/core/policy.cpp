@@ -17,6 +17,7 @@ fl_rollback_policy_t fl_rollback_policy_default(void) noexcept
     p.min_errors = FL_ROLLBACK_DEFAULT_MIN_ERRORS;
     p.rate_milli = FL_ROLLBACK_DEFAULT_RATE_MILLI;
     p.window = FL_ROLLBACK_DEFAULT_WINDOW;
+    p.min_sources = FL_ROLLBACK_DEFAULT_MIN_SOURCES;
     return p;
 }
 
@@ -30,6 +31,9 @@ void fl_rollback_policy_resolve(const fl_rollback_policy_t *flag_policy,
 
     if (http.mode != FL_ROLLBACK_OFF) {
         http.mode = FL_ROLLBACK_ON;
+    }
+    if (http.min_sources == 0) {
+        http.min_sources = FL_ROLLBACK_DEFAULT_MIN_SOURCES;
     }
     if (flag_policy == nullptr || flag_policy->mode == FL_ROLLBACK_INHERIT) {
         *out = http;
@@ -58,31 +62,58 @@ void fl_rollback_policy_resolve(const fl_rollback_policy_t *flag_policy,
     if (own.window == 0) {
         own.window = base.window;
     }
+    if (own.min_sources == 0) {
+        own.min_sources = base.min_sources;
+    }
     *out = own;
 }
 
+void fl_rollback_waiting(uint64_t window_errors, uint64_t window_enabled,
+    uint64_t window_sources, const fl_rollback_policy_t *policy,
+    fl_rollback_wait_t *out) noexcept
+{
+    out->errors = 0;
+    out->rate_errors = 0;
+    out->sources = 0;
+
+    if (policy == nullptr) {
+        return;
+    }
+    uint64_t min_errors = policy->min_errors == 0 ? 1 : policy->min_errors;
+    uint64_t min_sources = policy->min_sources == 0 ? 1 : policy->min_sources;
+
+    if (window_errors < min_errors) {
+        out->errors = min_errors - window_errors;
+    }
+    if (window_sources < min_sources) {
+        out->sources = min_sources - window_sources;
+    }
+    if (window_enabled > 0) {
+        /* the least errors e with e x 100000 >= rate_milli x enabled */
+        unsigned __int128 need = static_cast<unsigned __int128>(policy->rate_milli)
+                                 * window_enabled;
+        unsigned __int128 e = (need + FL_MILLI_MAX - 1) / FL_MILLI_MAX;
+        if (e > window_errors) {
+            unsigned __int128 d = e - window_errors;
+            out->rate_errors = d > UINT64_MAX ? UINT64_MAX
+                                              : static_cast<uint64_t>(d);
+        }
+    }
+}
+
 int fl_rollback_decide(uint64_t window_errors, uint64_t window_enabled,
-    const fl_rollback_policy_t *policy) noexcept
+    uint64_t window_sources, const fl_rollback_policy_t *policy) noexcept
 {
     /* Only an explicit OFF disables: INHERIT should have been resolved by
      * the caller, and treating it as ON fails safe for the users. */
     if (policy == nullptr || policy->mode == FL_ROLLBACK_OFF) {
         return 0;
     }
-    uint64_t min_errors = policy->min_errors == 0 ? 1 : policy->min_errors;
+    fl_rollback_wait_t w;
 
-    if (window_errors < min_errors) {
-        return 0;
-    }
-    if (window_enabled == 0) {
-        return 1;
-    }
-    /* errors >= rate% x enabled, i.e. errors x 100000 >= rate_milli x
-     * enabled; 128-bit products cannot overflow. */
-    unsigned __int128 lhs = static_cast<unsigned __int128>(window_errors) * FL_MILLI_MAX;
-    unsigned __int128 rhs = static_cast<unsigned __int128>(policy->rate_milli)
-                            * window_enabled;
-    return lhs >= rhs;
+    fl_rollback_waiting(window_errors, window_enabled, window_sources, policy,
+                        &w);
+    return w.errors == 0 && w.rate_errors == 0 && w.sources == 0;
 }
 
 } // extern "C"

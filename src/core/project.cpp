@@ -567,7 +567,8 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
         return false;
     }
     rb.mode = FL_ROLLBACK_ON;
-    warn_unknown(v, {"minErrors", "rate", "window"}, where + "rollback: ");
+    warn_unknown(v, {"minErrors", "rate", "window", "minSources"},
+                 where + "rollback: ");
 
     if (const jval *f = get(v, "minErrors")) {
         if (!count_in(*f, UINT32_MAX, &rb.min_errors)) {
@@ -593,6 +594,14 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
         if (!count_in(*f, FL_WINDOW_MAX, &rb.window)) {
             why = "rollback: \"window\" must be an integer between 1 and "
                   + std::to_string(FL_WINDOW_MAX);
+            return false;
+        }
+    }
+
+    if (const jval *f = get(v, "minSources")) {
+        if (!count_in(*f, FL_MIN_SOURCES_MAX, &rb.min_sources)) {
+            why = "rollback: \"minSources\" must be an integer between 1 "
+                  "and " + std::to_string(FL_MIN_SOURCES_MAX);
             return false;
         }
     }
@@ -700,6 +709,12 @@ void Loader::finish_flag(Flag &f)
     h.u64(f.rollback.min_errors);
     h.u64(f.rollback.rate_milli);
     h.u64(f.rollback.window);
+    if (f.rollback.min_sources != 0) {
+        /* hashed only when given: the definitions of earlier files keep
+         * their hashes, so their saved rollbacks still apply */
+        h.str("minSources");
+        h.u64(f.rollback.min_sources);
+    }
     h.u64(f.segments.size());
     for (uint32_t si : f.segments) {
         const Segment &s = p_.segments[si];

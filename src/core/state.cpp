@@ -31,6 +31,7 @@
 
 #include "flags_core.h"
 #include "control.hpp"
+#include "murmur3.hpp"
 
 #include <cstring>
 
@@ -55,7 +56,7 @@ struct bucket {
 };
 
 static_assert(sizeof(fl_window_t) % alignof(bucket) == 0, "bucket alignment");
-static_assert(sizeof(fl_control_t) == 5 * sizeof(uint64_t), "control block layout");
+static_assert(sizeof(fl_control_t) == 7 * sizeof(uint64_t), "control block layout");
 
 constexpr uint64_t CTL_ROLLED = 1;
 constexpr uint64_t CTL_KIND_SHIFT = 1;
@@ -71,6 +72,10 @@ inline const bucket *buckets(const fl_window_t *w)
 {
     return reinterpret_cast<const bucket *>(w + 1);
 }
+
+/* The source table follows the buckets: FL_SOURCE_SLOTS words of
+ * (32-bit key << 32) | 32-bit second stamp, 0 when empty. */
+constexpr unsigned SOURCE_PROBES = 8;
 
 inline uint64_t load(const uint64_t *p)
 {
@@ -103,6 +108,82 @@ inline uint32_t block_seconds(const fl_window_t *w)
 {
     uint64_t n = load(&w->seconds);
     return clamp_window(n > FL_WINDOW_MAX ? FL_WINDOW_MAX : static_cast<uint32_t>(n));
+}
+
+inline uint64_t *sources(fl_window_t *w)
+{
+    return reinterpret_cast<uint64_t *>(buckets(w) + block_seconds(w));
+}
+
+inline const uint64_t *sources(const fl_window_t *w)
+{
+    return reinterpret_cast<const uint64_t *>(buckets(w) + block_seconds(w));
+}
+
+inline uint32_t source_key_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word >> 32);
+}
+
+/* A source word's second is live at now for a window of w seconds (the
+ * same test as a bucket's, stamps in the future included). */
+inline bool source_live(uint64_t word, uint32_t now, uint32_t w)
+{
+    if (word == 0) {
+        return false;
+    }
+    int32_t age = static_cast<int32_t>(now - static_cast<uint32_t>(word));
+    return age < static_cast<int32_t>(w);
+}
+
+/* Is stamp a older than stamp b (signed 32-bit difference)? */
+inline bool older(uint32_t a, uint32_t b)
+{
+    return static_cast<int32_t>(a - b) < 0;
+}
+
+/* Remembers key at second now (see fl_count_source()): in the key's own
+ * slot among the SOURCE_PROBES from key % FL_SOURCE_SLOTS when it is
+ * there, else in an empty slot, else in the oldest one. */
+void remember_source(uint64_t *table, uint32_t key, uint32_t now)
+{
+    uint64_t want = (static_cast<uint64_t>(key) << 32) | now;
+    uint32_t base = key % FL_SOURCE_SLOTS;
+
+    for ( ;; ) {
+        uint64_t *victim = nullptr;
+        uint64_t victim_word = 0;
+
+        for (unsigned i = 0; i < SOURCE_PROBES; i++) {
+            uint64_t *slot = &table[(base + i) % FL_SOURCE_SLOTS];
+            uint64_t word = load(slot);
+
+            if (word != 0 && source_key_of(word) == key) {
+                if (!older(static_cast<uint32_t>(word), now)) {
+                    return;             /* as new as this one already */
+                }
+                victim = slot;
+                victim_word = word;
+                break;
+            }
+            if (victim == nullptr
+                || (victim_word != 0
+                    && (word == 0
+                        || older(static_cast<uint32_t>(word),
+                                 static_cast<uint32_t>(victim_word)))))
+            {
+                victim = slot;
+                victim_word = word;
+            }
+        }
+
+        if (__atomic_compare_exchange_n(victim, &victim_word, want, false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        {
+            return;
+        }
+        /* another process changed the slot meanwhile: look again */
+    }
 }
 
 inline uint32_t stamp_of(int64_t now_sec)
@@ -267,9 +348,60 @@ void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     add(&t->on_errors, 1);
 }
 
-void fl_count_rollback(fl_totals_t *t) noexcept
+void fl_count_rollback(fl_totals_t *t, fl_decided_t by) noexcept
 {
     add(&t->rollbacks, 1);
+    if (by == FL_DECIDED_FLEET) {
+        add(&t->rollbacks_fleet, 1);
+    }
+}
+
+uint32_t fl_source_key(const char *user_id, size_t user_id_len,
+    const char *addr, size_t addr_len) noexcept
+{
+    /* a user and an address that spell alike are different sources */
+    fl::Murmur3 h(0x5eed50u);
+    if (user_id != nullptr && user_id_len > 0) {
+        h.update("u", 1);
+        h.update(user_id, user_id_len);
+    } else {
+        h.update("a", 1);
+        if (addr != nullptr) {
+            h.update(addr, addr_len);
+        }
+    }
+    uint32_t k = h.final();
+    return k == 0 ? 1 : k;
+}
+
+void fl_count_source(fl_window_t *w, int64_t now_sec, uint32_t key) noexcept
+{
+    remember_source(sources(w), key == 0 ? 1 : key, stamp_of(now_sec));
+}
+
+void fl_window_sources(const fl_window_t *w, int64_t now_sec,
+    uint32_t seconds, uint32_t *keys, size_t *n, size_t max) noexcept
+{
+    const uint64_t *t = sources(w);
+    uint32_t len = clamp_window(seconds);
+    uint32_t now = stamp_of(now_sec);
+
+    for (uint32_t i = 0; i < FL_SOURCE_SLOTS && *n < max; i++) {
+        uint64_t word = load(&t[i]);
+        if (!source_live(word, now, len)) {
+            continue;
+        }
+        /* two processes remembering one new key at once may both have
+         * taken a slot: a key counts once */
+        uint32_t key = source_key_of(word);
+        size_t j = 0;
+        while (j < *n && keys[j] != key) {
+            j++;
+        }
+        if (j == *n) {
+            keys[(*n)++] = key;
+        }
+    }
 }
 
 void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept
@@ -305,7 +437,7 @@ uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) 
 }
 
 int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
-    uint64_t enabled) noexcept
+    uint64_t enabled, uint64_t sources, fl_decided_t by) noexcept
 {
     if (load_acq(&c->control) & CTL_ROLLED) {
         return 0;
@@ -320,6 +452,8 @@ int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
     store(&c->rb_at_ms, at_ms);
     store(&c->rb_errors, errors);
     store(&c->rb_enabled, enabled);
+    store(&c->rb_sources, sources);
+    store(&c->rb_by, by);
     return 1;
 }
 
@@ -338,13 +472,16 @@ void fl_control_set_override(fl_control_t *c, fl_override_kind_t kind,
 }
 
 void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
-    uint64_t errors, uint64_t enabled) noexcept
+    uint64_t errors, uint64_t enabled, uint64_t sources, fl_decided_t by)
+    noexcept
 {
     /* The record before the flag: a reader that sees the flag (acquire)
      * sees the record. */
     store(&c->rb_at_ms, at_ms);
     store(&c->rb_errors, errors);
     store(&c->rb_enabled, enabled);
+    store(&c->rb_sources, sources);
+    store(&c->rb_by, by);
     update_control(c, [](uint64_t w) { return w | CTL_ROLLED; });
 }
 
@@ -362,14 +499,15 @@ int fl_control_rolled_back(const fl_control_t *c) noexcept
 
 size_t fl_window_size(uint32_t seconds) noexcept
 {
-    return sizeof(fl_window_t) + clamp_window(seconds) * sizeof(bucket);
+    return sizeof(fl_window_t) + clamp_window(seconds) * sizeof(bucket)
+           + FL_SOURCE_SLOTS * sizeof(uint64_t);
 }
 
 fl_window_t *fl_window_init(void *mem, uint32_t seconds) noexcept
 {
     uint32_t n = clamp_window(seconds);
 
-    std::memset(mem, 0, sizeof(fl_window_t) + n * sizeof(bucket));
+    std::memset(mem, 0, fl_window_size(n));
     fl_window_t *w = static_cast<fl_window_t *>(mem);
     w->seconds = n;
     return w;
@@ -417,6 +555,15 @@ void fl_window_merge(fl_window_t *dst, const fl_window_t *src) noexcept
         merge_word(&db[static_cast<uint32_t>(we >> 32) % dn].enabled, we);
         merge_word(&db[static_cast<uint32_t>(wr >> 32) % dn].errors, wr);
     }
+
+    const uint64_t *ss = sources(src);
+    for (uint32_t i = 0; i < FL_SOURCE_SLOTS; i++) {
+        uint64_t word = load(&ss[i]);
+        if (word != 0) {
+            remember_source(sources(dst), source_key_of(word),
+                            static_cast<uint32_t>(word));
+        }
+    }
 }
 
 void fl_window_clear(fl_window_t *w) noexcept
@@ -427,6 +574,11 @@ void fl_window_clear(fl_window_t *w) noexcept
     for (uint32_t i = 0; i < n; i++) {
         store(&b[i].enabled, 0);
         store(&b[i].errors, 0);
+    }
+
+    uint64_t *t = sources(w);
+    for (uint32_t i = 0; i < FL_SOURCE_SLOTS; i++) {
+        store(&t[i], 0);
     }
 }
 
@@ -446,6 +598,7 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
         out->off_evaluations = load(&t->off_evaluations);
         out->off_errors = load(&t->off_errors);
         out->rollbacks = load(&t->rollbacks);
+        out->rollbacks_fleet = load(&t->rollbacks_fleet);
     }
     out->window_seconds = window_seconds;
     out->window_enabled = window_enabled;
@@ -463,6 +616,11 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
         out->rollback_at_ms = load(&c->rb_at_ms);
         out->rollback_errors = load(&c->rb_errors);
         out->rollback_enabled = load(&c->rb_enabled);
+        out->rollback_sources = load(&c->rb_sources);
+        uint64_t by = load(&c->rb_by);
+        out->rollback_by = by == FL_DECIDED_RULE ? FL_DECIDED_RULE
+                           : by == FL_DECIDED_FLEET ? FL_DECIDED_FLEET
+                           : FL_DECIDED_UNKNOWN;
     }
     out->override_kind = ctl_kind(w);
     out->override_milli = out->override_kind == FL_OVERRIDE_PERCENT ? ctl_milli(w) : 0;

@@ -7,7 +7,8 @@
  *
  *   {"version":1,"flags":[
  *   {"project":"shop","flag":"x","definitionHash":"00c0ffee12345678",
- *    "rollback":{"at":1795352709123,"errors":25,"enabledEvaluations":100},
+ *    "rollback":{"at":1795352709123,"errors":25,"enabledEvaluations":100,
+ *                "sources":4,"decidedBy":"rule"},
  *    "override":null},
  *   ...
  *   ]}
@@ -15,7 +16,9 @@
  *  - definitionHash: 16 hex digits (a JSON number would lose 64-bit
  *    precision in most readers);
  *  - rollback: null, or at (ms since the epoch, UTC), errors and
- *    enabledEvaluations as non-negative integers;
+ *    enabledEvaluations as non-negative integers; sources (an integer)
+ *    and decidedBy ("rule" or "fleet") are optional: files written before
+ *    they existed restore with 0 and unknown;
  *  - override: null, {"enabled":false} or {"rolloutPercentage":N}.
  *
  * The reader is strict about what it needs (the caller logs the message
@@ -119,6 +122,31 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
                 return FL_ERR_INVALID;
             }
         }
+        if (fl::jget(rb, "sources") != nullptr
+            && !get_u64(rb, "sources", &out->rollback_sources))
+        {
+            fl::set_err(err, err_len,
+                        "flags[%zu].rollback.sources must be a non-negative integer",
+                        i);
+            return FL_ERR_INVALID;
+        }
+        const jval *by = fl::jget(rb, "decidedBy");
+        if (by != nullptr) {
+            if (by->kind == fl::J_STRING && by->len == 4
+                && std::memcmp(by->str, "rule", 4) == 0)
+            {
+                out->rollback_by = FL_DECIDED_RULE;
+            } else if (by->kind == fl::J_STRING && by->len == 5
+                       && std::memcmp(by->str, "fleet", 5) == 0)
+            {
+                out->rollback_by = FL_DECIDED_FLEET;
+            } else {
+                fl::set_err(err, err_len,
+                            "flags[%zu].rollback.decidedBy must be \"rule\" or \"fleet\"",
+                            i);
+                return FL_ERR_INVALID;
+            }
+        }
         out->rolled_back = 1;
     }
 
@@ -197,7 +225,7 @@ fl_status_t parse(const char *data, size_t len, const fl_alloc_t *a,
 /* Per entry, beyond its two escaped strings: the member names, braces,
  * 16 hex digits, three 20-digit integers, a percentage of at most 8
  * bytes and ",\n" come to about 210 bytes. */
-constexpr size_t entry_fixed = 256;
+constexpr size_t entry_fixed = 320;
 constexpr size_t doc_fixed = 32;       /* {"version":1,"flags":[\n ... ]}\n */
 
 } // namespace
@@ -266,7 +294,13 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexce
             o += fl::put_u64(f.rollback_errors, o);
             o = fl::put_lit(o, ",\"enabledEvaluations\":");
             o += fl::put_u64(f.rollback_enabled, o);
-            *o++ = '}';
+            o = fl::put_lit(o, ",\"sources\":");
+            o += fl::put_u64(f.rollback_sources, o);
+            o = f.rollback_by == FL_DECIDED_RULE
+                ? fl::put_lit(o, ",\"decidedBy\":\"rule\"}")
+                : f.rollback_by == FL_DECIDED_FLEET
+                ? fl::put_lit(o, ",\"decidedBy\":\"fleet\"}")
+                : fl::put_lit(o, "}");
         } else {
             o = fl::put_lit(o, "null");
         }

@@ -4,12 +4,15 @@
  *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
  *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
- *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N},
+ *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N,"sources":N},
+ *    "rollbackRule":{"enabled":true,"minErrors":20,"rate":10,"window":60,
+ *                    "minSources":1,
+ *                    "waitingFor":{"errors":N,"rateErrors":N,"sources":N}},
  *    "errorsBySource":{"reports":N,"upstream":N},
  *    "cohorts":{"on":{"evaluations":N,"errors":N,"errorPercentage":P},
  *               "off":{"evaluations":N,"errors":N,"errorPercentage":P}},
  *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
- *                "enabledEvaluations":N},
+ *                "enabledEvaluations":N,"sources":N,"decidedBy":"rule"},
  *    "zoneFull":false}
  *
  * "enabled", "rolloutPercentage" and "segments" are the definition's;
@@ -21,7 +24,12 @@
  * "cohorts" are the requests that read the flag through a variable, by
  * their answer, and their upstream errors; errorPercentage is
  * errors / evaluations in percent, rounded down to 3 decimals, null with
- * no evaluation (docs/variables.md).  Only the public project API is used.
+ * no evaluation (docs/variables.md).  "rollbackRule" is the policy in
+ * force and what the window still lacks before it trips ("waitingFor" is
+ * null while the flag is rolled back, the rule is off or the zone was
+ * full); "decidedBy" is
+ * "rule" (this host), "fleet" (flags_sync) or null (restored from the
+ * state file).  Only the public project API is used.
  */
 
 #include "flags_core.h"
@@ -31,9 +39,9 @@
 namespace {
 
 /* Every fixed byte of the object (member names, punctuation, literals),
- * with room to spare: about 480 bytes, plus 12 integers of at most 20
- * digits, 4 percentages of at most 8 bytes and a 24-byte time. */
-constexpr size_t fixed_bound = 1024;
+ * with room to spare: about 700 bytes, plus 20 integers of at most 20
+ * digits, 5 percentages of at most 8 bytes and a 24-byte time. */
+constexpr size_t fixed_bound = 1536;
 
 /* errors / evaluations in milli-percent, rounded down, at most 100 %. */
 uint32_t error_milli(uint64_t errors, uint64_t evaluations) noexcept
@@ -59,6 +67,40 @@ char *put_cohort(char *o, uint64_t evaluations, uint64_t errors) noexcept
         *o++ = '}';
     }
     return o;
+}
+
+/* ,"rollbackRule":{...} after the window object's last member: the
+ * policy in force and what the window lacks (fl_rollback_waiting()).  The
+ * window object's closing brace is written here. */
+char *put_rule(char *o, const fl_state_snapshot_t *s, bool counted) noexcept
+{
+    const fl_rollback_policy_t &p = s->policy;
+    bool on = p.mode == FL_ROLLBACK_ON;
+
+    o = fl::put_lit(o, "},\"rollbackRule\":{\"enabled\":");
+    o = on ? fl::put_lit(o, "true") : fl::put_lit(o, "false");
+    o = fl::put_lit(o, ",\"minErrors\":");
+    o += fl::put_u64(p.min_errors, o);
+    o = fl::put_lit(o, ",\"rate\":");
+    o += fl_json_milli(p.rate_milli, o);
+    o = fl::put_lit(o, ",\"window\":");
+    o += fl::put_u64(p.window, o);
+    o = fl::put_lit(o, ",\"minSources\":");
+    o += fl::put_u64(p.min_sources == 0 ? 1 : p.min_sources, o);
+    o = fl::put_lit(o, ",\"waitingFor\":");
+    if (!on || s->rolled_back || !counted) {
+        return fl::put_lit(o, "null");
+    }
+    fl_rollback_wait_t w;
+    fl_rollback_waiting(s->window_errors, s->window_enabled, s->window_sources,
+                        &p, &w);
+    o = fl::put_lit(o, "{\"errors\":");
+    o += fl::put_u64(w.errors, o);
+    o = fl::put_lit(o, ",\"rateErrors\":");
+    o += fl::put_u64(w.rate_errors, o);
+    o = fl::put_lit(o, ",\"sources\":");
+    o += fl::put_u64(w.sources, o);
+    return fl::put_lit(o, "}");
 }
 
 } // namespace
@@ -142,6 +184,9 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         o += fl::put_u64(s->window_enabled, o);
         o = fl::put_lit(o, ",\"errors\":");
         o += fl::put_u64(s->window_errors, o);
+        o = fl::put_lit(o, ",\"sources\":");
+        o += fl::put_u64(s->window_sources, o);
+        o = put_rule(o, s, counted != 0);
 
         /* read apart from errors: an upstream error counted between the
          * two loads must not make the reports negative */
@@ -164,7 +209,12 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
             o += fl::put_u64(s->rollback_errors, o);
             o = fl::put_lit(o, ",\"enabledEvaluations\":");
             o += fl::put_u64(s->rollback_enabled, o);
-            *o++ = '}';
+            o = fl::put_lit(o, ",\"sources\":");
+            o += fl::put_u64(s->rollback_sources, o);
+            o = fl::put_lit(o, ",\"decidedBy\":");
+            o = s->rollback_by == FL_DECIDED_RULE ? fl::put_lit(o, "\"rule\"}")
+                : s->rollback_by == FL_DECIDED_FLEET ? fl::put_lit(o, "\"fleet\"}")
+                : fl::put_lit(o, "null}");
         } else {
             o = fl::put_lit(o, "null");
         }

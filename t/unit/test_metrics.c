@@ -76,7 +76,7 @@ static void assert_line(const char *text, const char *line)
     sprintf(want, "\n%s\n", line);
     at = strstr(text, want);
     if (at == NULL) {
-        print_error("missing line: %s\n", line);
+        print_error("missing line: %s\n%s\n", line, getenv("DUMP") ? text : "");
     }
     assert_non_null(at);
     free(want);
@@ -128,7 +128,14 @@ static void test_exact(void **state)
     s[0].on_errors = 2;
     s[0].off_errors = 1;
     s[0].rollbacks = 2;
+    s[0].rollbacks_fleet = 1;
     s[0].rolled_back = 1;
+    s[0].window_sources = 4;
+    s[0].policy.mode = FL_ROLLBACK_ON;
+    s[0].policy.min_errors = 20;
+    s[0].policy.rate_milli = 12500;
+    s[0].policy.window = 60;
+    s[0].policy.min_sources = 3;
     s[0].rollback_at_ms = 1790000000007ULL;
     s[0].window_enabled = 3;
     s[0].window_errors = 6;
@@ -161,7 +168,17 @@ static void test_exact(void **state)
     assert_line(out, "flags_cohort_requests_total{project=\"shop\",flag=\"checkout\",cohort=\"off\"} 5");
     assert_line(out, "flags_cohort_errors_total{project=\"shop\",flag=\"checkout\",cohort=\"on\"} 2");
     assert_line(out, "flags_cohort_errors_total{project=\"shop\",flag=\"checkout\",cohort=\"off\"} 1");
-    assert_line(out, "flags_rollbacks_total{project=\"shop\",flag=\"checkout\"} 2");
+    assert_line(out, "flags_rollbacks_total{project=\"shop\",flag=\"checkout\",by=\"rule\"} 1");
+    assert_line(out, "flags_rollbacks_total{project=\"shop\",flag=\"checkout\",by=\"fleet\"} 1");
+    assert_line(out, "flags_rollbacks_total{project=\"shop\",flag=\"full\",by=\"fleet\"} 0");
+    assert_line(out, "flags_window_sources{project=\"shop\",flag=\"checkout\"} 4");
+    assert_line(out, "flags_rollback_rule_enabled{project=\"shop\",flag=\"checkout\"} 1");
+    assert_line(out, "flags_rollback_rule_enabled{project=\"shop\",flag=\"full\"} 0");
+    assert_line(out, "flags_rollback_min_errors{project=\"shop\",flag=\"checkout\"} 20");
+    assert_line(out, "flags_rollback_rate_ratio{project=\"shop\",flag=\"checkout\"} 0.125");
+    assert_line(out, "flags_rollback_window_seconds{project=\"shop\",flag=\"checkout\"} 60");
+    assert_line(out, "flags_rollback_min_sources{project=\"shop\",flag=\"checkout\"} 3");
+    assert_line(out, "flags_rollback_min_sources{project=\"shop\",flag=\"full\"} 1");
     assert_line(out, "flags_rolled_back{project=\"shop\",flag=\"checkout\"} 1");
     assert_line(out, "flags_rolled_back{project=\"shop\",flag=\"dark:mode\"} 0");
     assert_line(out, "flags_rollback_timestamp_seconds{project=\"shop\",flag=\"checkout\"} 1790000000.007");
@@ -194,8 +211,8 @@ static void test_exact(void **state)
 
     /* one HELP and one TYPE per family, and 18 samples of a family with
      * a third label for three flags (3 x 2 + ...) */
-    assert_int_equal(count(out, "# HELP "), 17);
-    assert_int_equal(count(out, "# TYPE "), 17);
+    assert_int_equal(count(out, "# HELP "), 23);
+    assert_int_equal(count(out, "# TYPE "), 23);
     assert_int_equal(count(out, "# TYPE flags_rolled_back gauge\n"), 1);
     assert_int_equal(count(out, "\nflags_evaluations_total{"), 6);
     assert_int_equal(count(out, "\nflags_reports_refused_total{"),
@@ -243,8 +260,8 @@ static void test_escape(void **state)
     mp.counted = NULL;
 
     text = render(&mp, 1, &m, &n);
-    assert_line(text, "flags_rollbacks_total{project=\"a\\\"b\\\\c\\nd\",flag=\"checkout\"} 0");
-    assert_int_equal(count(text, "project=\"a\\\"b\\\\c\\nd\""), 3 * 17);
+    assert_line(text, "flags_rollbacks_total{project=\"a\\\"b\\\\c\\nd\",flag=\"checkout\",by=\"rule\"} 0");
+    assert_int_equal(count(text, "project=\"a\\\"b\\\\c\\nd\""), 3 * 24);
     assert_line(text, "flags_zone_uncounted_flags 0");
     free(text - 16);
     fl_project_free(p);
@@ -364,10 +381,12 @@ static void test_rollback_count(void **state)
     memset(&t, 0, sizeof(t));
     fl_control_init(&c, 1);
 
-    fl_count_rollback(&t);
-    fl_count_rollback(&t);
+    fl_count_rollback(&t, FL_DECIDED_RULE);
+    fl_count_rollback(&t, FL_DECIDED_FLEET);
+    fl_count_rollback(&t, FL_DECIDED_RULE);
     fl_state_snapshot(&t, &c, 60, 0, 0, &s);
-    assert_int_equal(s.rollbacks, 2);
+    assert_int_equal(s.rollbacks, 3);
+    assert_int_equal(s.rollbacks_fleet, 1);
 
     fl_state_snapshot(NULL, &c, 60, 0, 0, &s);
     assert_int_equal(s.rollbacks, 0);

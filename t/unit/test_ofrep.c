@@ -530,7 +530,7 @@ static void test_control_switch(void **state)
     assert_int_equal(sw, FL_SWITCH_OVERRIDE_OFF);
 
     /* a rollback wins over the override */
-    assert_int_equal(fl_control_try_rollback(&c, 1, 2, 3), 1);
+    assert_int_equal(fl_control_try_rollback(&c, 1, 2, 3, 1, FL_DECIDED_RULE), 1);
     assert_int_equal(fl_control_switch(&c, 25000, &sw), 0);
     assert_int_equal(sw, FL_SWITCH_ROLLED_BACK);
 

@@ -5,6 +5,7 @@
 
 #define _POSIX_C_SOURCE 200809L
 
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,10 +79,11 @@ static int record_error(void *m, int64_t now, uint64_t now_ms,
         return 0;
     }
     fl_window_sums(FS(m)->w, now, p->window, &en, &er);
-    if (!fl_rollback_decide(er, en, p)) {
+    if (!fl_rollback_decide(er, en, 1, p)) {
         return 0;
     }
-    return fl_control_try_rollback(&FS(m)->c, now_ms, er, en);
+    return fl_control_try_rollback(&FS(m)->c, now_ms, er, en, 1,
+                                   FL_DECIDED_RULE);
 }
 
 /* ngx_http_flags_clear_rollback(): the window is emptied too. */
@@ -109,7 +111,7 @@ static void eval_n(void *mem, int64_t now, int enabled, int n)
     }
 }
 
-static const fl_rollback_policy_t off_policy = { FL_ROLLBACK_OFF, 1, 0, 60 };
+static const fl_rollback_policy_t off_policy = { FL_ROLLBACK_OFF, 1, 0, 60, 1 };
 
 
 /* ------------------------------------------------------------- layout */
@@ -118,8 +120,9 @@ static void test_size_and_init(void **state)
 {
     (void) state;
     /* 1 header word, then 2 words per second. */
-    assert_int_equal(fl_window_size(60), 8 + 60 * 16);
-    assert_int_equal(fl_window_size(1), 8 + 16);
+    /* the header, the buckets, the source table */
+    assert_int_equal(fl_window_size(60), 8 + 60 * 16 + FL_SOURCE_SLOTS * 8);
+    assert_int_equal(fl_window_size(1), 8 + 16 + FL_SOURCE_SLOTS * 8);
     assert_int_equal(fl_window_size(0), fl_window_size(1));
     assert_int_equal(fl_window_size(100000), fl_window_size(FL_WINDOW_MAX));
 
@@ -320,61 +323,208 @@ static void test_32bit_stamps(void **state)
 }
 
 
+/* ------------------------------------------------------------ sources */
+
+static size_t count_sources(const fl_window_t *w, int64_t now,
+    uint32_t seconds)
+{
+    uint32_t keys[FL_SOURCE_SLOTS];
+    size_t n = 0;
+
+    fl_window_sources(w, now, seconds, keys, &n, FL_SOURCE_SLOTS);
+    return n;
+}
+
+/* The source key: a user before an address, and the two never mix. */
+static void test_source_key(void **state)
+{
+    (void) state;
+
+    uint32_t u = fl_source_key("10.0.0.1", 8, "127.0.0.1", 9);
+    uint32_t a = fl_source_key(NULL, 0, "10.0.0.1", 8);
+    uint32_t e = fl_source_key("", 0, "10.0.0.1", 8);     /* empty: address */
+
+    assert_int_not_equal(u, a);
+    assert_int_equal(a, e);
+    assert_int_equal(u, fl_source_key("10.0.0.1", 8, "192.0.2.7", 9));
+    assert_int_not_equal(fl_source_key("alice", 5, NULL, 0),
+                         fl_source_key("bob", 3, NULL, 0));
+    assert_int_not_equal(fl_source_key(NULL, 0, NULL, 0), 0);
+}
+
+/* Distinct sources within the window: repeats count once, old ones
+ * leave, merges and clears carry them. */
+static void test_window_sources(void **state)
+{
+    (void) state;
+    fl_window_t *w = new_window(60);
+    int64_t now = 1000;
+
+    assert_int_equal(count_sources(w, now, 60), 0);
+
+    for (uint32_t k = 1; k <= 5; k++) {
+        fl_count_source(w, now, fl_source_key(NULL, 0, (char *) &k, 4));
+        fl_count_source(w, now, fl_source_key(NULL, 0, (char *) &k, 4));
+    }
+    assert_int_equal(count_sources(w, now, 60), 5);
+    assert_int_equal(count_sources(w, now + 59, 60), 5);
+    assert_int_equal(count_sources(w, now + 60, 60), 0);  /* all left */
+    assert_int_equal(count_sources(w, now + 5, 5), 0);    /* a shorter rule */
+
+    /* a source seen again later stays in for its later second */
+    uint32_t one = 1;
+    fl_count_source(w, now + 30, fl_source_key(NULL, 0, (char *) &one, 4));
+    assert_int_equal(count_sources(w, now + 60, 60), 1);
+    assert_int_equal(count_sources(w, now + 89, 60), 1);
+    assert_int_equal(count_sources(w, now + 90, 60), 0);
+
+    /* merged into another window: the same sources */
+    fl_window_t *d = new_window(120);
+    fl_window_merge(d, w);
+    assert_int_equal(count_sources(d, now, 120), 5);
+    /* counted over both blocks, a key counts once */
+    uint32_t keys[FL_SOURCE_SLOTS];
+    size_t n = 0;
+    fl_window_sources(w, now + 1, 60, keys, &n, FL_SOURCE_SLOTS);
+    fl_window_sources(d, now + 1, 60, keys, &n, FL_SOURCE_SLOTS);
+    assert_int_equal(n, 5);
+
+    fl_window_clear(w);
+    assert_int_equal(count_sources(w, now, 60), 0);
+
+    /* many distinct sources: the table holds at least what min_sources
+     * can ask for, and never more than its slots */
+    for (uint32_t k = 0; k < 1000; k++) {
+        fl_count_source(w, now, fl_source_key(NULL, 0, (char *) &k, 4));
+    }
+    n = count_sources(w, now, 60);
+    assert_true(n >= FL_MIN_SOURCES_MAX);
+    assert_true(n <= FL_SOURCE_SLOTS);
+
+    /* the newest sources win over older ones when the table is full */
+    for (uint32_t k = 5000; k < 5040; k++) {
+        fl_count_source(w, now + 10, fl_source_key(NULL, 0, (char *) &k, 4));
+    }
+    assert_true(count_sources(w, now + 60, 60) >= 32);
+
+    free(w);
+    free(d);
+}
+
+/* The rule waits for min_sources, and says what it waits for. */
+static void test_rollback_sources(void **state)
+{
+    (void) state;
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 20, 10000, 60, 3 };
+    fl_rollback_wait_t w;
+
+    assert_int_equal(fl_rollback_decide(20, 0, 2, &p), 0);
+    assert_int_equal(fl_rollback_decide(20, 0, 3, &p), 1);
+    assert_int_equal(fl_rollback_decide(500, 0, 2, &p), 0);
+    assert_int_equal(fl_rollback_decide(19, 0, 30, &p), 0);
+
+    fl_rollback_waiting(5, 100, 1, &p, &w);
+    assert_int_equal(w.errors, 15);
+    assert_int_equal(w.rate_errors, 5);         /* 10 of 100 */
+    assert_int_equal(w.sources, 2);
+
+    fl_rollback_waiting(25, 251, 3, &p, &w);
+    assert_int_equal(w.errors, 0);
+    assert_int_equal(w.rate_errors, 1);         /* 25.1 rounds up to 26 */
+    assert_int_equal(w.sources, 0);
+
+    fl_rollback_waiting(26, 251, 4, &p, &w);
+    assert_int_equal(w.errors + w.rate_errors + w.sources, 0);
+    assert_int_equal(fl_rollback_decide(26, 251, 4, &p), 1);
+
+    /* 0 in a policy reads as 1 */
+    fl_rollback_policy_t z = { FL_ROLLBACK_ON, 1, 0, 60, 0 };
+    assert_int_equal(fl_rollback_decide(1, 0, 0, &z), 0);
+    assert_int_equal(fl_rollback_decide(1, 0, 1, &z), 1);
+}
+
+/* A rollback's record keeps its sources and who decided it. */
+static void test_rollback_record_by(void **state)
+{
+    (void) state;
+    fl_totals_t t;
+    fl_control_t c;
+    fl_state_snapshot_t s;
+
+    memset(&t, 0, sizeof(t));
+    fl_control_init(&c, 7);
+    assert_int_equal(fl_control_try_rollback(&c, 5000, 9, 40, 4,
+                                             FL_DECIDED_FLEET), 1);
+    assert_int_equal(fl_control_try_rollback(&c, 6000, 1, 1, 1,
+                                             FL_DECIDED_RULE), 0);
+    fl_state_snapshot(&t, &c, 60, 0, 0, &s);
+    assert_int_equal(s.rollback_at_ms, 5000);
+    assert_int_equal(s.rollback_sources, 4);
+    assert_int_equal(s.rollback_by, FL_DECIDED_FLEET);
+
+    assert_int_equal(fl_control_clear_rollback(&c), 1);
+    fl_control_restore_rollback(&c, 7000, 3, 3, 0, FL_DECIDED_UNKNOWN);
+    fl_state_snapshot(&t, &c, 60, 0, 0, &s);
+    assert_int_equal(s.rollback_sources, 0);
+    assert_int_equal(s.rollback_by, FL_DECIDED_UNKNOWN);
+}
+
+
 /* ----------------------------------------------------------- decision */
 
 static void test_rollback_decide(void **state)
 {
     (void) state;
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 20, 10000, 60 };   /* 20, 10 % */
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 20, 10000, 60, 1 }; /* 20, 10 % */
 
-    assert_int_equal(fl_rollback_decide(19, 0, &p), 0);     /* min_errors - 1 */
-    assert_int_equal(fl_rollback_decide(20, 0, &p), 1);     /* min alone decides */
-    assert_int_equal(fl_rollback_decide(0, 0, &p), 0);
-    assert_int_equal(fl_rollback_decide(19, 10, &p), 0);    /* rate ok, too few */
-    assert_int_equal(fl_rollback_decide(20, 200, &p), 1);   /* exactly 10 % */
-    assert_int_equal(fl_rollback_decide(20, 201, &p), 0);   /* just under */
-    assert_int_equal(fl_rollback_decide(21, 210, &p), 1);
-    assert_int_equal(fl_rollback_decide(21, 211, &p), 0);
-    assert_int_equal(fl_rollback_decide(1000, 1, &p), 1);
+    assert_int_equal(fl_rollback_decide(19, 0, 1, &p), 0);     /* min_errors - 1 */
+    assert_int_equal(fl_rollback_decide(20, 0, 1, &p), 1);     /* min alone decides */
+    assert_int_equal(fl_rollback_decide(0, 0, 1, &p), 0);
+    assert_int_equal(fl_rollback_decide(19, 10, 1, &p), 0);    /* rate ok, too few */
+    assert_int_equal(fl_rollback_decide(20, 200, 1, &p), 1);   /* exactly 10 % */
+    assert_int_equal(fl_rollback_decide(20, 201, 1, &p), 0);   /* just under */
+    assert_int_equal(fl_rollback_decide(21, 210, 1, &p), 1);
+    assert_int_equal(fl_rollback_decide(21, 211, 1, &p), 0);
+    assert_int_equal(fl_rollback_decide(1000, 1, 1, &p), 1);
 
     /* A fractional rate: 12.345 %. */
-    fl_rollback_policy_t q = { FL_ROLLBACK_ON, 1, 12345, 60 };
-    assert_int_equal(fl_rollback_decide(12345, 100000, &q), 1);
-    assert_int_equal(fl_rollback_decide(12345, 100001, &q), 0);
-    assert_int_equal(fl_rollback_decide(1, 8, &q), 1);      /* 12.5 % */
-    assert_int_equal(fl_rollback_decide(1, 9, &q), 0);      /* 11.1 % */
+    fl_rollback_policy_t q = { FL_ROLLBACK_ON, 1, 12345, 60, 1 };
+    assert_int_equal(fl_rollback_decide(12345, 100000, 1, &q), 1);
+    assert_int_equal(fl_rollback_decide(12345, 100001, 1, &q), 0);
+    assert_int_equal(fl_rollback_decide(1, 8, 1, &q), 1);      /* 12.5 % */
+    assert_int_equal(fl_rollback_decide(1, 9, 1, &q), 0);      /* 11.1 % */
 
     /* min_errors 1 and rate 0: the first error trips. */
-    fl_rollback_policy_t r = { FL_ROLLBACK_ON, 1, 0, 60 };
-    assert_int_equal(fl_rollback_decide(1, UINT64_MAX, &r), 1);
-    assert_int_equal(fl_rollback_decide(0, 0, &r), 0);
+    fl_rollback_policy_t r = { FL_ROLLBACK_ON, 1, 0, 60, 1 };
+    assert_int_equal(fl_rollback_decide(1, UINT64_MAX, 1, &r), 1);
+    assert_int_equal(fl_rollback_decide(0, 0, 1, &r), 0);
     /* min_errors 0 reads as 1: no error, no rollback. */
-    fl_rollback_policy_t z = { FL_ROLLBACK_ON, 0, 0, 60 };
-    assert_int_equal(fl_rollback_decide(0, 0, &z), 0);
-    assert_int_equal(fl_rollback_decide(1, 0, &z), 1);
+    fl_rollback_policy_t z = { FL_ROLLBACK_ON, 0, 0, 60, 1 };
+    assert_int_equal(fl_rollback_decide(0, 0, 1, &z), 0);
+    assert_int_equal(fl_rollback_decide(1, 0, 1, &z), 1);
 
     /* Mode OFF never trips; no policy never trips. */
-    fl_rollback_policy_t off = { FL_ROLLBACK_OFF, 1, 0, 60 };
-    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, &off), 0);
-    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, NULL), 0);
+    fl_rollback_policy_t off = { FL_ROLLBACK_OFF, 1, 0, 60, 1 };
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, 1, &off), 0);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 0, 1, NULL), 0);
 
     /* Huge counts: 64-bit products would overflow. */
-    fl_rollback_policy_t all = { FL_ROLLBACK_ON, 1, 100000, 60 };  /* 100 % */
-    assert_int_equal(fl_rollback_decide(UINT64_MAX, UINT64_MAX, &all), 1);
-    assert_int_equal(fl_rollback_decide(UINT64_MAX - 1, UINT64_MAX, &all), 0);
-    fl_rollback_policy_t half = { FL_ROLLBACK_ON, 1, 50000, 60 };
-    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2 + 1, UINT64_MAX, &half), 1);
-    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2, UINT64_MAX, &half), 0);
-    assert_int_equal(fl_rollback_decide(UINT64_MAX, 1, &p), 1);
-    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10, &p), 1);
-    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10 + 1, &p), 0);
+    fl_rollback_policy_t all = { FL_ROLLBACK_ON, 1, 100000, 60, 1 };  /* 100 % */
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, UINT64_MAX, 1, &all), 1);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX - 1, UINT64_MAX, 1, &all), 0);
+    fl_rollback_policy_t half = { FL_ROLLBACK_ON, 1, 50000, 60, 1 };
+    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2 + 1, UINT64_MAX, 1, &half), 1);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX / 2, UINT64_MAX, 1, &half), 0);
+    assert_int_equal(fl_rollback_decide(UINT64_MAX, 1, 1, &p), 1);
+    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10, 1, &p), 1);
+    assert_int_equal(fl_rollback_decide(UINT32_MAX, (uint64_t) UINT32_MAX * 10 + 1, 1, &p), 0);
 }
 
 static void test_record_error_trips_once(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 50000, 60 };     /* 3, 50 % */
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 3, 50000, 60, 1 };     /* 3, 50 % */
 
     eval_n(m, 100, 1, 4);
     assert_int_equal(record_error(m, 100, 1000, &p), 0);
@@ -400,7 +550,7 @@ static void test_record_error_rate_not_reached(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 10000, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 10000, 60, 1 };
 
     eval_n(m, 100, 1, 100);
     for (int i = 0; i < 9; i++) {
@@ -429,8 +579,8 @@ static void test_record_error_mode_off(void **state)
 static void test_record_error_window(void **state)
 {
     (void) state;
-    fl_rollback_policy_t p10 = { FL_ROLLBACK_ON, 3, 0, 10 };
-    fl_rollback_policy_t p600 = { FL_ROLLBACK_ON, 3, 0, 600 };
+    fl_rollback_policy_t p10 = { FL_ROLLBACK_ON, 3, 0, 10, 1 };
+    fl_rollback_policy_t p600 = { FL_ROLLBACK_ON, 3, 0, 600, 1 };
 
     /* The policy's shorter window: errors 15 s apart do not add up. */
     void *m = new_block(60, 1);
@@ -459,7 +609,7 @@ static void test_clear_rollback(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 0, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 2, 0, 60, 1 };
 
     eval_n(m, 100, 1, 7);
     eval_n(m, 100, 0, 3);
@@ -488,7 +638,7 @@ static void test_override_precedence(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60, 1 };
 
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 12345);
     assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 12345);
@@ -536,7 +686,7 @@ static void test_new_definition(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60, 1 };
 
     eval_n(m, 100, 1, 5);
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_OFF, 0);
@@ -568,7 +718,8 @@ static void test_restore_rollback(void **state)
     (void) state;
     void *m = new_block(60, 1);
 
-    fl_control_restore_rollback(&FS(m)->c, 1795352709123ULL, 25, 100);
+    fl_control_restore_rollback(&FS(m)->c, 1795352709123ULL, 25, 100, 2,
+                                FL_DECIDED_RULE);
     fl_state_snapshot_t s = snap(m, 0);
     assert_int_equal(s.rolled_back, 1);
     assert_true(s.rollback_at_ms == 1795352709123ULL);
@@ -577,7 +728,7 @@ static void test_restore_rollback(void **state)
     assert_int_equal(fl_control_effective(&FS(m)->c, 25000), 0);
 
     /* Already rolled back: record_error does not trip again. */
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 1, 0, 60, 1 };
     assert_int_equal(record_error(m, 0, 5, &p), 0);
     assert_true(snap(m, 0).rollback_at_ms == 1795352709123ULL);
     free_block(m);
@@ -659,7 +810,7 @@ static void test_concurrent_exact(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
-    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 500, 0, 60 };
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, 500, 0, 60, 1 };
     pthread_t th[THREADS];
     struct worker w[THREADS];
 
@@ -712,6 +863,7 @@ static void status_for(const fl_project_t *p, size_t i, const fl_state_snapshot_
     assert_non_null(buf);
     size_t n = fl_status_flag_json(p, i, s, counted, buf);
     assert_true(n <= bound);
+    if (n != strlen(want)) print_error("got: %.*s\n", (int) n, buf);
     assert_int_equal(n, strlen(want));
     assert_memory_equal(buf, want, n);
     free(buf);
@@ -726,18 +878,21 @@ static void test_status_json(void **state)
     assert_int_equal(fl_project_load_buffer(flags_file, sizeof(flags_file) - 1,
                                             "test", &p, err, sizeof(err)), FL_OK);
     void *m = new_block(60, 1);
-    fl_rollback_policy_t pol = { FL_ROLLBACK_ON, 2, 10000, 60 };
+    fl_rollback_policy_t pol = { FL_ROLLBACK_ON, 2, 10000, 60, 1 };
 
     eval_n(m, 100, 1, 3);
     eval_n(m, 100, 0, 1);
     record_error(m, 100, 0, &pol);
     fl_state_snapshot_t s = snap(m, 100);
+    s.policy = pol;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":1},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":{\"errors\":1,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
@@ -746,26 +901,34 @@ static void test_status_json(void **state)
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 33333);
     s = snap(m, 100);
+    s.policy = pol;
+    s.window_sources = 1;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":true,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2,\"sources\":1},"
+        "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
-        "\"enabledEvaluations\":3},\"zoneFull\":false}");
+        "\"enabledEvaluations\":3,\"sources\":1,\"decidedBy\":\"rule\"},"
+        "\"zoneFull\":false}");
 
     clear_rollback(m);
     s = snap(m, 100);
+    s.policy = pol;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":33.333,"
         "\"rolledBack\":false,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":{\"errors\":2,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
@@ -775,12 +938,15 @@ static void test_status_json(void **state)
     void *m2 = new_block(30, 1);
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_OFF, 0);
     s = snap(m2, 100);
+    s.policy = off_policy;
     status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":false,\"override\":{\"enabled\":false},"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
@@ -801,6 +967,14 @@ static void test_status_json(void **state)
     s.on_errors = UINT64_MAX;
     s.off_evaluations = UINT64_MAX;
     s.off_errors = UINT64_MAX;
+    s.window_sources = UINT64_MAX;
+    s.rollback_sources = UINT64_MAX;
+    s.rollback_by = FL_DECIDED_FLEET;
+    s.policy.mode = FL_ROLLBACK_ON;
+    s.policy.min_errors = UINT32_MAX;
+    s.policy.rate_milli = 99999;
+    s.policy.window = FL_WINDOW_MAX;
+    s.policy.min_sources = FL_MIN_SOURCES_MAX;
     status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
@@ -808,15 +982,35 @@ static void test_status_json(void **state)
         "\"counters\":{\"evaluations\":18446744073709551615,"
         "\"enabledEvaluations\":18446744073709551615,\"errors\":18446744073709551615},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":18446744073709551615,"
-        "\"errors\":18446744073709551615},"
+        "\"errors\":18446744073709551615,\"sources\":18446744073709551615},"
+        "\"rollbackRule\":{\"enabled\":true,\"minErrors\":4294967295,\"rate\":99.999,"
+        "\"window\":3600,\"minSources\":32,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":18446744073709551615},"
         "\"cohorts\":{\"on\":{\"evaluations\":18446744073709551615,"
         "\"errors\":18446744073709551615,\"errorPercentage\":100},"
         "\"off\":{\"evaluations\":18446744073709551615,"
         "\"errors\":18446744073709551615,\"errorPercentage\":100}},"
         "\"rollback\":{\"at\":\"9999-12-31T23:59:59.999Z\","
-        "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615},"
+        "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615,"
+        "\"sources\":18446744073709551615,\"decidedBy\":\"fleet\"},"
         "\"zoneFull\":false}");
+
+    /* the widest "waitingFor" fits the bound too */
+    s.rolled_back = 0;
+    s.window_errors = 0;
+    s.window_sources = 0;
+    s.policy.rate_milli = 100000;
+    {
+        size_t bound = fl_status_flag_json_bound(p, 1);
+        char *buf = malloc(bound);
+        assert_non_null(buf);
+        size_t n = fl_status_flag_json(p, 1, &s, 1, buf);
+        assert_true(n > 0 && n <= bound);
+        const char *widest = "\"waitingFor\":{\"errors\":4294967295,"
+            "\"rateErrors\":18446744073709551615,\"sources\":32}";
+        assert_non_null(memmem(buf, n, widest, strlen(widest)));
+        free(buf);
+    }
 
     /* Sources and cohorts: reports are the errors that are not upstream;
      * percentages round down to 3 decimals; more errors than evaluations
@@ -830,12 +1024,15 @@ static void test_status_json(void **state)
     s.on_errors = 5;
     s.off_evaluations = 3;
     s.off_errors = 1;
+    s.policy = off_policy;
     status_for(p, 1, &s, 1,
         "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
         "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":7},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":5},"
         "\"cohorts\":{\"on\":{\"evaluations\":8,\"errors\":5,\"errorPercentage\":62.5},"
         "\"off\":{\"evaluations\":3,\"errors\":1,\"errorPercentage\":33.333}},"
@@ -850,7 +1047,9 @@ static void test_status_json(void **state)
         "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":4},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":4},"
         "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
         "\"off\":{\"evaluations\":1,\"errors\":2,\"errorPercentage\":100}},"
@@ -858,12 +1057,15 @@ static void test_status_json(void **state)
 
     /* A flag without room in the zone: a zeroed snapshot, zoneFull. */
     memset(&s, 0, sizeof(s));
+    s.policy = pol;
     status_for(p, 0, &s, 0,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0},"
+        "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
+        "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
@@ -979,6 +1181,10 @@ int main(void)
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_concurrent_exact),
         cmocka_unit_test(test_status_json),
+        cmocka_unit_test(test_source_key),
+        cmocka_unit_test(test_window_sources),
+        cmocka_unit_test(test_rollback_sources),
+        cmocka_unit_test(test_rollback_record_by),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,8 @@ static void same_entry(const fl_saved_flag_t *a, const fl_saved_flag_t *b)
         assert_true(a->rollback_at_ms == b->rollback_at_ms);
         assert_true(a->rollback_errors == b->rollback_errors);
         assert_true(a->rollback_enabled == b->rollback_enabled);
+        assert_true(a->rollback_sources == b->rollback_sources);
+        assert_int_equal(a->rollback_by, b->rollback_by);
     }
     assert_int_equal(a->override_kind, b->override_kind);
     if (a->override_kind == FL_OVERRIDE_PERCENT) {
@@ -77,6 +79,8 @@ static void test_exact_output(void **state)
     e[0].rollback_at_ms = 1795352709123ULL;
     e[0].rollback_errors = 25;
     e[0].rollback_enabled = 100;
+    e[0].rollback_sources = 4;
+    e[0].rollback_by = FL_DECIDED_RULE;
     e[1] = entry("shop", "dark-mode", UINT64_MAX);
     e[1].override_kind = FL_OVERRIDE_OFF;
     e[2] = entry("blog", "x", 0);
@@ -88,7 +92,8 @@ static void test_exact_output(void **state)
     const char *want =
         "{\"version\":1,\"flags\":[\n"
         "{\"project\":\"shop\",\"flag\":\"new-checkout\",\"definitionHash\":\"00c0ffee12345678\","
-        "\"rollback\":{\"at\":1795352709123,\"errors\":25,\"enabledEvaluations\":100},"
+        "\"rollback\":{\"at\":1795352709123,\"errors\":25,\"enabledEvaluations\":100,"
+        "\"sources\":4,\"decidedBy\":\"rule\"},"
         "\"override\":null},\n"
         "{\"project\":\"shop\",\"flag\":\"dark-mode\",\"definitionHash\":\"ffffffffffffffff\","
         "\"rollback\":null,\"override\":{\"enabled\":false}},\n"
@@ -182,6 +187,8 @@ static void test_bound_with_long_names(void **state)
         e[i].rollback_at_ms = UINT64_MAX;
         e[i].rollback_errors = UINT64_MAX;
         e[i].rollback_enabled = UINT64_MAX;
+        e[i].rollback_sources = UINT64_MAX;
+        e[i].rollback_by = FL_DECIDED_FLEET;
         e[i].override_kind = FL_OVERRIDE_PERCENT;
         e[i].override_milli = 99999;
     }
@@ -194,6 +201,46 @@ static void test_bound_with_long_names(void **state)
     assert_int_equal(n, 2);
     same_entry(&out[1], &e[1]);
     free(buf);
+}
+
+/* A file written before sources and decidedBy existed restores with 0
+ * and unknown; a decidedBy that is neither "rule" nor "fleet" is refused. */
+static void test_rollback_provenance(void **state)
+{
+    (void) state;
+    fl_saved_flag_t *out;
+    size_t n;
+    char err[256];
+
+    assert_int_equal(parse_str("{\"version\":1,\"flags\":[{\"project\":\"p\",\"flag\":\"f\","
+                               "\"definitionHash\":\"0000000000000001\","
+                               "\"rollback\":{\"at\":5,\"errors\":6,\"enabledEvaluations\":7}}]}",
+                               &out, &n, err), FL_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0].rollback_sources, 0);
+    assert_int_equal(out[0].rollback_by, FL_DECIDED_UNKNOWN);
+
+    assert_int_equal(parse_str("{\"version\":1,\"flags\":[{\"project\":\"p\",\"flag\":\"f\","
+                               "\"definitionHash\":\"0000000000000001\","
+                               "\"rollback\":{\"at\":5,\"errors\":6,\"enabledEvaluations\":7,"
+                               "\"sources\":3,\"decidedBy\":\"fleet\"}}]}",
+                               &out, &n, err), FL_OK);
+    assert_int_equal(out[0].rollback_sources, 3);
+    assert_int_equal(out[0].rollback_by, FL_DECIDED_FLEET);
+
+    assert_int_equal(parse_str("{\"version\":1,\"flags\":[{\"project\":\"p\",\"flag\":\"f\","
+                               "\"definitionHash\":\"0000000000000001\","
+                               "\"rollback\":{\"at\":5,\"errors\":6,\"enabledEvaluations\":7,"
+                               "\"decidedBy\":\"admin\"}}]}",
+                               &out, &n, err), FL_ERR_INVALID);
+    assert_string_equal(err, "state file: flags[0].rollback.decidedBy must be \"rule\" or \"fleet\"");
+
+    assert_int_equal(parse_str("{\"version\":1,\"flags\":[{\"project\":\"p\",\"flag\":\"f\","
+                               "\"definitionHash\":\"0000000000000001\","
+                               "\"rollback\":{\"at\":5,\"errors\":6,\"enabledEvaluations\":7,"
+                               "\"sources\":-1}}]}",
+                               &out, &n, err), FL_ERR_INVALID);
+    assert_string_equal(err, "state file: flags[0].rollback.sources must be a non-negative integer");
 }
 
 static void test_lenient_reading(void **state)
@@ -352,6 +399,7 @@ int main(void)
         cmocka_unit_test_teardown(test_round_trip_extremes, arena_teardown),
         cmocka_unit_test_teardown(test_bound_with_long_names, arena_teardown),
         cmocka_unit_test_teardown(test_lenient_reading, arena_teardown),
+        cmocka_unit_test_teardown(test_rollback_provenance, arena_teardown),
         cmocka_unit_test_teardown(test_corrupt_inputs, arena_teardown),
         cmocka_unit_test_teardown(test_truncated_file, arena_teardown),
         cmocka_unit_test_teardown(test_deep_nesting, arena_teardown),
