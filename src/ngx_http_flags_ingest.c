@@ -35,6 +35,7 @@ typedef struct ngx_http_flags_ingest_ctx_s  ngx_http_flags_ingest_ctx_t;
 struct ngx_http_flags_ingest_ctx_s {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;      /* of the accepted report */
+    uint32_t                      source;    /* fl_source_key() */
     ngx_http_request_t           *request;
     ngx_http_flags_ingest_ctx_t  *next;      /* in the batch */
 };
@@ -315,6 +316,11 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
 
     ctx->flag = &project->flags[idx];
     ctx->request = r;
+    /* the user when the report names one, else $remote_addr (real_ip
+     * applies): what min_sources counts */
+    ctx->source = fl_source_key(report.user_id, report.user_id_len,
+                                (const char *) r->connection->addr_text.data,
+                                r->connection->addr_text.len);
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
@@ -337,7 +343,7 @@ ngx_http_flags_accepted(ngx_http_request_t *r,
 
     if (ngx_http_flags_count_error(
             ngx_http_get_module_main_conf(r, ngx_http_flags_module),
-            ctx->flag, &s))
+            ctx->flag, ctx->source, &s))
     {
         ngx_http_flags_rolled_back(r, ctx->project, ctx->flag, &s);
     }
@@ -595,11 +601,13 @@ ngx_http_flags_rolled_back(ngx_http_request_t *r,
 
     ngx_log_error(flcf->log_level, r->connection->log, 0,
                   "flags: rolled back flag \"%V\" of project \"%V\": "
-                  "%uL errors and %uL enabled evaluations in %uD s "
-                  "(min_errors=%uD rate=%*s%%)",
+                  "%uL errors and %uL enabled evaluations in %uD s from "
+                  "%uL distinct sources (min_errors=%uD rate=%*s%% "
+                  "min_sources=%uD; decided by this host's rule)",
                   &flag->name, &project->name, s->rollback_errors,
                   s->rollback_enabled, flag->policy.window,
-                  flag->policy.min_errors, rate_len, rate);
+                  s->rollback_sources, flag->policy.min_errors, rate_len,
+                  rate, flag->policy.min_sources);
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 

@@ -211,7 +211,7 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       NULL },
 
     { ngx_string("flags_upstream_errors"),
-      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE123,
       ngx_http_flags_upstream_errors,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
@@ -455,6 +455,7 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->upstream_errors = prev->upstream_errors;
         conf->upstream_status_min = prev->upstream_status_min;
         conf->upstream_status_max = prev->upstream_status_max;
+        conf->upstream_flags = prev->upstream_flags;
     }
 
     ngx_conf_merge_value(conf->upstream_errors, prev->upstream_errors, 0);
@@ -870,7 +871,7 @@ ngx_http_flags_cleanup_project(void *data)
 }
 
 
-/* flags_rollback min_errors=N rate=P% window=T | off; */
+/* flags_rollback min_errors=N rate=P% window=T min_sources=N | off; */
 
 static char *
 ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -918,6 +919,20 @@ ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "min_sources=", 12) == 0) {
+            n = ngx_atoi(value[i].data + 12, value[i].len - 12);
+            if (n < 1 || n > (ngx_int_t) FL_MIN_SOURCES_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid min_sources \"%V\": expected "
+                                   "1 to %ui", &value[i],
+                                   (ngx_uint_t) FL_MIN_SOURCES_MAX);
+                return NGX_CONF_ERROR;
+            }
+
+            fmcf->rollback.min_sources = (uint32_t) n;
             continue;
         }
 

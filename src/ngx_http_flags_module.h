@@ -219,6 +219,10 @@ typedef struct {
     ngx_uint_t                  push_max;    /* push connections a worker */
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
+    ngx_array_t                *upstream_lists; /* flags= of
+                                                 * flags_upstream_errors,
+                                                 * checked at
+                                                 * postconfiguration */
 } ngx_http_flags_main_conf_t;
 
 
@@ -234,6 +238,8 @@ typedef struct {
     ngx_flag_t                  upstream_errors;
     ngx_uint_t                  upstream_status_min;
     ngx_uint_t                  upstream_status_max;
+    ngx_array_t                *upstream_flags; /* of ngx_str_t; NULL: the
+                                                 * flags read by name */
 
     /* the content handler one of our directives set, and where */
     ngx_http_handler_pt         handler;
@@ -252,7 +258,7 @@ ngx_int_t ngx_http_flags_commit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
 ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s);
+    ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s);
 /* the rollback decision after an error was counted (reports, upstream) */
 ngx_uint_t ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
@@ -366,9 +372,13 @@ char *ngx_http_flags_merge_context(ngx_conf_t *cf,
     ngx_http_flags_loc_conf_t *prev, ngx_http_flags_loc_conf_t *conf);
 ngx_int_t ngx_http_flags_add_variables(ngx_conf_t *cf);
 ngx_int_t ngx_http_flags_variables_init(ngx_conf_t *cf);
+/* a flag the request read: its answer, whether it was read by its own
+ * $flag_NAME (not only through $flags_enabled), and the user it was
+ * evaluated for */
 typedef void (*ngx_http_flags_read_pt)(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
-    ngx_uint_t enabled, void *data);
+    ngx_uint_t enabled, ngx_uint_t named, const fl_user_t *user,
+    void *data);
 void ngx_http_flags_variables_each_read(ngx_http_request_t *r,
     ngx_http_flags_read_pt fn, void *data);
 

@@ -71,7 +71,7 @@ static ngx_http_flags_main_conf_t *ngx_http_flags_zone_conf(
     ngx_cycle_t *cycle);
 static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
-    uint64_t *enabled, uint64_t *errors);
+    uint64_t *enabled, uint64_t *errors, uint64_t *sources);
 
 
 int64_t
@@ -999,33 +999,40 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
 static void
 ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
-    uint64_t *enabled, uint64_t *errors)
+    uint64_t *enabled, uint64_t *errors, uint64_t *sources)
 {
+    size_t                    n;
+    uint32_t                  keys[FL_SOURCE_SLOTS];
     ngx_http_flags_window_t  *w;
 
     *enabled = 0;
     *errors = 0;
+    n = 0;
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
     for (w = v->windows; w; w = w->next) {
         fl_window_sums(ngx_http_flags_window_block(w), now, seconds,
                        enabled, errors);
+        fl_window_sources(ngx_http_flags_window_block(w), now, seconds,
+                          keys, &n, FL_SOURCE_SLOTS);
     }
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    *sources = n;
 }
 
 
 /*
- * One accepted error report; then the rollback decision
- * (docs/rollback.md).  Returns 1 when this report rolled the flag back,
- * with the record in *s.
+ * One accepted error report from source (fl_source_key()); then the
+ * rollback decision (docs/rollback.md).  Returns 1 when this report
+ * rolled the flag back, with the record in *s.
  */
 
 ngx_uint_t
 ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, fl_state_snapshot_t *s)
+    ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s)
 {
     int64_t  now;
 
@@ -1036,6 +1043,7 @@ ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     now = ngx_http_flags_now_sec();
 
     fl_count_error(flag->totals, flag->window, now);
+    fl_count_source(flag->window, now, source);
 
     return ngx_http_flags_decide_rollback(fmcf, flag, now, s);
 }
@@ -1054,7 +1062,7 @@ ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s)
 {
     uint32_t  seconds;
-    uint64_t  enabled, errors;
+    uint64_t  enabled, errors, sources;
 
     if (flag->node == NULL
         || flag->policy.mode != FL_ROLLBACK_ON
@@ -1066,22 +1074,24 @@ ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
     seconds = flag->policy.window;
 
     ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
-                               &enabled, &errors);
+                               &enabled, &errors, &sources);
 
-    if (!fl_rollback_decide(errors, enabled, &flag->policy)) {
+    if (!fl_rollback_decide(errors, enabled, sources, &flag->policy)) {
         return 0;
     }
 
     if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
-                                 errors, enabled))
+                                 errors, enabled, sources, FL_DECIDED_RULE))
     {
         return 0;
     }
 
     /* flags_metrics' flags_rollbacks_total */
-    fl_count_rollback(flag->totals);
+    fl_count_rollback(flag->totals, FL_DECIDED_RULE);
 
     fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
+    s->window_sources = sources;
+    s->policy = flag->policy;
 
     return 1;
 }
@@ -1092,20 +1102,23 @@ ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s)
 {
     uint32_t  seconds;
-    uint64_t  enabled, errors;
+    uint64_t  enabled, errors, sources;
 
     if (flag->node == NULL) {
         /* the zone was full: nothing is counted for this flag */
         ngx_memzero(s, sizeof(fl_state_snapshot_t));
+        s->policy = flag->policy;
         return;
     }
 
     seconds = flag->policy.window;
 
     ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
-                               &enabled, &errors);
+                               &enabled, &errors, &sources);
 
     fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
+    s->window_sources = sources;
+    s->policy = flag->policy;
 }
 
 
@@ -1211,6 +1224,8 @@ ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
         e[n].rollback_at_ms = s.rollback_at_ms;
         e[n].rollback_errors = s.rollback_errors;
         e[n].rollback_enabled = s.rollback_enabled;
+        e[n].rollback_sources = s.rollback_sources;
+        e[n].rollback_by = s.rollback_by;
         e[n].override_kind = s.override_kind;
         e[n].override_milli = s.override_milli;
         n++;

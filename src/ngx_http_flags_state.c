@@ -406,7 +406,9 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
             fl_control_restore_rollback(flag->ctl,
                                         saved[i].rollback_at_ms,
                                         saved[i].rollback_errors,
-                                        saved[i].rollback_enabled);
+                                        saved[i].rollback_enabled,
+                                        saved[i].rollback_sources,
+                                        saved[i].rollback_by);
             rollbacks++;
         }
 

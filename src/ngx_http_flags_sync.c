@@ -1539,9 +1539,11 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         if ((fleet & 1) && !snap.rolled_back) {
             if (fl_control_try_rollback(flag->ctl, fleets[4 * i + 1],
                                         fleets[4 * i + 2],
-                                        fleets[4 * i + 3]))
+                                        fleets[4 * i + 3], 0,
+                                        FL_DECIDED_FLEET))
             {
                 changed = 1;
+                fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
                 ngx_log_error(s->fmcf->log_level, s->log, 0,
                               "flags: flag \"%V\" of project \"%V\" rolled "
                               "back by the fleet (%uL errors, %uL enabled "

@@ -32,6 +32,7 @@
 #define NGX_HTTP_FLAGS_VAR_EVALUATED  0x01
 #define NGX_HTTP_FLAGS_VAR_ENABLED    0x02
 #define NGX_HTTP_FLAGS_VAR_READ       0x04
+#define NGX_HTTP_FLAGS_VAR_NAMED      0x08  /* read by its $flag_NAME */
 
 
 typedef struct {
@@ -769,6 +770,7 @@ ngx_http_flags_flag_variable(ngx_http_request_t *r,
 
     v->data = ngx_http_flags_vars_read(e, idx, -1) ? (u_char *) "1"
                                                    : (u_char *) "0";
+    e->state[idx] |= NGX_HTTP_FLAGS_VAR_NAMED;
     v->len = 1;
     v->valid = 1;
     v->no_cacheable = 0;
@@ -869,7 +871,9 @@ ngx_http_flags_variables_each_read(ngx_http_request_t *r,
         for (i = 0; i < e->project->nflags; i++) {
             if (e->state[i] & NGX_HTTP_FLAGS_VAR_READ) {
                 fn(r, e->project, &e->project->flags[i],
-                   (e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED) != 0, data);
+                   (e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED) != 0,
+                   (e->state[i] & NGX_HTTP_FLAGS_VAR_NAMED) != 0,
+                   &e->user, data);
             }
         }
     }

@@ -78,7 +78,7 @@ is(scalar keys %seen, 2, 'both workers answered') or diag explain \%seen;
 for my $w (sort keys %seen) {
     is_deeply([sort keys %{ $seen{$w} }], ['off'], "worker $w sees the rollback");
 }
-like($log->(), qr/\[error\].*flags: rolled back flag "risky" of project "shop": 3 errors and 1 enabled evaluations in 60 s \(min_errors=3 rate=50%\)/,
+like($log->(), qr/\[error\].*flags: rolled back flag "risky" of project "shop": 3 errors and 1 enabled evaluations in 60 s from 1 distinct sources \(min_errors=3 rate=50% min_sources=1; decided by this host\x27s rule\)/,
      'the rollback line, at error by default, names the project, the flag and the counts');
 # a rollback's write goes to a thread pool: the report does not wait for it
 ok(wait_for(sub { (read_file("$dir/conf/state/flags-state.json") // '') =~ /"project":"shop","flag":"risky"/ }, 5),
@@ -121,7 +121,7 @@ $master = nginx_start($dir);
 is(risky_state(), 'false/0', 'rollback restored after a restart');
 (undef, undef, $status) = http_request(GET => '/flags-status');
 like($status, qr/"name":"tuned",.*?"override":\{"rolloutPercentage":12\.5\}/, 'override restored after a restart');
-like($status, qr/"name":"risky",.*?"counters":\{"evaluations":1,"enabledEvaluations":0,"errors":0\}.*?"rollback":\{"at":"20\d\d-[^"]+Z","errors":3,"enabledEvaluations":1\}/,
+like($status, qr/"name":"risky",.*?"counters":\{"evaluations":1,"enabledEvaluations":0,"errors":0\}.*?"rollback":\{"at":"20\d\d-[^"]+Z","errors":3,"enabledEvaluations":1,"sources":1,"decidedBy":"rule"\}/,
      'rollback record restored, counters fresh');
 like($log->(), qr/state file .*restored 1 rollbacks and 1 overrides/, 'restore is logged');
 

@@ -204,7 +204,7 @@ sleep 3;    # nginx retries the bind for a while
 is_deeply([serving_workers($master)], \@workers, 'the old workers keep serving');
 like(evaluate('tok_shop'), qr/"name":"risky","enabled":false,"rolloutPercentage":0,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":12\.5,/,
      'the rejected configuration left the rollback and the override in force');
-like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+\},"zoneFull":false\}$/,
+like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+,"sources":1,"decidedBy":"rule"\},"zoneFull":false\}$/,
      'the rollback record is intact');
 is(read_file($state_path), $state_before, 'the state file is unchanged');
 unlike($log->(), qr/new definition/, 'no definition change was logged');

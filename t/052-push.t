@@ -439,7 +439,7 @@ is($ws->message(0.4), undef, 'WS: the same user again: nothing sent');
 {
     my $counters = sub {
         my (undef, undef, $b) = http_request(GET => '/flags-status');
-        my ($c, $w) = $b =~ /"name":"half",.*?"counters":(\{[^}]*\}),"window":(\{[^}]*\})/;
+        my ($c, $w) = $b =~ /"name":"half",.*?"counters":(\{[^}]*\}),"window":(\{[^}]*\}),"rollbackRule"/;
         return "$c $w";
     };
     my $before = $counters->();
@@ -453,7 +453,7 @@ is($ws->message(0.4), undef, 'WS: the same user again: nothing sent');
         . qq(7,{"type":"evaluation","flagName":"half","result":true,"userId":"$in","traits":{"plan":"pro"}}]}));
     is($ws->message(0.4), undef, 'WS: a batch of the same user: nothing sent');
     my $after = $counters->();
-    is($after, sprintf('{"evaluations":%d,"enabledEvaluations":%d,"errors":0} {"seconds":60,"enabledEvaluations":%d,"errors":0}',
+    is($after, sprintf('{"evaluations":%d,"enabledEvaluations":%d,"errors":0} {"seconds":60,"enabledEvaluations":%d,"errors":0,"sources":0}',
                        $e + 3, $en + 2, $we + 2),
        'WS: 3 evaluations of half counted, 2 enabled; unknown flags and bad elements count nothing');
 }

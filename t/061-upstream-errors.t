@@ -180,11 +180,11 @@ is($f->{rollback}{errors}, 5, '... the rollback record: 5 errors');
 is($f->{rollback}{enabledEvaluations}, $EN + 8, '... against the window\'s enabled evaluations');
 
 like(flag_status('new-checkout'),
-     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\{"evaluations":8,"errors":5,"errorPercentage":62\.5\},"off":\{"evaluations":8,"errors":6,"errorPercentage":75\}\},"rollback":\{"at":"20\d\d-/,
+     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5,"sources":5\},"rollbackRule":\{"enabled":true,"minErrors":5,"rate":10,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\{"evaluations":8,"errors":5,"errorPercentage":62\.5\},"off":\{"evaluations":8,"errors":6,"errorPercentage":75\}\},"rollback":\{"at":"20\d\d-/,
      'flags_status: the exact members after "window"');
 
 like(read_file("$dir/logs/error.log"),
-     qr/flags: rolled back flag "new-checkout" of project "shop": 5 errors and ${\($EN + 8)} enabled evaluations in 60 s \(min_errors=5 rate=10%\)/,
+     qr/flags: rolled back flag "new-checkout" of project "shop": 5 errors and ${\($EN + 8)} enabled evaluations in 60 s from 5 distinct sources \(min_errors=5 rate=10% min_sources=1; decided by this host\x27s rule\)/,
      'the rollback is logged as one a report trips');
 
 # every user, on cohort or not, is served by the old backend now
@@ -226,7 +226,15 @@ my @ranges = (
     ['on status=', 0, qr/invalid parameter "status="/],
     ['on status=500-', 0, qr/invalid parameter "status=500-"/],
     ['on range=500-599', 0, qr/invalid parameter "range=500-599"/],
-    ['on status=500 x', 0, qr/invalid number of arguments in "flags_upstream_errors"/],
+    ['on status=500 x', 0, qr/invalid parameter "x" in flags_upstream_errors, expected status=N-M with 100 <= N <= M <= 599 or flags=NAME\[,NAME\.\.\.\], each once/],
+    ['on status=500 flags=new-checkout x', 0, qr/invalid number of arguments in "flags_upstream_errors"/],
+    ['on status=500 status=502', 0, qr/invalid parameter "status=502"/],
+    ['on flags=new-checkout flags=steady', 0, qr/invalid parameter "flags=steady"/],
+    ['on flags=', 0, qr/invalid parameter "flags="/],
+    ['on flags=new-checkout,,steady', 0, qr/invalid parameter "flags=new-checkout,,steady" in flags_upstream_errors: an empty flag name/],
+    ['on flags=new-checkout,', 0, qr/an empty flag name/],
+    ['on flags=new-checkout,nope', 0, qr/flags_upstream_errors names flag "nope", which no flags_project has, in \S+nginx\.conf:17/],
+    ['on flags=new-checkout,steady status=502', 1],
 );
 
 for my $r (@ranges) {

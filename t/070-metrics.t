@@ -137,8 +137,10 @@ my @expect = (
     'flags_cohort_requests_total{project="shop",flag="checkout",cohort="off"} 0',
     'flags_cohort_errors_total{project="shop",flag="checkout",cohort="on"} 0',
     'flags_cohort_errors_total{project="shop",flag="checkout",cohort="off"} 0',
-    'flags_rollbacks_total{project="shop",flag="checkout"} 1',
-    'flags_rollbacks_total{project="shop",flag="dark"} 0',
+    'flags_rollbacks_total{project="shop",flag="checkout",by="rule"} 1',
+    'flags_rollbacks_total{project="shop",flag="checkout",by="fleet"} 0',
+    'flags_rollbacks_total{project="shop",flag="dark",by="rule"} 0',
+    'flags_rollbacks_total{project="shop",flag="dark",by="fleet"} 0',
     'flags_rolled_back{project="shop",flag="checkout"} 1',
     'flags_rolled_back{project="shop",flag="dark"} 0',
     'flags_rolled_back{project="blog",flag="comments"} 0',
@@ -209,7 +211,7 @@ for my $pid (sort keys %seen) {
         }
     }
     is("@bad", '', "worker $pid: HELP, TYPE and samples in order");
-    is(scalar keys %type, 17, "worker $pid: 17 families");
+    is(scalar keys %type, 23, "worker $pid: 23 families");
     ok($body =~ /\n\z/, "worker $pid: ends in a newline");
 }
 
@@ -362,7 +364,7 @@ my $firing = wait_for(sub {
 ok($firing, 'Prometheus: FlagRolledBack fires');
 is($firing && "$firing->{labels}{project}/$firing->{labels}{flag}", 'shop/checkout',
    'Prometheus: the alert names the flag');
-is(query('flags_rollbacks_total{project="shop",flag="checkout"}'), '2',
+is(query('flags_rollbacks_total{project="shop",flag="checkout",by="rule"}'), '2',
    'Prometheus: two rollbacks');
 
 # ---- a full zone: flags without room are counted as such ---------------------
