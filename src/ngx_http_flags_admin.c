@@ -26,6 +26,8 @@ static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what);
 static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
+static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
+    const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
 
 
 /*
@@ -106,18 +108,15 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
 
     project = ngx_http_flags_find_project(fmcf, &project_name);
     if (project == NULL) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                         "unknown_project",
-                                         "no project has that name");
+        return ngx_http_flags_admin_unknown(r, "unknown_project", NULL,
+                                            &project_name);
     }
 
     idx = fl_project_find_flag(project->core, (const char *) flag_name.data,
                                flag_name.len);
     if (idx < 0) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                         "unknown_flag",
-                                         "the project has no flag of that "
-                                         "name");
+        return ngx_http_flags_admin_unknown(r, "unknown_flag", project,
+                                            &flag_name);
     }
 
     if (project->flags[idx].node == NULL) {
@@ -175,10 +174,42 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
 
 not_found:
 
-    return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
-                                     "expected {location}rollbacks/<project>/"
-                                     "<flag> or {location}overrides/"
-                                     "<project>/<flag>");
+    return ngx_http_flags_route_not_found(r, "rollbacks/<project>/<flag>",
+                                          "overrides/<project>/<flag>");
+}
+
+
+/*
+ * 404 for a project or flag of the path that does not exist, naming it as
+ * ingest does for a report's flagName: at most 128 bytes of it, never half
+ * a UTF-8 sequence (the JSON writer escapes the rest).
+ */
+
+static ngx_int_t
+ngx_http_flags_admin_unknown(ngx_http_request_t *r, const char *code,
+    ngx_http_flags_project_t *project, ngx_str_t *name)
+{
+    u_char  *p, msg[512];
+    size_t   len;
+
+    /* final before the body is read: no "100 Continue" */
+    r->expect_tested = 1;
+
+    len = fl_utf8_prefix((const char *) name->data, name->len,
+                         FL_MAX_FLAG_NAME_LEN);
+
+    if (project) {
+        p = ngx_snprintf(msg, sizeof(msg),
+                         "project \"%V\" has no flag \"%*s\"",
+                         &project->name, len, name->data);
+
+    } else {
+        p = ngx_snprintf(msg, sizeof(msg), "there is no project \"%*s\"",
+                         len, name->data);
+    }
+
+    return ngx_http_flags_send_error_len(r, NGX_HTTP_NOT_FOUND, code, msg,
+                                         p - msg);
 }
 
 

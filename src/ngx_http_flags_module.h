@@ -306,6 +306,8 @@ ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
+ngx_int_t ngx_http_flags_route_not_found(ngx_http_request_t *r,
+    const char *route1, const char *route2);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
