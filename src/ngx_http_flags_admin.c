@@ -1,6 +1,7 @@
 /*
  * ngx_http_flags_admin.c - flags_admin: clear rollbacks, set and remove
- * overrides.  It takes no token: protect it with allow/deny or auth_basic.
+ * overrides.  It takes no token: protect it with allow/deny, auth_basic or
+ * auth_request; nginx -t warns about a location that has none of them.
  */
 
 #include "ngx_http_flags_module.h"
@@ -18,6 +19,71 @@ typedef struct {
 } ngx_http_flags_admin_ctx_t;
 
 
+/* a flags_admin location, remembered at merge, checked at postconfiguration */
+typedef struct {
+    ngx_http_flags_loc_conf_t    *flcf;      /* the directive's file, line */
+    void                        **loc_conf;  /* the location's, all modules */
+} ngx_http_flags_admin_location_t;
+
+
+/*
+ * The access modules' location configurations are private to their .c
+ * files.  These copy the members read here, as nginx 1.22 (and every
+ * release since access control existed in this form) lays them out; the
+ * module is built against the same nginx headers (--with-compat), so the
+ * NGX_HAVE_* conditions match.  Rules are read only when their array's
+ * element size matches the copy; otherwise any rule counts as protection.
+ */
+
+typedef struct {
+    ngx_array_t                  *rules;     /* IPv4, and "all" */
+#if (NGX_HAVE_INET6)
+    ngx_array_t                  *rules6;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN)
+    ngx_array_t                  *rules_un;
+#endif
+} ngx_http_flags_access_conf_t;
+
+typedef struct {
+    in_addr_t                     mask;
+    in_addr_t                     addr;
+    ngx_uint_t                    deny;
+} ngx_http_flags_access_rule_t;
+
+#if (NGX_HAVE_INET6)
+typedef struct {
+    struct in6_addr               addr;
+    struct in6_addr               mask;
+    ngx_uint_t                    deny;
+} ngx_http_flags_access_rule6_t;
+#endif
+
+typedef struct {
+    ngx_http_complex_value_t     *realm;     /* NULL: no auth_basic */
+    ngx_http_complex_value_t     *user_file;
+} ngx_http_flags_auth_basic_conf_t;
+
+typedef struct {
+    ngx_str_t                     uri;       /* empty: off or unset */
+} ngx_http_flags_auth_request_conf_t;
+
+
+/* what guards the writes of a flags_admin location */
+typedef enum {
+    NGX_HTTP_FLAGS_ADMIN_GUARDED = 0,
+    NGX_HTTP_FLAGS_ADMIN_OPEN,               /* no access control */
+    NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL      /* satisfy any + allow all */
+} ngx_http_flags_admin_guard_e;
+
+
+typedef struct {
+    ngx_int_t                     access;    /* ctx_index, or NGX_ERROR */
+    ngx_int_t                     auth_basic;
+    ngx_int_t                     auth_request;
+} ngx_http_flags_admin_modules_t;
+
+
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
     size_t len);
@@ -28,6 +94,12 @@ static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
 static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
     const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
+static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
+    const char *name);
+static ngx_uint_t ngx_http_flags_admin_guard(void **loc_conf,
+    ngx_http_flags_admin_modules_t *m);
+static void ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
+    ngx_uint_t *deny_all, ngx_uint_t *allow_all);
 
 
 /*
@@ -340,4 +412,269 @@ ngx_http_flags_admin_saved(ngx_http_request_t *r, ngx_int_t rc, u_char *err)
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+
+/*
+ * nginx -t: a flags_admin location that nothing guards is a warning (not
+ * an error: a listener only a trusted network reaches is a choice nginx
+ * cannot see).  The check runs here, after every module merged its
+ * location configurations, so inherited directives are seen.
+ */
+
+ngx_int_t
+ngx_http_flags_admin_location(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *flcf)
+{
+    ngx_http_core_loc_conf_t         *clcf;
+    ngx_http_flags_main_conf_t       *fmcf;
+    ngx_http_flags_admin_location_t  *loc;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (fmcf->admin_locations == NULL) {
+        fmcf->admin_locations = ngx_array_create(cf->pool, 2,
+                                    sizeof(ngx_http_flags_admin_location_t));
+        if (fmcf->admin_locations == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    loc = ngx_array_push(fmcf->admin_locations);
+    if (loc == NULL) {
+        return NGX_ERROR;
+    }
+
+    loc->flcf = flcf;
+    loc->loc_conf = clcf->loc_conf;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_flags_admin_check(ngx_conf_t *cf)
+{
+    void                            **lc, **put, **del;
+    ngx_uint_t                        i, guard, g;
+    ngx_http_core_loc_conf_t         *clcf;
+    ngx_http_flags_main_conf_t       *fmcf;
+    ngx_http_flags_admin_modules_t    m;
+    ngx_http_flags_admin_location_t  *loc;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+
+    m.access = ngx_http_flags_module_index(cf->cycle,
+                                           "ngx_http_access_module");
+    m.auth_basic = ngx_http_flags_module_index(cf->cycle,
+                                               "ngx_http_auth_basic_module");
+    m.auth_request = ngx_http_flags_module_index(cf->cycle,
+                                             "ngx_http_auth_request_module");
+
+    if (fmcf->admin_locations == NULL) {
+        return NGX_OK;
+    }
+
+    loc = fmcf->admin_locations->elts;
+
+    for (i = 0; i < fmcf->admin_locations->nelts; i++) {
+        lc = loc[i].loc_conf;
+        clcf = lc[ngx_http_core_module.ctx_index];
+
+        /* every change is a PUT or a DELETE: "limit_except GET { ... }"
+         * puts both under the rules of its block */
+        put = (clcf->limit_except & NGX_HTTP_PUT)
+              ? clcf->limit_except_loc_conf : lc;
+        del = (clcf->limit_except & NGX_HTTP_DELETE)
+              ? clcf->limit_except_loc_conf : lc;
+
+        guard = ngx_http_flags_admin_guard(put, &m);
+        g = ngx_http_flags_admin_guard(del, &m);
+
+        /* the weaker of the two */
+        if (g == NGX_HTTP_FLAGS_ADMIN_OPEN
+            || guard == NGX_HTTP_FLAGS_ADMIN_GUARDED)
+        {
+            guard = g;
+        }
+
+        if (guard == NGX_HTTP_FLAGS_ADMIN_OPEN) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "flags_admin in %V:%ui has no access control "
+                          "(allow/deny, auth_basic, auth_request): anyone "
+                          "who reaches it can clear rollbacks and set "
+                          "overrides",
+                          &loc[i].flcf->handler_file,
+                          loc[i].flcf->handler_line);
+
+        } else if (guard == NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "flags_admin in %V:%ui has \"satisfy any\" and an "
+                          "\"allow\" for every address: anyone who reaches "
+                          "it can clear rollbacks and set overrides",
+                          &loc[i].flcf->handler_file,
+                          loc[i].flcf->handler_line);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the ctx_index of an http module by name; NGX_ERROR when not built in */
+
+static ngx_int_t
+ngx_http_flags_module_index(ngx_cycle_t *cycle, const char *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; cycle->modules[i]; i++) {
+        if (cycle->modules[i]->type == NGX_HTTP_MODULE
+            && cycle->modules[i]->name
+            && ngx_strcmp(cycle->modules[i]->name, name) == 0)
+        {
+            return cycle->modules[i]->ctx_index;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * What protects requests under one set of location configurations
+ * (docs/http-api.md, "What nginx -t counts as protection"):
+ *
+ *   - allow/deny: a "deny all" (a deny of every IPv4 address) that no
+ *     "allow all" comes before; allow rules alone, or denies of some
+ *     addresses, let everyone else in;
+ *   - auth_basic with a realm other than "off" and a user file;
+ *   - auth_request with a URI ("off" is none).
+ *
+ * With "satisfy any" one of them suffices, so an allow of every address
+ * opens the location whatever else is there.
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_guard(void **loc_conf, ngx_http_flags_admin_modules_t *m)
+{
+    ngx_uint_t                           guarded, deny_all, allow_all;
+    ngx_http_complex_value_t            *realm;
+    ngx_http_core_loc_conf_t            *clcf;
+    ngx_http_flags_access_conf_t        *alcf;
+    ngx_http_flags_auth_basic_conf_t    *abcf;
+    ngx_http_flags_auth_request_conf_t  *arcf;
+
+    guarded = 0;
+    allow_all = 0;
+
+    if (m->access != NGX_ERROR && loc_conf[m->access]) {
+        alcf = loc_conf[m->access];
+        deny_all = 0;
+
+        ngx_http_flags_admin_rules(alcf, &deny_all, &allow_all);
+
+        guarded |= deny_all;
+    }
+
+    if (m->auth_basic != NGX_ERROR && loc_conf[m->auth_basic]) {
+        abcf = loc_conf[m->auth_basic];
+        realm = abcf->realm;
+
+        if (realm && abcf->user_file
+            && !(realm->lengths == NULL && realm->value.len == 3
+                 && ngx_strncmp(realm->value.data, "off", 3) == 0))
+        {
+            guarded = 1;
+        }
+    }
+
+    if (m->auth_request != NGX_ERROR && loc_conf[m->auth_request]) {
+        arcf = loc_conf[m->auth_request];
+
+        if (arcf->uri.len) {
+            guarded = 1;
+        }
+    }
+
+    if (!guarded) {
+        return NGX_HTTP_FLAGS_ADMIN_OPEN;
+    }
+
+    clcf = loc_conf[ngx_http_core_module.ctx_index];
+
+    if (clcf->satisfy == NGX_HTTP_SATISFY_ANY && allow_all) {
+        return NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL;
+    }
+
+    return NGX_HTTP_FLAGS_ADMIN_GUARDED;
+}
+
+
+/*
+ * Rules are tried in order and the first that matches decides, so only
+ * the first rule matching every address ("all", a /0) matters of those
+ * after it: a deny there refuses whoever no earlier allow named, an allow
+ * there lets everyone in.
+ */
+
+static void
+ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
+    ngx_uint_t *deny_all, ngx_uint_t *allow_all)
+{
+    ngx_uint_t                      i;
+    ngx_http_flags_access_rule_t   *rule;
+#if (NGX_HAVE_INET6)
+    ngx_uint_t                      n;
+    ngx_http_flags_access_rule6_t  *rule6;
+#endif
+
+    if (alcf->rules) {
+        if (alcf->rules->size != sizeof(ngx_http_flags_access_rule_t)) {
+            /* not the layout copied above: count the rules as protection */
+            *deny_all = 1;
+            return;
+        }
+
+        rule = alcf->rules->elts;
+
+        for (i = 0; i < alcf->rules->nelts; i++) {
+            if (rule[i].mask == 0) {
+                if (rule[i].deny) {
+                    *deny_all = 1;
+
+                } else {
+                    *allow_all = 1;
+                }
+
+                break;
+            }
+        }
+    }
+
+#if (NGX_HAVE_INET6)
+
+    if (alcf->rules6
+        && alcf->rules6->size == sizeof(ngx_http_flags_access_rule6_t))
+    {
+        rule6 = alcf->rules6->elts;
+
+        for (i = 0; i < alcf->rules6->nelts; i++) {
+            for (n = 0; n < 16; n++) {
+                if (rule6[i].mask.s6_addr[n]) {
+                    break;
+                }
+            }
+
+            if (n == 16) {
+                if (!rule6[i].deny) {
+                    *allow_all = 1;
+                }
+
+                break;
+            }
+        }
+    }
+
+#endif
 }

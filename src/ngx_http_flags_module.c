@@ -494,6 +494,13 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                           conf->handler_line);
             return NGX_CONF_ERROR;
         }
+
+        /* checked for access control once all modules merged */
+        if (conf->handler == ngx_http_flags_admin_handler
+            && ngx_http_flags_admin_location(cf, conf) != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
     }
 
     return NGX_CONF_OK;
@@ -504,6 +511,10 @@ static ngx_int_t
 ngx_http_flags_postconfiguration(ngx_conf_t *cf)
 {
     if (ngx_http_flags_variables_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_flags_admin_check(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -219,6 +219,10 @@ typedef struct {
     ngx_uint_t                  push_max;    /* push connections a worker */
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
+
+    /* flags_admin (ngx_http_flags_admin.c): its locations, checked for
+     * access control once every module has merged */
+    ngx_array_t                *admin_locations;
 } ngx_http_flags_main_conf_t;
 
 
@@ -348,6 +352,11 @@ ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
 /* ngx_http_flags_metrics.c: flags_metrics (docs/metrics.md) */
 ngx_int_t ngx_http_flags_metrics_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
+/* merge: a location of flags_admin; postconfiguration: the nginx -t
+ * warning for those that nothing protects */
+ngx_int_t ngx_http_flags_admin_location(ngx_conf_t *cf,
+    ngx_http_flags_loc_conf_t *flcf);
+ngx_int_t ngx_http_flags_admin_check(ngx_conf_t *cf);
 /* ngx_http_flags_sdk.c */
 ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 
