@@ -89,11 +89,14 @@ static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what);
+    ngx_http_flags_admin_ctx_t *ctx, const char *what,
+    fl_override_kind_t kind, uint32_t milli);
 static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
 static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
     const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
+static size_t ngx_http_flags_admin_user(ngx_http_request_t *r,
+    u_char *buf, size_t size);
 static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
     const char *name);
 static ngx_uint_t ngx_http_flags_admin_guard(void **loc_conf,
@@ -237,12 +240,14 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
             return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
         }
 
-        return ngx_http_flags_admin_done(r, ctx, "rollback cleared");
+        return ngx_http_flags_admin_done(r, ctx, "rollback cleared",
+                                         FL_OVERRIDE_NONE, 0);
     }
 
     ngx_http_flags_set_override(ctx->flag, FL_OVERRIDE_NONE, 0);
 
-    return ngx_http_flags_admin_done(r, ctx, "override removed");
+    return ngx_http_flags_admin_done(r, ctx, "override removed",
+                                     FL_OVERRIDE_NONE, 0);
 
 not_found:
 
@@ -358,7 +363,7 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
 
     ngx_http_flags_set_override(ctx->flag, kind, milli);
 
-    return ngx_http_flags_admin_done(r, ctx, "override set");
+    return ngx_http_flags_admin_done(r, ctx, "override set", kind, milli);
 }
 
 
@@ -366,12 +371,25 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
  * A change is in the zone (every worker sees it): log it, save it, and
  * say so.  The answer waits, off the event loop, for the state file to
  * hold the change (ngx_http_flags_state_changed()).
+ *
+ * The line is the audit record of the change: what was set, and who set
+ * it, as far as nginx knows:
+ *
+ *   flags: override set for flag "b" of project "shop": rolloutPercentage
+ *   12.5, by user "alice", client: 10.0.0.7, server: ..., request: "PUT ..."
+ *
+ * The client address, server and request come from nginx's own context
+ * of a request's log lines (ngx_http_log_error()), on every line.
  */
 
 static ngx_int_t
 ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what)
+    ngx_http_flags_admin_ctx_t *ctx, const char *what,
+    fl_override_kind_t kind, uint32_t milli)
 {
+    u_char                       value[64], user[NGX_MAX_ERROR_STR / 4];
+    u_char                      *p;
+    size_t                       ulen;
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -381,12 +399,75 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
     /* push clients of the project learn it (docs/push.md) */
     ngx_http_flags_changed(ctx->project);
 
+    switch (kind) {
+
+    case FL_OVERRIDE_OFF:
+        p = ngx_cpymem(value, ": enabled false",
+                       sizeof(": enabled false") - 1);
+        break;
+
+    case FL_OVERRIDE_PERCENT:
+        p = ngx_cpymem(value, ": rolloutPercentage ",
+                       sizeof(": rolloutPercentage ") - 1);
+        p += fl_json_milli(milli, (char *) p);
+        break;
+
+    default:
+        p = value;
+    }
+
+    ulen = ngx_http_flags_admin_user(r, user, sizeof(user));
+
     ngx_log_error(flcf->log_level, r->connection->log, 0,
-                  "flags: %s for flag \"%V\" of project \"%V\"",
-                  what, &ctx->flag->name, &ctx->project->name);
+                  "flags: %s for flag \"%V\" of project \"%V\"%*s%s%*s%s",
+                  what, &ctx->flag->name, &ctx->project->name,
+                  (size_t) (p - value), value,
+                  ulen ? ", by user \"" : "", ulen, user,
+                  ulen ? "\"" : "");
 
     return ngx_http_flags_state_changed(fmcf, r->connection->log, r,
                                         ngx_http_flags_admin_saved);
+}
+
+
+/*
+ * The user auth_basic checked ($remote_user), escaped as in JSON, or
+ * nothing.  A Basic header in a location without auth_basic names a user
+ * nobody checked: it is not logged.  (With "satisfy any", a request that
+ * an allow rule let in may carry a user auth_basic refused; such a name is
+ * logged as sent.)
+ */
+
+static size_t
+ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
+{
+    size_t                             len;
+    ngx_http_flags_main_conf_t        *fmcf;
+    ngx_http_flags_auth_basic_conf_t  *abcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    if (fmcf->auth_basic_index == NGX_ERROR) {
+        return 0;
+    }
+
+    abcf = r->loc_conf[fmcf->auth_basic_index];
+
+    if (abcf == NULL || abcf->realm == NULL || abcf->user_file == NULL) {
+        return 0;
+    }
+
+    if (ngx_http_auth_basic_user(r) != NGX_OK
+        || r->headers_in.user.len == 0)
+    {
+        return 0;
+    }
+
+    /* at most 6 bytes out per byte in (\u00XX) */
+    len = ngx_min(r->headers_in.user.len, size / 6);
+
+    return (u_char *) ngx_escape_json(buf, r->headers_in.user.data, len)
+           - buf;
 }
 
 
@@ -470,6 +551,8 @@ ngx_http_flags_admin_check(ngx_conf_t *cf)
                                                "ngx_http_auth_basic_module");
     m.auth_request = ngx_http_flags_module_index(cf->cycle,
                                              "ngx_http_auth_request_module");
+
+    fmcf->auth_basic_index = m.auth_basic;
 
     if (fmcf->admin_locations == NULL) {
         return NGX_OK;

@@ -275,6 +275,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
     fmcf->zone_size = NGX_CONF_UNSET;
     fmcf->error_log = NGX_CONF_UNSET_PTR;
     fmcf->push_max = NGX_CONF_UNSET_UINT;
+    fmcf->auth_basic_index = NGX_ERROR;
 
     if (ngx_array_init(&fmcf->projects, cf->pool, 4,
                        sizeof(ngx_http_flags_project_t))

@@ -221,8 +221,10 @@ typedef struct {
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
 
     /* flags_admin (ngx_http_flags_admin.c): its locations, checked for
-     * access control once every module has merged */
+     * access control once every module has merged; auth_basic's
+     * ctx_index (NGX_ERROR: not compiled in) for the user it logs */
     ngx_array_t                *admin_locations;
+    ngx_int_t                   auth_basic_index;
 } ngx_http_flags_main_conf_t;
 
 

@@ -1,5 +1,6 @@
 # flags_admin as an operator meets it: the nginx -t warning for a location
-# nothing protects and the messages of its refusals.  Driven directly: the point is what
+# nothing protects, the audit lines of every change (value, user, client)
+# and the messages of its refusals.  Driven directly: the point is what
 # nginx -t prints and the exact lines of the error log.
 use strict;
 use warnings;
@@ -18,7 +19,7 @@ write_file("$dir/conf/shop.json", <<'_J_');
 ]}
 _J_
 # auth_basic's {PLAIN} scheme: no crypt() needed to write the file
-write_file("$dir/conf/htpasswd", "alice:{PLAIN}secret\n");
+write_file("$dir/conf/htpasswd", "alice:{PLAIN}secret\no\"hara:{PLAIN}pw\n");
 
 my $Warning = 'has no access control (allow/deny, auth_basic, auth_request): '
             . 'anyone who reaches it can clear rollbacks and set overrides';
@@ -115,7 +116,7 @@ for my $c (@cases) {
     is_deeply($got, \@expect, "nginx -t: $name");
 }
 
-# --- 2. the messages' server -----------------------------------------------------
+# --- 2. the audit lines -----------------------------------------------------
 
 write_file("$dir/conf/nginx.conf", nginx_conf(
     http => <<'_H_', server => <<'_S_'));
@@ -134,9 +135,83 @@ _H_
 _S_
 
 my $pid = nginx_start($dir);
+my $logged = 0;
+
+# The module's lines of the error log written since the last call, from
+# "flags:" to the end of the line.
+sub new_lines {
+    my $log = read_file("$dir/logs/error.log") // '';
+    my $new = substr($log, $logged);
+    $logged = length $log;
+    return [map { s{^.*? \[\w+\] \d+#\d+: \*\d+ }{}r } grep { /: \*\d+ flags: / } split /\n/, $new];
+}
 
 my $alice = 'Authorization: Basic ' . 'YWxpY2U6c2VjcmV0';     # alice:secret
 my $json = 'Content-Type: application/json';
+my $tail = 'client: 127.0.0.1, server: localhost, request:';
+
+new_lines();
+
+my ($st) = http_request(PUT => '/flags-admin/overrides/shop/b', body => '{"enabled": false}');
+is($st, 401, 'auth_basic asks for a password');
+
+($st) = http_request(PUT => '/flags-admin/overrides/shop/b', body => '{"enabled": false}',
+                     headers => [$alice, $json]);
+is($st, 204, 'kill switch with a password');
+is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+                        . qq(by user "alice", $tail "PUT /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override set: the value, the user and the client');
+
+($st) = http_request(PUT => '/flags-admin/overrides/shop/b', body => '{"rolloutPercentage": 12.5}',
+                     headers => [$alice, $json]);
+is($st, 204, 'a percentage');
+is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": rolloutPercentage 12.5, '
+                        . qq(by user "alice", $tail "PUT /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override set: the percentage as written');
+
+($st) = http_request(PUT => '/net-admin/overrides/shop/b', body => '{"rolloutPercentage": 25}',
+                     headers => [$json]);
+is($st, 204, 'a percentage, no user');
+is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": rolloutPercentage 25, '
+                        . qq($tail "PUT /net-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override set without auth_basic: no user');
+
+# a Basic header where no auth_basic checks it names nobody
+($st) = http_request(DELETE => '/net-admin/overrides/shop/b', headers => ['Authorization: Basic bWFsbG9yeTp4']);
+is($st, 204, 'override removed');
+is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+                        . qq($tail "DELETE /net-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override removed: an unchecked user name is not logged');
+
+($st) = http_request(DELETE => '/flags-admin/overrides/shop/b', headers => [$alice]);
+is($st, 204, 'override removed by alice');
+is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+                        . qq(by user "alice", $tail "DELETE /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override removed: the user');
+
+# a name is written as a JSON string would be
+($st) = http_request(DELETE => '/flags-admin/overrides/shop/b',
+                     headers => ['Authorization: Basic ' . 'byJoYXJhOnB3']);   # o"hara:pw
+is($st, 204, 'override removed by o"hara');
+is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+                        . qq(by user "o\\"hara", $tail "DELETE /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          'override removed: a quote in the name is escaped');
+
+# roll "a" back (minErrors 1), then clear it
+($st) = http_request(GET => '/flags', headers => ['Authorization: Bearer tok']);
+is($st, 200, 'one evaluation');
+($st) = http_request(POST => '/ingest/errors', body => '{"flagName":"a","message":"m"}',
+                     headers => ['Authorization: Bearer tok', $json]);
+is($st, 204, 'one report');
+like(join("\n", @{ new_lines() }), qr/flags: rolled back flag "a" of project "shop"/, 'a is rolled back');
+
+($st) = http_request(DELETE => '/flags-admin/rollbacks/shop/a', headers => [$alice]);
+is($st, 204, 'rollback cleared');
+is_deeply(new_lines(), ['flags: rollback cleared for flag "a" of project "shop", '
+                        . qq(by user "alice", $tail "DELETE /flags-admin/rollbacks/shop/a HTTP/1.1", host: "localhost")],
+          'rollback cleared: the user and the client');
+
+# --- 3. the messages ----------------------------------------------------------
 
 my @messages = (
     ['unknown flag', PUT => '/net-admin/overrides/shop/nope', '{"enabled":false}', 404,
