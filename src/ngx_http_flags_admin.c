@@ -1,6 +1,7 @@
 /*
  * ngx_http_flags_admin.c - flags_admin: clear rollbacks, set and remove
- * overrides.  It takes no token: protect it with allow/deny or auth_basic.
+ * overrides.  It takes no token: protect it with allow/deny, auth_basic or
+ * auth_request; nginx -t warns about a location that has none of them.
  */
 
 #include "ngx_http_flags_module.h"
@@ -18,14 +19,90 @@ typedef struct {
 } ngx_http_flags_admin_ctx_t;
 
 
+/* a flags_admin location, remembered at merge, checked at postconfiguration */
+typedef struct {
+    ngx_http_flags_loc_conf_t    *flcf;      /* the directive's file, line */
+    void                        **loc_conf;  /* the location's, all modules */
+} ngx_http_flags_admin_location_t;
+
+
+/*
+ * The access modules' location configurations are private to their .c
+ * files.  These copy the members read here, as nginx 1.22 (and every
+ * release since access control existed in this form) lays them out; the
+ * module is built against the same nginx headers (--with-compat), so the
+ * NGX_HAVE_* conditions match.  Rules are read only when their array's
+ * element size matches the copy; otherwise any rule counts as protection.
+ */
+
+typedef struct {
+    ngx_array_t                  *rules;     /* IPv4, and "all" */
+#if (NGX_HAVE_INET6)
+    ngx_array_t                  *rules6;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN)
+    ngx_array_t                  *rules_un;
+#endif
+} ngx_http_flags_access_conf_t;
+
+typedef struct {
+    in_addr_t                     mask;
+    in_addr_t                     addr;
+    ngx_uint_t                    deny;
+} ngx_http_flags_access_rule_t;
+
+#if (NGX_HAVE_INET6)
+typedef struct {
+    struct in6_addr               addr;
+    struct in6_addr               mask;
+    ngx_uint_t                    deny;
+} ngx_http_flags_access_rule6_t;
+#endif
+
+typedef struct {
+    ngx_http_complex_value_t     *realm;     /* NULL: no auth_basic */
+    ngx_http_complex_value_t     *user_file;
+} ngx_http_flags_auth_basic_conf_t;
+
+typedef struct {
+    ngx_str_t                     uri;       /* empty: off or unset */
+} ngx_http_flags_auth_request_conf_t;
+
+
+/* what guards the writes of a flags_admin location */
+typedef enum {
+    NGX_HTTP_FLAGS_ADMIN_GUARDED = 0,
+    NGX_HTTP_FLAGS_ADMIN_OPEN,               /* no access control */
+    NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL      /* satisfy any + allow all */
+} ngx_http_flags_admin_guard_e;
+
+
+typedef struct {
+    ngx_int_t                     access;    /* ctx_index, or NGX_ERROR */
+    ngx_int_t                     auth_basic;
+    ngx_int_t                     auth_request;
+} ngx_http_flags_admin_modules_t;
+
+
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
     size_t len);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what);
+    ngx_http_flags_admin_ctx_t *ctx, const char *what,
+    fl_override_kind_t kind, uint32_t milli);
 static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
+static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
+    const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
+static size_t ngx_http_flags_admin_user(ngx_http_request_t *r,
+    u_char *buf, size_t size);
+static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
+    const char *name);
+static ngx_uint_t ngx_http_flags_admin_guard(void **loc_conf,
+    ngx_http_flags_admin_modules_t *m);
+static void ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
+    ngx_uint_t *deny_all, ngx_uint_t *allow_all);
 
 
 /*
@@ -106,18 +183,15 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
 
     project = ngx_http_flags_find_project(fmcf, &project_name);
     if (project == NULL) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                         "unknown_project",
-                                         "no project has that name");
+        return ngx_http_flags_admin_unknown(r, "unknown_project", NULL,
+                                            &project_name);
     }
 
     idx = fl_project_find_flag(project->core, (const char *) flag_name.data,
                                flag_name.len);
     if (idx < 0) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                         "unknown_flag",
-                                         "the project has no flag of that "
-                                         "name");
+        return ngx_http_flags_admin_unknown(r, "unknown_flag", project,
+                                            &flag_name);
     }
 
     if (project->flags[idx].node == NULL) {
@@ -166,19 +240,53 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
             return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
         }
 
-        return ngx_http_flags_admin_done(r, ctx, "rollback cleared");
+        return ngx_http_flags_admin_done(r, ctx, "rollback cleared",
+                                         FL_OVERRIDE_NONE, 0);
     }
 
     ngx_http_flags_set_override(ctx->flag, FL_OVERRIDE_NONE, 0);
 
-    return ngx_http_flags_admin_done(r, ctx, "override removed");
+    return ngx_http_flags_admin_done(r, ctx, "override removed",
+                                     FL_OVERRIDE_NONE, 0);
 
 not_found:
 
-    return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
-                                     "expected {location}rollbacks/<project>/"
-                                     "<flag> or {location}overrides/"
-                                     "<project>/<flag>");
+    return ngx_http_flags_route_not_found(r, "rollbacks/<project>/<flag>",
+                                          "overrides/<project>/<flag>");
+}
+
+
+/*
+ * 404 for a project or flag of the path that does not exist, naming it as
+ * ingest does for a report's flagName: at most 128 bytes of it, never half
+ * a UTF-8 sequence (the JSON writer escapes the rest).
+ */
+
+static ngx_int_t
+ngx_http_flags_admin_unknown(ngx_http_request_t *r, const char *code,
+    ngx_http_flags_project_t *project, ngx_str_t *name)
+{
+    u_char  *p, msg[512];
+    size_t   len;
+
+    /* final before the body is read: no "100 Continue" */
+    r->expect_tested = 1;
+
+    len = fl_utf8_prefix((const char *) name->data, name->len,
+                         FL_MAX_FLAG_NAME_LEN);
+
+    if (project) {
+        p = ngx_snprintf(msg, sizeof(msg),
+                         "project \"%V\" has no flag \"%*s\"",
+                         &project->name, len, name->data);
+
+    } else {
+        p = ngx_snprintf(msg, sizeof(msg), "there is no project \"%*s\"",
+                         len, name->data);
+    }
+
+    return ngx_http_flags_send_error_len(r, NGX_HTTP_NOT_FOUND, code, msg,
+                                         p - msg);
 }
 
 
@@ -255,7 +363,7 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
 
     ngx_http_flags_set_override(ctx->flag, kind, milli);
 
-    return ngx_http_flags_admin_done(r, ctx, "override set");
+    return ngx_http_flags_admin_done(r, ctx, "override set", kind, milli);
 }
 
 
@@ -263,12 +371,25 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
  * A change is in the zone (every worker sees it): log it, save it, and
  * say so.  The answer waits, off the event loop, for the state file to
  * hold the change (ngx_http_flags_state_changed()).
+ *
+ * The line is the audit record of the change: what was set, and who set
+ * it, as far as nginx knows:
+ *
+ *   flags: override set for flag "b" of project "shop": rolloutPercentage
+ *   12.5, by user "alice", client: 10.0.0.7, server: ..., request: "PUT ..."
+ *
+ * The client address, server and request come from nginx's own context
+ * of a request's log lines (ngx_http_log_error()), on every line.
  */
 
 static ngx_int_t
 ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what)
+    ngx_http_flags_admin_ctx_t *ctx, const char *what,
+    fl_override_kind_t kind, uint32_t milli)
 {
+    u_char                       value[64], user[NGX_MAX_ERROR_STR / 4];
+    u_char                      *p;
+    size_t                       ulen;
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -278,12 +399,75 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
     /* push clients of the project learn it (docs/push.md) */
     ngx_http_flags_changed(ctx->project);
 
+    switch (kind) {
+
+    case FL_OVERRIDE_OFF:
+        p = ngx_cpymem(value, ": enabled false",
+                       sizeof(": enabled false") - 1);
+        break;
+
+    case FL_OVERRIDE_PERCENT:
+        p = ngx_cpymem(value, ": rolloutPercentage ",
+                       sizeof(": rolloutPercentage ") - 1);
+        p += fl_json_milli(milli, (char *) p);
+        break;
+
+    default:
+        p = value;
+    }
+
+    ulen = ngx_http_flags_admin_user(r, user, sizeof(user));
+
     ngx_log_error(flcf->log_level, r->connection->log, 0,
-                  "flags: %s for flag \"%V\" of project \"%V\"",
-                  what, &ctx->flag->name, &ctx->project->name);
+                  "flags: %s for flag \"%V\" of project \"%V\"%*s%s%*s%s",
+                  what, &ctx->flag->name, &ctx->project->name,
+                  (size_t) (p - value), value,
+                  ulen ? ", by user \"" : "", ulen, user,
+                  ulen ? "\"" : "");
 
     return ngx_http_flags_state_changed(fmcf, r->connection->log, r,
                                         ngx_http_flags_admin_saved);
+}
+
+
+/*
+ * The user auth_basic checked ($remote_user), escaped as in JSON, or
+ * nothing.  A Basic header in a location without auth_basic names a user
+ * nobody checked: it is not logged.  (With "satisfy any", a request that
+ * an allow rule let in may carry a user auth_basic refused; such a name is
+ * logged as sent.)
+ */
+
+static size_t
+ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
+{
+    size_t                             len;
+    ngx_http_flags_main_conf_t        *fmcf;
+    ngx_http_flags_auth_basic_conf_t  *abcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    if (fmcf->auth_basic_index == NGX_ERROR) {
+        return 0;
+    }
+
+    abcf = r->loc_conf[fmcf->auth_basic_index];
+
+    if (abcf == NULL || abcf->realm == NULL || abcf->user_file == NULL) {
+        return 0;
+    }
+
+    if (ngx_http_auth_basic_user(r) != NGX_OK
+        || r->headers_in.user.len == 0)
+    {
+        return 0;
+    }
+
+    /* at most 6 bytes out per byte in (\u00XX) */
+    len = ngx_min(r->headers_in.user.len, size / 6);
+
+    return (u_char *) ngx_escape_json(buf, r->headers_in.user.data, len)
+           - buf;
 }
 
 
@@ -309,4 +493,271 @@ ngx_http_flags_admin_saved(ngx_http_request_t *r, ngx_int_t rc, u_char *err)
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+
+/*
+ * nginx -t: a flags_admin location that nothing guards is a warning (not
+ * an error: a listener only a trusted network reaches is a choice nginx
+ * cannot see).  The check runs here, after every module merged its
+ * location configurations, so inherited directives are seen.
+ */
+
+ngx_int_t
+ngx_http_flags_admin_location(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *flcf)
+{
+    ngx_http_core_loc_conf_t         *clcf;
+    ngx_http_flags_main_conf_t       *fmcf;
+    ngx_http_flags_admin_location_t  *loc;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (fmcf->admin_locations == NULL) {
+        fmcf->admin_locations = ngx_array_create(cf->pool, 2,
+                                    sizeof(ngx_http_flags_admin_location_t));
+        if (fmcf->admin_locations == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    loc = ngx_array_push(fmcf->admin_locations);
+    if (loc == NULL) {
+        return NGX_ERROR;
+    }
+
+    loc->flcf = flcf;
+    loc->loc_conf = clcf->loc_conf;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_flags_admin_check(ngx_conf_t *cf)
+{
+    void                            **lc, **put, **del;
+    ngx_uint_t                        i, guard, g;
+    ngx_http_core_loc_conf_t         *clcf;
+    ngx_http_flags_main_conf_t       *fmcf;
+    ngx_http_flags_admin_modules_t    m;
+    ngx_http_flags_admin_location_t  *loc;
+
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+
+    m.access = ngx_http_flags_module_index(cf->cycle,
+                                           "ngx_http_access_module");
+    m.auth_basic = ngx_http_flags_module_index(cf->cycle,
+                                               "ngx_http_auth_basic_module");
+    m.auth_request = ngx_http_flags_module_index(cf->cycle,
+                                             "ngx_http_auth_request_module");
+
+    fmcf->auth_basic_index = m.auth_basic;
+
+    if (fmcf->admin_locations == NULL) {
+        return NGX_OK;
+    }
+
+    loc = fmcf->admin_locations->elts;
+
+    for (i = 0; i < fmcf->admin_locations->nelts; i++) {
+        lc = loc[i].loc_conf;
+        clcf = lc[ngx_http_core_module.ctx_index];
+
+        /* every change is a PUT or a DELETE: "limit_except GET { ... }"
+         * puts both under the rules of its block */
+        put = (clcf->limit_except & NGX_HTTP_PUT)
+              ? clcf->limit_except_loc_conf : lc;
+        del = (clcf->limit_except & NGX_HTTP_DELETE)
+              ? clcf->limit_except_loc_conf : lc;
+
+        guard = ngx_http_flags_admin_guard(put, &m);
+        g = ngx_http_flags_admin_guard(del, &m);
+
+        /* the weaker of the two */
+        if (g == NGX_HTTP_FLAGS_ADMIN_OPEN
+            || guard == NGX_HTTP_FLAGS_ADMIN_GUARDED)
+        {
+            guard = g;
+        }
+
+        if (guard == NGX_HTTP_FLAGS_ADMIN_OPEN) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "flags_admin in %V:%ui has no access control "
+                          "(allow/deny, auth_basic, auth_request): anyone "
+                          "who reaches it can clear rollbacks and set "
+                          "overrides",
+                          &loc[i].flcf->handler_file,
+                          loc[i].flcf->handler_line);
+
+        } else if (guard == NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "flags_admin in %V:%ui has \"satisfy any\" and an "
+                          "\"allow\" for every address: anyone who reaches "
+                          "it can clear rollbacks and set overrides",
+                          &loc[i].flcf->handler_file,
+                          loc[i].flcf->handler_line);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* the ctx_index of an http module by name; NGX_ERROR when not built in */
+
+static ngx_int_t
+ngx_http_flags_module_index(ngx_cycle_t *cycle, const char *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; cycle->modules[i]; i++) {
+        if (cycle->modules[i]->type == NGX_HTTP_MODULE
+            && cycle->modules[i]->name
+            && ngx_strcmp(cycle->modules[i]->name, name) == 0)
+        {
+            return cycle->modules[i]->ctx_index;
+        }
+    }
+
+    return NGX_ERROR;
+}
+
+
+/*
+ * What protects requests under one set of location configurations
+ * (docs/http-api.md, "What nginx -t counts as protection"):
+ *
+ *   - allow/deny: a "deny all" (a deny of every IPv4 address) that no
+ *     "allow all" comes before; allow rules alone, or denies of some
+ *     addresses, let everyone else in;
+ *   - auth_basic with a realm other than "off" and a user file;
+ *   - auth_request with a URI ("off" is none).
+ *
+ * With "satisfy any" one of them suffices, so an allow of every address
+ * opens the location whatever else is there.
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_guard(void **loc_conf, ngx_http_flags_admin_modules_t *m)
+{
+    ngx_uint_t                           guarded, deny_all, allow_all;
+    ngx_http_complex_value_t            *realm;
+    ngx_http_core_loc_conf_t            *clcf;
+    ngx_http_flags_access_conf_t        *alcf;
+    ngx_http_flags_auth_basic_conf_t    *abcf;
+    ngx_http_flags_auth_request_conf_t  *arcf;
+
+    guarded = 0;
+    allow_all = 0;
+
+    if (m->access != NGX_ERROR && loc_conf[m->access]) {
+        alcf = loc_conf[m->access];
+        deny_all = 0;
+
+        ngx_http_flags_admin_rules(alcf, &deny_all, &allow_all);
+
+        guarded |= deny_all;
+    }
+
+    if (m->auth_basic != NGX_ERROR && loc_conf[m->auth_basic]) {
+        abcf = loc_conf[m->auth_basic];
+        realm = abcf->realm;
+
+        if (realm && abcf->user_file
+            && !(realm->lengths == NULL && realm->value.len == 3
+                 && ngx_strncmp(realm->value.data, "off", 3) == 0))
+        {
+            guarded = 1;
+        }
+    }
+
+    if (m->auth_request != NGX_ERROR && loc_conf[m->auth_request]) {
+        arcf = loc_conf[m->auth_request];
+
+        if (arcf->uri.len) {
+            guarded = 1;
+        }
+    }
+
+    if (!guarded) {
+        return NGX_HTTP_FLAGS_ADMIN_OPEN;
+    }
+
+    clcf = loc_conf[ngx_http_core_module.ctx_index];
+
+    if (clcf->satisfy == NGX_HTTP_SATISFY_ANY && allow_all) {
+        return NGX_HTTP_FLAGS_ADMIN_ANY_ALLOWS_ALL;
+    }
+
+    return NGX_HTTP_FLAGS_ADMIN_GUARDED;
+}
+
+
+/*
+ * Rules are tried in order and the first that matches decides, so only
+ * the first rule matching every address ("all", a /0) matters of those
+ * after it: a deny there refuses whoever no earlier allow named, an allow
+ * there lets everyone in.
+ */
+
+static void
+ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
+    ngx_uint_t *deny_all, ngx_uint_t *allow_all)
+{
+    ngx_uint_t                      i;
+    ngx_http_flags_access_rule_t   *rule;
+#if (NGX_HAVE_INET6)
+    ngx_uint_t                      n;
+    ngx_http_flags_access_rule6_t  *rule6;
+#endif
+
+    if (alcf->rules) {
+        if (alcf->rules->size != sizeof(ngx_http_flags_access_rule_t)) {
+            /* not the layout copied above: count the rules as protection */
+            *deny_all = 1;
+            return;
+        }
+
+        rule = alcf->rules->elts;
+
+        for (i = 0; i < alcf->rules->nelts; i++) {
+            if (rule[i].mask == 0) {
+                if (rule[i].deny) {
+                    *deny_all = 1;
+
+                } else {
+                    *allow_all = 1;
+                }
+
+                break;
+            }
+        }
+    }
+
+#if (NGX_HAVE_INET6)
+
+    if (alcf->rules6
+        && alcf->rules6->size == sizeof(ngx_http_flags_access_rule6_t))
+    {
+        rule6 = alcf->rules6->elts;
+
+        for (i = 0; i < alcf->rules6->nelts; i++) {
+            for (n = 0; n < 16; n++) {
+                if (rule6[i].mask.s6_addr[n]) {
+                    break;
+                }
+            }
+
+            if (n == 16) {
+                if (!rule6[i].deny) {
+                    *allow_all = 1;
+                }
+
+                break;
+            }
+        }
+    }
+
+#endif
 }

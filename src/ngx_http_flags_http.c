@@ -240,6 +240,70 @@ ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
 }
 
 
+/*
+ * 404 not_found for a path that names no route of its location, with the
+ * location's real prefix: "expected /api/sdk/flags or /api/sdk/report".
+ * A prefix location's name gets a '/' when it has none at its end (the
+ * handlers take "/api/sdk" and "/api/sdk/" alike); an exact location
+ * shows its name up to the last '/', where its route would start.  A
+ * regular expression or a named location has no prefix to show.
+ */
+
+ngx_int_t
+ngx_http_flags_route_not_found(ngx_http_request_t *r, const char *route1,
+    const char *route2)
+{
+    u_char                    *msg, *p;
+    size_t                     len;
+    ngx_str_t                  base;
+    ngx_uint_t                 prefix, slash;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /* final before the body is read: no "100 Continue" */
+    r->expect_tested = 1;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    prefix = !clcf->named && !clcf->noname;
+#if (NGX_PCRE)
+    prefix = prefix && clcf->regex == NULL;
+#endif
+
+    base = clcf->name;
+    slash = 0;
+
+    if (!prefix) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
+                                         "this location has no prefix to "
+                                         "route from");
+    }
+
+    if (clcf->exact_match) {
+        while (base.len && base.data[base.len - 1] != '/') {
+            base.len--;
+        }
+
+    } else if (base.len == 0 || base.data[base.len - 1] != '/') {
+        slash = 1;
+    }
+
+    len = sizeof("expected  or ") - 1 + 2 * (base.len + slash)
+          + ngx_strlen(route1) + ngx_strlen(route2);
+
+    msg = ngx_pnalloc(r->pool, len);
+    if (msg == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = ngx_sprintf(msg, "expected %V%s%s or %V%s%s",
+                    &base, slash ? "/" : "", route1,
+                    &base, slash ? "/" : "", route2);
+
+    return ngx_http_flags_send_error_len(r, NGX_HTTP_NOT_FOUND, "not_found",
+                                         msg, p - msg);
+}
+
+
 /* A response header; name must outlive the request (a literal). */
 
 ngx_table_elt_t *

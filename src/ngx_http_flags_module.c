@@ -275,6 +275,7 @@ ngx_http_flags_create_main_conf(ngx_conf_t *cf)
     fmcf->zone_size = NGX_CONF_UNSET;
     fmcf->error_log = NGX_CONF_UNSET_PTR;
     fmcf->push_max = NGX_CONF_UNSET_UINT;
+    fmcf->auth_basic_index = NGX_ERROR;
 
     if (ngx_array_init(&fmcf->projects, cf->pool, 4,
                        sizeof(ngx_http_flags_project_t))
@@ -495,6 +496,13 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                           conf->handler_line);
             return NGX_CONF_ERROR;
         }
+
+        /* checked for access control once all modules merged */
+        if (conf->handler == ngx_http_flags_admin_handler
+            && ngx_http_flags_admin_location(cf, conf) != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
     }
 
     return NGX_CONF_OK;
@@ -505,6 +513,10 @@ static ngx_int_t
 ngx_http_flags_postconfiguration(ngx_conf_t *cf)
 {
     if (ngx_http_flags_variables_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_flags_admin_check(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 

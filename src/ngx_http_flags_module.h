@@ -223,6 +223,12 @@ typedef struct {
                                                  * flags_upstream_errors,
                                                  * checked at
                                                  * postconfiguration */
+
+    /* flags_admin (ngx_http_flags_admin.c): its locations, checked for
+     * access control once every module has merged; auth_basic's
+     * ctx_index (NGX_ERROR: not compiled in) for the user it logs */
+    ngx_array_t                *admin_locations;
+    ngx_int_t                   auth_basic_index;
 } ngx_http_flags_main_conf_t;
 
 
@@ -312,6 +318,8 @@ ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
+ngx_int_t ngx_http_flags_route_not_found(ngx_http_request_t *r,
+    const char *route1, const char *route2);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
@@ -352,6 +360,11 @@ ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
 /* ngx_http_flags_metrics.c: flags_metrics (docs/metrics.md) */
 ngx_int_t ngx_http_flags_metrics_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
+/* merge: a location of flags_admin; postconfiguration: the nginx -t
+ * warning for those that nothing protects */
+ngx_int_t ngx_http_flags_admin_location(ngx_conf_t *cf,
+    ngx_http_flags_loc_conf_t *flcf);
+ngx_int_t ngx_http_flags_admin_check(ngx_conf_t *cf);
 /* ngx_http_flags_sdk.c */
 ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 

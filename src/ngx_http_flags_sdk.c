@@ -115,9 +115,7 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
 
 not_found:
 
-    return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "not_found",
-                                     "expected {location}flags or "
-                                     "{location}report");
+    return ngx_http_flags_route_not_found(r, "flags", "report");
 }
 
 

@@ -174,10 +174,10 @@ rolled back
 --- response_headers eval
 ["", "", "", "", "", "", "Allow: DELETE", "Allow: PUT, DELETE", "", "Allow: GET, HEAD"]
 --- response_body_like eval
-['^\{"error":"unknown_project","message":"[^"]+"\}$', '^\{"error":"unknown_flag","message":"[^"]+"\}$',
+['^\{"error":"unknown_project","message":"there is no project \\\\"nope\\\\""\}$', '^\{"error":"unknown_flag","message":"project \\\\"shop\\\\" has no flag \\\\"nope\\\\""\}$',
  '^\{"error":"invalid_json","message":"[^"]+"\}$', '^\{"error":"invalid_field","message":"[^"]*enabled[^"]*"\}$',
  '^\{"error":"invalid_field","message":"[^"]*rolloutPercentage[^"]*"\}$', '^\{"error":"invalid_field","message":"expected \{\\\\"enabled\\\\": false\} or \{\\\\"rolloutPercentage\\\\": N\}"\}$',
- '^\{"error":"method_not_allowed"', '^\{"error":"method_not_allowed"', '^\{"error":"not_found"', '^\{"error":"method_not_allowed"']
+ '^\{"error":"method_not_allowed"', '^\{"error":"method_not_allowed"', '^\{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag> or /flags-admin/overrides/<project>/<flag>"\}$', '^\{"error":"method_not_allowed"']
 
 
 

@@ -379,7 +379,7 @@ main::flags(main::flag('plain', 'true', 100), main::flag('all', 'true', 100),
  '{"error":"invalid_token","message":"the token does not belong to any project"}',
  '{"error":"unauthorized","message":"the Authorization scheme must be Bearer"}',
  '{"error":"unauthorized","message":"an \"Authorization: Bearer <token>\" header is required"}',
- ('{"error":"not_found","message":"expected {location}flags or {location}report"}') x 5,
+ ('{"error":"not_found","message":"expected /api/sdk/flags or /api/sdk/report"}') x 5,
  ('{"error":"method_not_allowed","message":"this method is not allowed here"}') x 4]
 
 
@@ -403,11 +403,11 @@ main::flags(main::flag('plain', 'true', 100), main::flag('all', 'true', 100),
 --- response_body_like eval
 ['^\{"flags":\[\{"name":"comments","enabled":true,"rolloutPercentage":100,"value":null,"segments":\[\],"stickyAssignments":\[\]\}\]\}$',
  '^\{"error":"unknown_flag","message":"project \\\\"blog\\\\" has no flag \\\\"paid\\\\""\}$',
- '^\{"error":"not_found","message":"expected \{location\}flags or \{location\}report"\}$',
+ '^\{"error":"not_found","message":"expected /api/sdk/flags or /api/sdk/report"\}$',
  '403 Forbidden',
  '^\{"flags":\[\{"name":"plain",',
  '^\{"error":"payload_too_large","message":"the report is larger than 10 bytes"\}$',
- '^\{"error":"not_found",']
+ '^\{"error":"not_found","message":"expected /one/flags or /one/report"\}$']
 --- no_error_log
 [alert]
 [crit]
