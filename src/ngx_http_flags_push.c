@@ -47,6 +47,9 @@
 /* nginx names no 426 */
 #define NGX_HTTP_FLAGS_UPGRADE_REQUIRED  426
 
+/* the cap when flags_push_max_connections is not set, at most */
+#define NGX_HTTP_FLAGS_PUSH_MAX_DEFAULT  1024
+
 
 typedef struct ngx_http_flags_push_s  ngx_http_flags_push_t;
 
@@ -156,6 +159,78 @@ static struct wslay_event_callbacks  ngx_http_flags_ws_callbacks = {
     NULL,
     ngx_http_flags_ws_msg
 };
+
+
+/* ---------------------------------------------------- configuration */
+
+
+/* flags_push_max_connections N; where it is set is kept for the warning
+ * of ngx_http_flags_push_limit() */
+
+char *
+ngx_http_flags_push_max_connections(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_num_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    fmcf->push_max_file = cf->conf_file->file.name;
+    fmcf->push_max_line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * At init module, when worker_connections is known.  A push connection
+ * holds one of the worker's connections for as long as the client likes,
+ * and a worker out of connections refuses everything, every virtual host
+ * included.  So push never takes more than half of them: without the
+ * directive the cap is the smaller of 1024 and half of worker_connections;
+ * a value set above that half is lowered to it, with a warning (also
+ * under "nginx -t") that names the directive's place.
+ */
+
+ngx_int_t
+ngx_http_flags_push_limit(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                   half;
+    ngx_event_conf_t            *ecf;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+    if (fmcf == NULL) {
+        return NGX_OK;
+    }
+
+    ecf = ngx_event_get_conf(cycle->conf_ctx, ngx_event_core_module);
+
+    half = ecf->connections / 2;
+
+    if (fmcf->push_max == NGX_CONF_UNSET_UINT) {
+        fmcf->push_max = ngx_min(NGX_HTTP_FLAGS_PUSH_MAX_DEFAULT, half);
+        return NGX_OK;
+    }
+
+    if (fmcf->push_max > half) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "flags_push_max_connections %ui is more than half of "
+                      "worker_connections %ui: a worker holds at most %ui "
+                      "push connections in %V:%ui",
+                      fmcf->push_max, ecf->connections, half,
+                      &fmcf->push_max_file, fmcf->push_max_line);
+
+        fmcf->push_max = half;
+    }
+
+    return NGX_OK;
+}
 
 
 /* The OFREP location lists and serves the event stream. */
