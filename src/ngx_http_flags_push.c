@@ -100,6 +100,10 @@ typedef struct {
 
 static ngx_int_t ngx_http_flags_push_project(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_uint_t bare);
+static u_char *ngx_http_flags_push_log_handler(ngx_http_request_t *r,
+    ngx_http_request_t *sr, u_char *buf, size_t len);
+static u_char *ngx_http_flags_push_masked(u_char *p, u_char *last,
+    ngx_str_t *line);
 static ngx_http_flags_push_t *ngx_http_flags_push_create(
     ngx_http_request_t *r, ngx_http_flags_project_t *project);
 static ngx_int_t ngx_http_flags_push_register(ngx_http_flags_push_t *push);
@@ -274,6 +278,9 @@ ngx_http_flags_push_project(ngx_http_request_t *r,
 
     *project = NULL;
 
+    /* from here on, nothing logged for this request shows its token */
+    r->log_handler = ngx_http_flags_push_log_handler;
+
     if (ngx_http_arg(r, (u_char *) "token", 5, &value) != NGX_OK) {
         if (bare) {
             return ngx_http_flags_authenticate_bare(r, project, &out);
@@ -299,6 +306,125 @@ ngx_http_flags_push_project(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * What an error log line of a push request ends with, ours and nginx's
+ * alike: the fields of nginx's own handler for a request of this kind
+ * (server, request, host, referrer), except that the request line shows
+ * the value of every "token" parameter of its query as "***".  The token
+ * of an EventSource or a WebSocket is in its URL.
+ */
+
+static u_char *
+ngx_http_flags_push_log_handler(ngx_http_request_t *r,
+    ngx_http_request_t *sr, u_char *buf, size_t len)
+{
+    u_char                    *p, *last;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    last = buf + len;
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+
+    p = ngx_slprintf(buf, last, ", server: %V", &cscf->server_name);
+
+    if (r->request_line.len) {
+        p = ngx_slprintf(p, last, ", request: \"");
+        p = ngx_http_flags_push_masked(p, last, &r->request_line);
+        p = ngx_slprintf(p, last, "\"");
+    }
+
+    if (r->headers_in.host) {
+        p = ngx_slprintf(p, last, ", host: \"%V\"",
+                         &r->headers_in.host->value);
+    }
+
+    if (r->headers_in.referer) {
+        p = ngx_slprintf(p, last, ", referrer: \"%V\"",
+                         &r->headers_in.referer->value);
+    }
+
+    return p;
+}
+
+
+/*
+ * The request line with "***" for the value of each "token" parameter
+ * (any case, as ngx_http_arg() finds it): up to the next "&" or the end
+ * of the URI, which ends at the last space when " HTTP/" follows it.
+ */
+
+static u_char *
+ngx_http_flags_push_masked(u_char *p, u_char *last, ngx_str_t *line)
+{
+    u_char  *s, *end, *uri_end;
+
+    s = line->data;
+    end = s + line->len;
+    uri_end = end;
+
+    while (uri_end > s && uri_end[-1] != ' ') {
+        uri_end--;
+    }
+
+    if (uri_end > s && end - uri_end >= 5
+        && ngx_strncmp(uri_end, "HTTP/", 5) == 0)
+    {
+        uri_end--;
+
+    } else {
+        uri_end = end;
+    }
+
+    /* up to the query, as it is */
+
+    while (s < uri_end && *s != '?') {
+        if (p < last) {
+            *p++ = *s;
+        }
+
+        s++;
+    }
+
+    /* each parameter, after its "?" or "&" */
+
+    while (s < uri_end) {
+        if (p < last) {
+            *p++ = *s;
+        }
+
+        s++;
+
+        if (uri_end - s >= 6 && ngx_strncasecmp(s, (u_char *) "token=", 6)
+                                == 0)
+        {
+            p = ngx_slprintf(p, last, "%*s***", (size_t) 6, s);
+            s += 6;
+
+            while (s < uri_end && *s != '&') {
+                s++;
+            }
+
+            continue;
+        }
+
+        while (s < uri_end && *s != '&') {
+            if (p < last) {
+                *p++ = *s;
+            }
+
+            s++;
+        }
+    }
+
+    /* the protocol */
+
+    while (s < end && p < last) {
+        *p++ = *s++;
+    }
+
+    return p;
 }
 
 
