@@ -41,9 +41,10 @@ my $ROOT = "$FindBin::Bin/..";
 my $MODULE = "$ROOT/build/ngx_http_flags_module.so";
 my $PREFIX = "$ROOT/build/bench-push";
 
-# room for 2N sockets here and in nginx
+# room for 2N sockets here and in nginx (whose worker_connections, 4N +
+# 512, should not exceed the limit either)
 unless ($ENV{PUSH_BENCH_LIMITED}) {
-    my $want = 2 * $N + 256;
+    my $want = 4 * $N + 768;
     $ENV{PUSH_BENCH_LIMITED} = 1;
     exec 'sh', '-c', "ulimit -n $want 2>/dev/null || ulimit -n \$(ulimit -Hn); exec \"\$0\" \"\$@\"",
          $^X, $0, @ARGV;
@@ -64,7 +65,9 @@ load_module $MODULE;
 ${user}worker_processes 2;
 error_log logs/error.log warn;
 pid logs/nginx.pid;
-events { worker_connections ${\ (2 * $N + 512)}; accept_mutex off; }
+# one worker may get every client: push takes at most half of its
+# worker_connections (docs/push.md)
+events { worker_connections ${\ (4 * $N + 512)}; accept_mutex off; }
 http {
     access_log off;
     flags_project bench token=pub_bench file=bench.json;

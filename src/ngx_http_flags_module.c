@@ -34,6 +34,7 @@ static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
 static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_flags_init_module(ngx_cycle_t *cycle);
 
 
 static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
@@ -197,7 +198,7 @@ static ngx_command_t  ngx_http_flags_commands[] = {
 
     { ngx_string("flags_push_max_connections"),
       NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_num_slot,
+      ngx_http_flags_push_max_connections,
       NGX_HTTP_MAIN_CONF_OFFSET,
       offsetof(ngx_http_flags_main_conf_t, push_max),
       NULL },
@@ -242,7 +243,7 @@ ngx_module_t  ngx_http_flags_module = {
     ngx_http_flags_commands,               /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    ngx_http_flags_commit,                 /* init module */
+    ngx_http_flags_init_module,            /* init module */
     ngx_http_flags_init_process,           /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -314,8 +315,8 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     fmcf->log_level = (flcf->log_level != NGX_CONF_UNSET_UINT)
                       ? flcf->log_level : NGX_LOG_ERR;
 
-    /* push connections one worker holds (docs/push.md) */
-    ngx_conf_init_uint_value(fmcf->push_max, 1024);
+    /* push connections one worker holds: set at init module, once
+     * worker_connections is known (ngx_http_flags_push_limit) */
 
     if (fmcf->projects.nelts == 0) {
         /* the module is loaded but unused: open no files, add no zone */
@@ -506,6 +507,23 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Once the whole configuration is read (the events block may come after
+ * the http block, and this runs under "nginx -t" too): the push cap,
+ * which depends on worker_connections; then the zone's commit.
+ */
+
+static ngx_int_t
+ngx_http_flags_init_module(ngx_cycle_t *cycle)
+{
+    if (ngx_http_flags_push_limit(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_flags_commit(cycle);
 }
 
 

@@ -217,6 +217,8 @@ typedef struct {
     ngx_uint_t                  gen;         /* this configuration's */
     ngx_uint_t                  log_level;
     ngx_uint_t                  push_max;    /* push connections a worker */
+    ngx_str_t                   push_max_file;  /* where it was set */
+    ngx_uint_t                  push_max_line;
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
     ngx_array_t                *upstream_lists; /* flags= of
@@ -372,6 +374,9 @@ ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ofrep_handler(ngx_http_request_t *r);
 
 /* ngx_http_flags_push.c: live push (docs/push.md) */
+char *ngx_http_flags_push_max_connections(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_flags_push_limit(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
 ngx_uint_t ngx_http_flags_push_enabled(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_push_token(ngx_http_request_t *r,

@@ -47,6 +47,9 @@
 /* nginx names no 426 */
 #define NGX_HTTP_FLAGS_UPGRADE_REQUIRED  426
 
+/* the cap when flags_push_max_connections is not set, at most */
+#define NGX_HTTP_FLAGS_PUSH_MAX_DEFAULT  1024
+
 
 typedef struct ngx_http_flags_push_s  ngx_http_flags_push_t;
 
@@ -97,6 +100,10 @@ typedef struct {
 
 static ngx_int_t ngx_http_flags_push_project(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_uint_t bare);
+static u_char *ngx_http_flags_push_log_handler(ngx_http_request_t *r,
+    ngx_http_request_t *sr, u_char *buf, size_t len);
+static u_char *ngx_http_flags_push_masked(u_char *p, u_char *last,
+    ngx_str_t *line);
 static ngx_http_flags_push_t *ngx_http_flags_push_create(
     ngx_http_request_t *r, ngx_http_flags_project_t *project);
 static ngx_int_t ngx_http_flags_push_register(ngx_http_flags_push_t *push);
@@ -158,6 +165,78 @@ static struct wslay_event_callbacks  ngx_http_flags_ws_callbacks = {
 };
 
 
+/* ---------------------------------------------------- configuration */
+
+
+/* flags_push_max_connections N; where it is set is kept for the warning
+ * of ngx_http_flags_push_limit() */
+
+char *
+ngx_http_flags_push_max_connections(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_flags_main_conf_t *fmcf = conf;
+
+    char  *rv;
+
+    rv = ngx_conf_set_num_slot(cf, cmd, conf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    fmcf->push_max_file = cf->conf_file->file.name;
+    fmcf->push_max_line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * At init module, when worker_connections is known.  A push connection
+ * holds one of the worker's connections for as long as the client likes,
+ * and a worker out of connections refuses everything, every virtual host
+ * included.  So push never takes more than half of them: without the
+ * directive the cap is the smaller of 1024 and half of worker_connections;
+ * a value set above that half is lowered to it, with a warning (also
+ * under "nginx -t") that names the directive's place.
+ */
+
+ngx_int_t
+ngx_http_flags_push_limit(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                   half;
+    ngx_event_conf_t            *ecf;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_flags_module);
+    if (fmcf == NULL) {
+        return NGX_OK;
+    }
+
+    ecf = ngx_event_get_conf(cycle->conf_ctx, ngx_event_core_module);
+
+    half = ecf->connections / 2;
+
+    if (fmcf->push_max == NGX_CONF_UNSET_UINT) {
+        fmcf->push_max = ngx_min(NGX_HTTP_FLAGS_PUSH_MAX_DEFAULT, half);
+        return NGX_OK;
+    }
+
+    if (fmcf->push_max > half) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "flags_push_max_connections %ui is more than half of "
+                      "worker_connections %ui: a worker holds at most %ui "
+                      "push connections in %V:%ui",
+                      fmcf->push_max, ecf->connections, half,
+                      &fmcf->push_max_file, fmcf->push_max_line);
+
+        fmcf->push_max = half;
+    }
+
+    return NGX_OK;
+}
+
+
 /* The OFREP location lists and serves the event stream. */
 
 ngx_uint_t
@@ -199,6 +278,9 @@ ngx_http_flags_push_project(ngx_http_request_t *r,
 
     *project = NULL;
 
+    /* from here on, nothing logged for this request shows its token */
+    r->log_handler = ngx_http_flags_push_log_handler;
+
     if (ngx_http_arg(r, (u_char *) "token", 5, &value) != NGX_OK) {
         if (bare) {
             return ngx_http_flags_authenticate_bare(r, project, &out);
@@ -224,6 +306,125 @@ ngx_http_flags_push_project(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * What an error log line of a push request ends with, ours and nginx's
+ * alike: the fields of nginx's own handler for a request of this kind
+ * (server, request, host, referrer), except that the request line shows
+ * the value of every "token" parameter of its query as "***".  The token
+ * of an EventSource or a WebSocket is in its URL.
+ */
+
+static u_char *
+ngx_http_flags_push_log_handler(ngx_http_request_t *r,
+    ngx_http_request_t *sr, u_char *buf, size_t len)
+{
+    u_char                    *p, *last;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    last = buf + len;
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+
+    p = ngx_slprintf(buf, last, ", server: %V", &cscf->server_name);
+
+    if (r->request_line.len) {
+        p = ngx_slprintf(p, last, ", request: \"");
+        p = ngx_http_flags_push_masked(p, last, &r->request_line);
+        p = ngx_slprintf(p, last, "\"");
+    }
+
+    if (r->headers_in.host) {
+        p = ngx_slprintf(p, last, ", host: \"%V\"",
+                         &r->headers_in.host->value);
+    }
+
+    if (r->headers_in.referer) {
+        p = ngx_slprintf(p, last, ", referrer: \"%V\"",
+                         &r->headers_in.referer->value);
+    }
+
+    return p;
+}
+
+
+/*
+ * The request line with "***" for the value of each "token" parameter
+ * (any case, as ngx_http_arg() finds it): up to the next "&" or the end
+ * of the URI, which ends at the last space when " HTTP/" follows it.
+ */
+
+static u_char *
+ngx_http_flags_push_masked(u_char *p, u_char *last, ngx_str_t *line)
+{
+    u_char  *s, *end, *uri_end;
+
+    s = line->data;
+    end = s + line->len;
+    uri_end = end;
+
+    while (uri_end > s && uri_end[-1] != ' ') {
+        uri_end--;
+    }
+
+    if (uri_end > s && end - uri_end >= 5
+        && ngx_strncmp(uri_end, "HTTP/", 5) == 0)
+    {
+        uri_end--;
+
+    } else {
+        uri_end = end;
+    }
+
+    /* up to the query, as it is */
+
+    while (s < uri_end && *s != '?') {
+        if (p < last) {
+            *p++ = *s;
+        }
+
+        s++;
+    }
+
+    /* each parameter, after its "?" or "&" */
+
+    while (s < uri_end) {
+        if (p < last) {
+            *p++ = *s;
+        }
+
+        s++;
+
+        if (uri_end - s >= 6 && ngx_strncasecmp(s, (u_char *) "token=", 6)
+                                == 0)
+        {
+            p = ngx_slprintf(p, last, "%*s***", (size_t) 6, s);
+            s += 6;
+
+            while (s < uri_end && *s != '&') {
+                s++;
+            }
+
+            continue;
+        }
+
+        while (s < uri_end && *s != '&') {
+            if (p < last) {
+                *p++ = *s;
+            }
+
+            s++;
+        }
+    }
+
+    /* the protocol */
+
+    while (s < end && p < last) {
+        *p++ = *s++;
+    }
+
+    return p;
 }
 
 

@@ -159,17 +159,33 @@ ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
 
     *p = '\0';
 
+    /* both messages end with the command that makes the directory right
+     * for the worker user ("-o" only when the workers change user) */
+
     if (ngx_file_info(dir, &fi) == NGX_FILE_ERROR || !ngx_is_dir(&fi)) {
         ngx_log_error(NGX_LOG_EMERG, log, ngx_errno,
                       "flags_state_file \"%V\": directory \"%s\" does not "
-                      "exist in %V", &fmcf->state_file, dir,
-                      &fmcf->state_file_conf);
+                      "exist in %V; create it for the worker user with "
+                      "\"install -d %s%s%s-m 0750 %s\"", &fmcf->state_file, dir,
+                      &fmcf->state_file_conf,
+                      ccf->username ? "-o " : "",
+                      ccf->username ? ccf->username : "",
+                      ccf->username ? " " : "", dir);
         return NGX_ERROR;
     }
 
     if (!ngx_http_flags_user_may(ccf, &fi, 1)) {
-        return ngx_http_flags_user_cannot(fmcf, ccf, log,
-                                          "create files in", dir);
+        ngx_log_error(NGX_LOG_EMERG, log, 0,
+                      "flags_state_file \"%V\": the worker user \"%s\" "
+                      "cannot create files in \"%s\" in %V; give it the "
+                      "directory with \"install -d %s%s%s-m 0750 %s\"",
+                      &fmcf->state_file,
+                      ccf->username ? ccf->username : "(current)", dir,
+                      &fmcf->state_file_conf,
+                      ccf->username ? "-o " : "",
+                      ccf->username ? ccf->username : "",
+                      ccf->username ? " " : "", dir);
+        return NGX_ERROR;
     }
 
     if (ngx_file_info(fmcf->state_file.data, &fi) != NGX_FILE_ERROR

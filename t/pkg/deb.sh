@@ -6,15 +6,21 @@
 #   t/pkg/deb.sh PACKAGE.deb          the test (./build.sh test runs it, as root)
 #
 # Installs the package (dpkg -i), checks that dh_nginx's postinst enabled the
-# module, adds a conf.d example of its own (no load_module: the package's
-# modules-enabled link loads it) on a free port of 127.0.0.1, runs nginx -t,
-# starts /usr/sbin/nginx directly (no systemd here), checks GET /flags and
-# POST /ingest/errors, rotates the report log the way Debian's logrotate
-# does (rename, then USR1 to the master), stops that nginx by its pid file
-# and purges the package. Everything it created is removed, the files it
-# appended to are cut back, and the owners nginx changes at start are put
-# back; a final comparison with the state before fails the test on any
-# difference. It never touches a running system nginx.
+# module, that the package ships the README and the example, and that its
+# postinst created the state directory (www-data, 0750) and the report log
+# (www-data:adm 0640, as Debian's access.log); adds a conf.d example of its
+# own (no load_module: the package's modules-enabled link loads it) on a
+# free port of 127.0.0.1 with the state file in that directory and the
+# report log at its default path, runs nginx -t (it passes at once), checks
+# the message and the command nginx -t gives for a state directory that
+# does not exist, starts /usr/sbin/nginx directly (no systemd here), checks
+# GET /flags and POST /ingest/errors and the report log's owner and mode,
+# rotates the report log the way Debian's logrotate does (rename, then USR1
+# to the master), stops that nginx by its pid file and purges the package
+# (which removes the state directory and the report log). Everything it
+# created is removed, the files it appended to are cut back, and the owners
+# nginx changes at start are put back; a final comparison with the state
+# before fails the test on any difference. It never touches a running system nginx.
 set -uo pipefail
 
 PKG=libnginx-mod-http-flags
@@ -23,8 +29,12 @@ PIDF=/run/nginx.pid
 NAME=flags-pkg-test
 CONF=/etc/nginx/conf.d/$NAME.conf
 FLAGS_DIR=/etc/nginx/$NAME
-STATE_DIR=/var/lib/nginx/$NAME
-LOG=/var/log/nginx/$NAME.log
+# what the package creates
+STATE_DIR=/var/lib/nginx/flags
+LOG=/var/log/nginx/flags-errors.log
+DOC=/usr/share/doc/$PKG
+# a state directory that does not exist, for nginx -t's message
+MISSING=/var/lib/nginx/$NAME-missing
 LINK=/etc/nginx/modules-enabled/50-mod-http-flags.conf
 TOKEN=pub_pkgtest_1
 # what the test may change, compared before and after
@@ -42,7 +52,7 @@ preflight() {
         echo "$PKG is installed already; not replacing it"; return 1
     fi
     local f
-    for f in "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$LOG" "$LOG.1"; do
+    for f in "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1"; do
         if [ -e "$f" ]; then echo "$f exists; not overwriting it"; return 1; fi
     done
     return 0
@@ -83,7 +93,7 @@ cleanup() {
     if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'installed\|config-files'; then
         dpkg --purge "$PKG" >/dev/null 2>&1
     fi
-    rm -rf "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$LOG" "$LOG.1"
+    rm -rf "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1"
     local f
     for f in /var/log/nginx/*; do
         [ -f "$f" ] || continue
@@ -118,6 +128,18 @@ is "mod-http-flags.conf loads it" \
     "load_module modules/ngx_http_flags_module.so;"
 is "postinst enabled it in modules-enabled" "$(readlink "$LINK")" \
     /usr/share/nginx/modules-available/mod-http-flags.conf
+is "the README is in $DOC (compressed, as Debian does)" \
+    "$(zcat "$DOC/README.md.gz" 2>&1 | head -1)" "# ngx_http_flags_module"
+is "the example nginx.conf is in $DOC/examples" \
+    "$(head -1 "$DOC/examples/nginx.conf.example" 2>&1)" \
+    "# nginx.conf.example - a demo of ngx_http_flags_module."
+check "with the demo flags file it uses" test -s "$DOC/examples/flags/demo.json"
+is "postinst created $STATE_DIR for the workers" \
+    "$(stat -c '%U:%G %a %F' "$STATE_DIR" 2>&1)" "www-data:www-data 750 directory"
+is "postinst created $LOG" \
+    "$(stat -c '%U:%G %a %s' "$LOG" 2>&1)" "www-data:adm 640 0"
+is "... as Debian's access.log is" "$(stat -c '%U:%G %a' /var/log/nginx/access.log 2>&1)" \
+    "www-data:adm 640"
 
 # ------------------------------------------------------- a conf.d example
 
@@ -129,12 +151,13 @@ cat >"$FLAGS_DIR/shop.json" <<'EOF'
   {"name": "killed", "enabled": false, "rolloutPercentage": 100}
 ]}
 EOF
-install -d -o www-data -g www-data -m 0750 "$STATE_DIR"
-cat >"$CONF" <<EOF
+# the README's conf.d example: the state directory is the package's, the
+# report log its default path (no flags_error_log)
+conf() {
+    cat >"$CONF" <<EOF
 # ngx_http_flags_module: the module is loaded by modules-enabled/50-mod-http-flags.conf
 flags_project shop token=$TOKEN file=$FLAGS_DIR/shop.json;
-flags_error_log $LOG;
-flags_state_file $STATE_DIR/state.json;
+flags_state_file $1/state.json;
 
 server {
     listen 127.0.0.1:$port;
@@ -144,11 +167,27 @@ server {
     location = /ingest/errors { flags_ingest_errors; }
 }
 EOF
+}
 
-check "nginx -t" "$NGINX" -t -q
+conf "$STATE_DIR"
+check "nginx -t passes at once (no directory to create)" "$NGINX" -t -q
+
+# a state directory that does not exist: the message names the command
+conf "$MISSING"
+out=$("$NGINX" -t 2>&1)
+is "nginx -t names the command that creates a missing state directory" \
+    "$(echo "$out" | grep -F '[emerg]')" \
+    "nginx: [emerg] flags_state_file \"$MISSING/state.json\": directory \"$MISSING\" does not exist in $CONF:3; create it for the worker user with \"install -d -o www-data -m 0750 $MISSING\" (2: No such file or directory)"
+cmd=$(echo "$out" | sed -n 's/.*create it for the worker user with "\([^"]*\)".*/\1/p')
+check "that command ($cmd) runs" bash -c "[ -n \"$cmd\" ] && $cmd"
+check "... and nginx -t then passes" "$NGINX" -t -q
+rm -rf "$MISSING"
+conf "$STATE_DIR"
 
 # ------------------------------------------------------------------- start
 
+# the lines this nginx logs (the emerg of the nginx -t above is not one)
+elog_from=$(($(stat -c %s /var/log/nginx/error.log 2>/dev/null || echo 0) + 1))
 if "$NGINX"; then
     for _ in $(seq 50); do [ -s "$PIDF" ] && break; sleep 0.1; done
     nginx_pid=$(cat "$PIDF" 2>/dev/null)
@@ -176,6 +215,8 @@ is "POST /ingest/errors" "$(request POST /ingest/errors '{"flagName":"always-on"
 is "POST /ingest/errors of an unknown flag" "$(request POST /ingest/errors '{"flagName":"nope","message":"x"}')" \
     '404 {"error":"unknown_flag","message":"project \"shop\" has no flag \"nope\""}'
 is "the report is in $LOG" "$(grep -c '"message":"before rotation"' "$LOG")" 1
+is "the running nginx kept its owner and mode" "$(stat -c '%U:%G %a' "$LOG" 2>&1)" \
+    "www-data:adm 640"
 
 # ------------------------------------------- rotation, as logrotate does it
 
@@ -197,9 +238,11 @@ kill -QUIT "$nginx_pid"
 for _ in $(seq 100); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
 check "nginx stops on QUIT" bash -c "! kill -0 $nginx_pid 2>/dev/null"
 check "its error log has no [alert] or [emerg]" \
-    bash -c "! grep -E '\[(alert|emerg|crit)\]' /var/log/nginx/error.log | grep -q flags"
+    bash -c "! tail -c +$elog_from /var/log/nginx/error.log | grep -E '\[(alert|emerg|crit)\]' | grep -q flags"
 
 check "dpkg --purge $PKG" dpkg --purge "$PKG"
+check "purge removed $STATE_DIR" test ! -e "$STATE_DIR"
+check "purge removed the report log and its rotation" test ! -e "$LOG" -a ! -e "$LOG.1"
 is "no link is left in modules-enabled" \
     "$(find /etc/nginx/modules-enabled -name '*mod-http-flags*' | wc -l)" 0
 check "the module is gone" test ! -e /usr/lib/nginx/modules/ngx_http_flags_module.so
