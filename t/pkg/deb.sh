@@ -151,23 +151,22 @@ cat >"$FLAGS_DIR/shop.json" <<'EOF'
   {"name": "killed", "enabled": false, "rolloutPercentage": 100}
 ]}
 EOF
-# the README's conf.d example: the state directory is the package's, the
-# report log its default path (no flags_error_log)
+# the README's conf.d example as written (the block after the marker
+# "recipe: debian-conf.d"): only the port, the flags file, the token, the
+# server name and the state directory are this test's
+README=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/README.md
+recipe=$(awk '/<!-- recipe: debian-conf.d/ { on = 1; next }
+              on && /^```$/ { if (fence++) exit; next }
+              on && fence { print }' "$README")
+is "the README has the conf.d recipe" "$(echo "$recipe" | grep -c 'flags_project shop')" 1
 conf() {
-    cat >"$CONF" <<EOF
-# ngx_http_flags_module: the module is loaded by modules-enabled/50-mod-http-flags.conf
-flags_project shop token=$TOKEN file=$FLAGS_DIR/shop.json;
-flags_state_file $1/state.json;
-
-server {
-    listen 127.0.0.1:$port;
-    server_name $NAME.localhost;
-
-    location = /flags         { flags_evaluate; }
-    location = /ingest/errors { flags_ingest_errors; }
+    echo "$recipe" | sed -e "s|127.0.0.1:8081|127.0.0.1:$port|" \
+        -e "s|/etc/nginx/flags/shop.json|$FLAGS_DIR/shop.json|" \
+        -e "s|token=pub_shop_1|token=$TOKEN|" \
+        -e "s|server_name flags.example.com|server_name $NAME.localhost|" \
+        -e "s|/var/lib/nginx/flags/|$1/|" >"$CONF"
 }
-EOF
-}
+STATE_LINE=$(echo "$recipe" | grep -n '^flags_state_file' | cut -d: -f1)
 
 conf "$STATE_DIR"
 check "nginx -t passes at once (no directory to create)" "$NGINX" -t -q
@@ -177,7 +176,7 @@ conf "$MISSING"
 out=$("$NGINX" -t 2>&1)
 is "nginx -t names the command that creates a missing state directory" \
     "$(echo "$out" | grep -F '[emerg]')" \
-    "nginx: [emerg] flags_state_file \"$MISSING/state.json\": directory \"$MISSING\" does not exist in $CONF:3; create it for the worker user with \"install -d -o www-data -m 0750 $MISSING\" (2: No such file or directory)"
+    "nginx: [emerg] flags_state_file \"$MISSING/state.json\": directory \"$MISSING\" does not exist in $CONF:$STATE_LINE; create it for the worker user with \"install -d -o www-data -m 0750 $MISSING\" (2: No such file or directory)"
 cmd=$(echo "$out" | sed -n 's/.*create it for the worker user with "\([^"]*\)".*/\1/p')
 check "that command ($cmd) runs" bash -c "[ -n \"$cmd\" ] && $cmd"
 check "... and nginx -t then passes" "$NGINX" -t -q
@@ -231,6 +230,30 @@ is "the new report is in the new file" \
 is "the old file keeps the old report only" \
     "$(grep -c . "$LOG.1") $(grep -c '"message":"before rotation"' "$LOG.1")" "1 1"
 is "the new file belongs to the worker user" "$(stat -c %U "$LOG" 2>&1)" www-data
+
+# ------------------------------- the recipe's limit_req and min_sources
+
+# one address (127.0.0.2, a bucket of its own) gets 1 + burst 10 reports
+# through at once, then nginx's 429; its errors are one source
+codes=""
+for i in $(seq 13); do
+    codes="$codes $(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 \
+        -X POST -H "Host: $NAME.localhost" -H "Authorization: Bearer $TOKEN" \
+        -H 'Content-Type: application/json' \
+        --data-binary '{"flagName":"always-on","message":"flood"}' "$url/ingest/errors")"
+done
+is "one address: 11 reports accepted, then 429" "$codes" \
+    " 204 204 204 204 204 204 204 204 204 204 204 429 429"
+status=$(curl -s -H "Host: $NAME.localhost" "$url/flags-status")
+is "flags_status: always-on's window and what its rule waits for" \
+    "$(echo "$status" | perl -MJSON::PP -0ne '
+        my $j = decode_json($_);
+        my ($f) = grep { $_->{name} eq "always-on" } @{ $j->{projects}[0]{flags} };
+        my $w = $f->{rollbackRule}{waitingFor};
+        print join " ", $f->{window}{errors}, $f->{window}{sources},
+              $f->{rollbackRule}{minSources}, $w->{errors}, $w->{sources},
+              $f->{rolledBack} ? "rolled-back" : "on"')" \
+    "12 2 3 8 1 on"
 
 # -------------------------------------------------------- stop and purge
 
