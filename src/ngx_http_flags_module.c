@@ -427,6 +427,7 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->upstream_errors = NGX_CONF_UNSET;
     flcf->upstream_status_min = NGX_CONF_UNSET_UINT;
     flcf->upstream_status_max = NGX_CONF_UNSET_UINT;
+    flcf->upstream_flags = NULL;
     flcf->handler = NULL;
     flcf->handler_directive = NULL;
     ngx_str_null(&flcf->handler_file);
