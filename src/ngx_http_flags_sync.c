@@ -19,6 +19,8 @@
 
 #define NGX_HTTP_FLAGS_SYNC_BACKOFF_MAX  30000
 #define NGX_HTTP_FLAGS_SYNC_ARGS         9       /* script args a flag */
+#define NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX 512     /* password_file, bytes */
+#define NGX_HTTP_FLAGS_SYNC_NAME_MAX     64      /* host=, bytes */
 
 
 struct ngx_http_flags_sync_conf_s {
@@ -26,6 +28,7 @@ struct ngx_http_flags_sync_conf_s {
     ngx_addr_t                 *addr;
     ngx_str_t                   host;        /* "host:port", for the log */
     ngx_str_t                   password;    /* empty: no AUTH */
+    ngx_str_t                   name;        /* this host in the fleet */
     ngx_uint_t                  db;
     ngx_msec_t                  interval;
     ngx_str_t                   prefix;
@@ -126,6 +129,7 @@ static ngx_int_t ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s,
 static uint64_t ngx_http_flags_sync_local(ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *snap);
 static void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
+static ngx_uint_t ngx_http_flags_sync_valid_name(ngx_str_t *name);
 
 
 
@@ -133,8 +137,147 @@ static void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
 /* ------------------------------------------------------ the directive */
 
 /*
+ * The URL as messages show it: whatever stands between "://" and the last
+ * "@" (a password, or user:password) is written "***", so that neither
+ * the log nor nginx -t's output ever echoes a password.
+ */
+
+static ngx_str_t *
+ngx_http_flags_sync_shown(ngx_conf_t *cf, ngx_str_t *url)
+{
+    u_char     *p, *last, *at, *d;
+    ngx_str_t  *shown;
+
+    shown = ngx_palloc(cf->pool, sizeof(ngx_str_t));
+    if (shown == NULL) {
+        return url;
+    }
+
+    *shown = *url;
+
+    last = url->data + url->len;
+    p = ngx_strlcasestrn(url->data, last, (u_char *) "://", 3 - 1);
+    if (p == NULL) {
+        return shown;
+    }
+
+    p += 3;
+
+    at = NULL;
+    for (d = p; d < last; d++) {
+        if (*d == '@') {
+            at = d;
+        }
+    }
+
+    if (at == NULL) {
+        return shown;
+    }
+
+    shown->data = ngx_pnalloc(cf->pool, url->len + 4);
+    if (shown->data == NULL) {
+        return url;
+    }
+
+    d = ngx_cpymem(shown->data, url->data, p - url->data);
+    d = ngx_cpymem(d, (*p == ':') ? ":***" : "***", (*p == ':') ? 4 : 3);
+    d = ngx_cpymem(d, at, last - at);
+    shown->len = d - shown->data;
+
+    return shown;
+}
+
+
+/*
+ * password_file=PATH: read once, by the master, while the configuration
+ * is read (so the file may be readable by root only); its trailing
+ * newlines are not part of the password.
+ */
+
+static char *
+ngx_http_flags_sync_password_file(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *path)
+{
+    u_char           *buf;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_err_t         err;
+    ngx_file_info_t   fi;
+
+    if (path->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file= needs a path");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(path->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "flags_sync: cannot open password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = ngx_pnalloc(cf->pool, NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX + 1);
+    if (buf == NULL) {
+        (void) ngx_close_file(fd);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR || !ngx_is_file(&fi)) {
+        err = ngx_errno;
+        (void) ngx_close_file(fd);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "flags_sync: password_file \"%V\" is not "
+                           "a regular file", path);
+        return NGX_CONF_ERROR;
+    }
+
+    /* one byte more than the bound tells a file too large */
+    n = ngx_read_fd(fd, buf, NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX + 1);
+    err = ngx_errno;
+    (void) ngx_close_file(fd);
+
+    if (n == -1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "flags_sync: cannot read password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    if (n > NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file \"%V\" is larger "
+                           "than %d bytes", path,
+                           NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX);
+        return NGX_CONF_ERROR;
+    }
+
+    while (n > 0 && (buf[n - 1] == LF || buf[n - 1] == CR)) {
+        n--;
+    }
+
+    if (n == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file \"%V\" is empty",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    sc->password.data = buf;
+    sc->password.len = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
  * flags_sync redis://[:PASSWORD@]HOST:PORT[/DB] [interval=1s]
- *            [prefix=flags:];
+ *            [prefix=flags:] [password_file=PATH] [host=NAME];
  */
 
 char *
@@ -142,9 +285,10 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
+    char                        *rv;
     u_char                      *p, *last, *at, *slash;
     ngx_int_t                    n;
-    ngx_str_t                   *value, hp, v;
+    ngx_str_t                   *value, *shown, hp, v, pwfile;
     ngx_url_t                    u;
     ngx_uint_t                   i;
     ngx_http_flags_sync_conf_t  *sc;
@@ -162,6 +306,11 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     sc->url = value[1];
     sc->interval = 1000;
     ngx_str_set(&sc->prefix, "flags:");
+    sc->name = cf->cycle->hostname;
+    ngx_str_null(&pwfile);
+
+    /* no message shows the password */
+    shown = ngx_http_flags_sync_shown(cf, &value[1]);
 
     p = value[1].data;
     last = p + value[1].len;
@@ -171,7 +320,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: \"%V\" is not a redis:// URL "
-                           "(redis://[:PASSWORD@]HOST:PORT[/DB])", &value[1]);
+                           "(redis://[:PASSWORD@]HOST:PORT[/DB])", shown);
         return NGX_CONF_ERROR;
     }
 
@@ -189,7 +338,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (*p != ':' || at == p + 1) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_sync: expected \":PASSWORD@\" before "
-                               "the host in \"%V\"", &value[1]);
+                               "the host in \"%V\"", shown);
             return NGX_CONF_ERROR;
         }
 
@@ -208,7 +357,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (n == NGX_ERROR || n > 65535) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_sync: the database in \"%V\" is not "
-                               "a number", &value[1]);
+                               "a number", shown);
             return NGX_CONF_ERROR;
         }
 
@@ -224,7 +373,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: \"%V\" needs HOST:PORT%s%s",
-                           &value[1], u.err ? ": " : "",
+                           shown, u.err ? ": " : "",
                            u.err ? u.err : "");
         return NGX_CONF_ERROR;
     }
@@ -272,15 +421,92 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "password_file=", 14) == 0) {
+            if (pwfile.data) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "flags_sync: duplicate password_file=");
+                return NGX_CONF_ERROR;
+            }
+
+            pwfile.data = value[i].data + 14;
+            pwfile.len = value[i].len - 14;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "host=", 5) == 0) {
+            sc->name.data = value[i].data + 5;
+            sc->name.len = value[i].len - 5;
+
+            if (!ngx_http_flags_sync_valid_name(&sc->name)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "flags_sync: invalid \"%V\": 1 to %d "
+                                   "bytes of letters, digits, \".\", \"-\", "
+                                   "\"_\" or \":\"", &value[i],
+                                   NGX_HTTP_FLAGS_SYNC_NAME_MAX);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: unknown parameter \"%V\" (expected "
-                           "interval= or prefix=)", &value[i]);
+                           "interval=, prefix=, password_file= or host=)",
+                           &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (pwfile.data) {
+        if (sc->password.len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: a password in the URL and "
+                               "password_file= together");
+            return NGX_CONF_ERROR;
+        }
+
+        rv = ngx_http_flags_sync_password_file(cf, sc, &pwfile);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    if (!ngx_http_flags_sync_valid_name(&sc->name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: the host name \"%V\" cannot name "
+                           "this host in the fleet's records: set host=",
+                           &sc->name);
         return NGX_CONF_ERROR;
     }
 
     fmcf->sync = sc;
 
     return NGX_CONF_OK;
+}
+
+
+/* A host's name in the fleet's records: no space (it ends a record). */
+
+static ngx_uint_t
+ngx_http_flags_sync_valid_name(ngx_str_t *name)
+{
+    u_char  *p, *last;
+
+    if (name->len == 0 || name->len > NGX_HTTP_FLAGS_SYNC_NAME_MAX) {
+        return 0;
+    }
+
+    last = name->data + name->len;
+
+    for (p = name->data; p < last; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9')
+              || *p == '.' || *p == '-' || *p == '_' || *p == ':'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 

@@ -69,14 +69,16 @@ _J_
 (my $changed = $shop) =~
     s/"name": "variant", "enabled": true, "rolloutPercentage": 100/"name": "variant", "enabled": true, "rolloutPercentage": 99/;
 
+# host $i's nginx.conf: flags_sync $url [$more] interval=200ms, host=h$i
 sub host_conf {
-    my ($i, $url) = @_;
+    my ($i, $url, $more) = @_;
+    $more //= '';
     local $FlagsTest::Port = $port[$i];
     write_file("$dir[$i]/conf/shop.json", $i == 2 ? $changed : $shop);
     write_file("$dir[$i]/conf/nginx.conf", nginx_conf(http => <<"_H_", server => <<'_S_'));
     flags_project shop token=tok_1 file=shop.json;
     flags_error_log off;
-    flags_sync $url interval=200ms prefix=t080:;
+    flags_sync $url $more interval=200ms prefix=t080: host=h$i;
 _H_
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
@@ -144,12 +146,30 @@ my $url = "redis://:$pass\@127.0.0.1:$rport/3";
     my $d = $dir[3];
     local $FlagsTest::Port = $port[3];
     write_file("$d/conf/shop.json", $shop);
+    write_file("$d/conf/pw-empty", '');
+    write_file("$d/conf/pw-newline", "\n\r\n");
+    write_file("$d/conf/pw-large", 'x' x 513);
+    write_file("$d/conf/pw-ok", "$pass\n");
     for my $case (['http://127.0.0.1:1', qr/flags_sync: "http:\/\/127\.0\.0\.1:1" is not a redis:\/\/ URL/],
                   ['redis://127.0.0.1', qr/flags_sync: "redis:\/\/127\.0\.0\.1" needs HOST:PORT/],
                   ['redis://127.0.0.1:1/x', qr/flags_sync: the database in "redis:\/\/127\.0\.0\.1:1\/x" is not a number/],
                   ['redis://127.0.0.1:1 interval=0', qr/flags_sync: invalid "interval=0": a time from 10ms to 1h/],
                   ["redis://127.0.0.1:1 'prefix={x}'", qr/flags_sync: invalid "prefix=\{x\}"/],
-                  ['redis://127.0.0.1:1 speed=1', qr/flags_sync: unknown parameter "speed=1"/])
+                  ['redis://127.0.0.1:1 speed=1', qr/flags_sync: unknown parameter "speed=1"/],
+                  # a typo in a URL with a password: the message masks it
+                  ["redis://:$pass\@127.0.0.1:2060O/0", qr/flags_sync: "redis:\/\/:\*\*\*\@127\.0\.0\.1:2060O\/0" needs HOST:PORT/],
+                  ["http://:$pass\@127.0.0.1:1", qr/flags_sync: "http:\/\/:\*\*\*\@127\.0\.0\.1:1" is not a redis:\/\/ URL/],
+                  ["redis://$pass\@127.0.0.1:1", qr/flags_sync: expected ":PASSWORD@" before the host in "redis:\/\/\*\*\*\@127\.0\.0\.1:1"/],
+                  ["redis://:$pass\@127.0.0.1:1/x", qr/flags_sync: the database in "redis:\/\/:\*\*\*\@127\.0\.0\.1:1\/x" is not a number/],
+                  # password_file=
+                  ["redis://127.0.0.1:1 password_file=$d/conf/none", qr/flags_sync: cannot open password_file "\Q$d\E\/conf\/none" \(2: No such file or directory\)/],
+                  ["redis://127.0.0.1:1 password_file=pw-empty", qr/flags_sync: password_file "\Q$d\E\/conf\/pw-empty" is empty/],
+                  ["redis://127.0.0.1:1 password_file=pw-newline", qr/flags_sync: password_file "\Q$d\E\/conf\/pw-newline" is empty/],
+                  ["redis://127.0.0.1:1 password_file=pw-large", qr/flags_sync: password_file "\Q$d\E\/conf\/pw-large" is larger than 512 bytes/],
+                  ["redis://127.0.0.1:1 password_file=$d/conf", qr/flags_sync: password_file "\Q$d\E\/conf" is not a regular file/],
+                  ["redis://:$pass\@127.0.0.1:1 password_file=pw-ok", qr/flags_sync: a password in the URL and password_file= together/],
+                  ["redis://127.0.0.1:1 'host=a b'", qr/flags_sync: invalid "host=a b": 1 to 64 bytes/],
+                  ['redis://127.0.0.1:1 host=', qr/flags_sync: invalid "host=": 1 to 64 bytes/])
     {
         write_file("$d/conf/nginx.conf", nginx_conf(http => <<"_H_", server => ''));
     flags_project shop token=tok_1 file=shop.json;
@@ -160,12 +180,20 @@ _H_
         isnt($rc, 0, "nginx -t refuses flags_sync $case->[0]");
         like($out, qr/\[emerg\] \d+#\d+: $case->[1].* in \Q$d\E\/conf\/nginx\.conf:\d+/,
              'with a message naming the file and line');
+        unlike($out, qr/\Q$pass\E/, 'and no password');
     }
 }
 
 # --- three hosts, one fleet ------------------------------------------------
+# host 1 reads the password from a file, as root-only secrets are kept
+write_file("$dir[1]/conf/redis.pw", "$pass\n");
+chmod 0600, "$dir[1]/conf/redis.pw";
 for my $i (0 .. 2) {
-    host_conf($i, $url);
+    if ($i == 1) {
+        host_conf($i, "redis://127.0.0.1:$rport/3", 'password_file=redis.pw');
+    } else {
+        host_conf($i, $url);
+    }
     my ($rc, $out) = nginx_test($dir[$i]);
     is($rc, 0, "host $i: nginx -t accepts flags_sync") or diag $out;
     local $FlagsTest::Port = $port[$i];
