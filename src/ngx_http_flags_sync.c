@@ -770,6 +770,8 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
 static void
 ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
 {
+    ngx_uint_t  i;
+
     if (s->timeout.timer_set) {
         ngx_del_timer(&s->timeout);
     }
@@ -788,11 +790,26 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
         s->fmcf->sh->sync_connected = 0;
     }
 
+    /* what a round or the connection held: the commands not yet sent and
+     * the EVALs kept for a NOSCRIPT retry (a new connection starts anew) */
+    if (s->out) {
+        ngx_free(s->out);
+        s->out = NULL;
+    }
+
+    for (i = 0; i < s->fmcf->projects.nelts; i++) {
+        if (s->cmd[i]) {
+            redisFreeCommand(s->cmd[i]);
+            s->cmd[i] = NULL;
+        }
+    }
+
     s->state = NGX_HTTP_FLAGS_SYNC_OFF;
     s->nexpect = 0;
     s->head = 0;
     s->out_len = 0;
     s->out_sent = 0;
+    s->out_size = 0;
 }
 
 
