@@ -22,6 +22,19 @@
 #define NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX 512     /* password_file, bytes */
 #define NGX_HTTP_FLAGS_SYNC_NAME_MAX     64      /* host=, bytes */
 
+/*
+ * A reply's bound (docs/sync.md): the largest legitimate one is a
+ * project's control hash, with per flag up to four fields a definition
+ * (rb, ov, cb, ob) and their values.  Allowed: 8 definitions of each flag
+ * of this host's largest project, 2048 more fields (flags of the project
+ * that other hosts have and this one has not), at most 256 bytes an
+ * element.  Past it a reply fails the round and the connection closes.
+ */
+#define NGX_HTTP_FLAGS_SYNC_ELTS_FLAG    64
+#define NGX_HTTP_FLAGS_SYNC_ELTS_MIN     4096
+#define NGX_HTTP_FLAGS_SYNC_ELT_BYTES    256
+#define NGX_HTTP_FLAGS_SYNC_BYTES_MIN    65536
+
 
 struct ngx_http_flags_sync_conf_s {
     ngx_str_t                   url;
@@ -63,7 +76,8 @@ typedef enum {
     NGX_HTTP_FLAGS_SYNC_R_AUTH = 0,
     NGX_HTTP_FLAGS_SYNC_R_SELECT,
     NGX_HTTP_FLAGS_SYNC_R_LOAD,
-    NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index */
+    NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index: EVALSHA;
+                                              * + projects + index: EVAL */
 } ngx_http_flags_sync_reply_e;
 
 
@@ -95,6 +109,13 @@ typedef struct {
     /* the last EVALSHA of each project, for a NOSCRIPT retry as EVAL */
     char                          **cmd;
     size_t                         *cmd_len;
+
+    /* the bound of a reply, and what the one being read holds */
+    size_t                          max_elements;
+    size_t                          max_bytes;
+    size_t                          reply_elements;
+    size_t                          reply_bytes;
+    ngx_uint_t                      too_large;
 
     u_char                          sha[41];
     ngx_uint_t                      has_sha;
@@ -516,7 +537,7 @@ ngx_int_t
 ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                      i;
+    ngx_uint_t                      i, nflags;
     ngx_http_flags_sync_t          *s;
     ngx_http_flags_project_t       *project;
 
@@ -551,6 +572,16 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     }
 
     project = fmcf->projects.elts;
+    nflags = 0;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        nflags = ngx_max(nflags, project[i].nflags);
+    }
+
+    s->max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
+                      + NGX_HTTP_FLAGS_SYNC_ELTS_FLAG * nflags;
+    s->max_bytes = NGX_HTTP_FLAGS_SYNC_BYTES_MIN
+                   + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
         s->projects[i].base = ngx_pcalloc(cycle->pool,
@@ -707,6 +738,117 @@ ngx_http_flags_sync_timeout(ngx_event_t *ev)
 
 /* ------------------------------------------------------ the connection */
 
+/*
+ * hiredis 0.14's reader bounds neither a bulk string's length nor an
+ * array's element count: its reply object functions are wrapped to count
+ * the elements and string bytes of the reply being read, and refuse
+ * (NULL: the reader fails) past the bound.  The bytes buffered but not yet
+ * parsed (a bulk string being received) are bounded in
+ * ngx_http_flags_sync_read().
+ */
+
+static redisReplyObjectFunctions  ngx_http_flags_sync_fn;
+static redisReplyObjectFunctions  ngx_http_flags_sync_fn_hiredis;
+
+
+static ngx_uint_t
+ngx_http_flags_sync_count(const redisReadTask *task, size_t elements,
+    size_t bytes)
+{
+    ngx_http_flags_sync_t  *s = task->privdata;
+
+    if (task->parent == NULL) {
+        /* a reply begins */
+        s->reply_elements = 1;
+        s->reply_bytes = 0;
+    }
+
+    s->reply_elements += elements;
+    s->reply_bytes += bytes;
+
+    if (s->reply_elements > s->max_elements
+        || s->reply_bytes > s->max_bytes)
+    {
+        s->too_large = 1;
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static void *
+ngx_http_flags_sync_string(const redisReadTask *task, char *str, size_t len)
+{
+    if (!ngx_http_flags_sync_count(task, 0, len)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createString(task, str, len);
+}
+
+
+static void *
+ngx_http_flags_sync_array(const redisReadTask *task, int elements)
+{
+    if (!ngx_http_flags_sync_count(task, elements > 0 ? elements : 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createArray(task, elements);
+}
+
+
+static void *
+ngx_http_flags_sync_integer(const redisReadTask *task, long long value)
+{
+    if (!ngx_http_flags_sync_count(task, 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createInteger(task, value);
+}
+
+
+static void *
+ngx_http_flags_sync_nil(const redisReadTask *task)
+{
+    if (!ngx_http_flags_sync_count(task, 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createNil(task);
+}
+
+
+static redisReader *
+ngx_http_flags_sync_reader(ngx_http_flags_sync_t *s)
+{
+    redisReader  *r;
+
+    r = redisReaderCreate();
+    if (r == NULL) {
+        return NULL;
+    }
+
+    if (ngx_http_flags_sync_fn.createArray == NULL) {
+        /* hiredis's own functions build the objects */
+        ngx_http_flags_sync_fn_hiredis = *r->fn;
+        ngx_http_flags_sync_fn = *r->fn;
+        ngx_http_flags_sync_fn.createString = ngx_http_flags_sync_string;
+        ngx_http_flags_sync_fn.createArray = ngx_http_flags_sync_array;
+        ngx_http_flags_sync_fn.createInteger = ngx_http_flags_sync_integer;
+        ngx_http_flags_sync_fn.createNil = ngx_http_flags_sync_nil;
+    }
+
+    r->fn = &ngx_http_flags_sync_fn;
+    r->privdata = s;
+    s->too_large = 0;
+
+    return r;
+}
+
+
 static void
 ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
 {
@@ -740,7 +882,7 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
     c->read->handler = ngx_http_flags_sync_read;
     c->write->handler = ngx_http_flags_sync_write;
 
-    s->reader = redisReaderCreate();
+    s->reader = ngx_http_flags_sync_reader(s);
     if (s->reader == NULL) {
         ngx_http_flags_sync_fail(s, "out of memory", NULL);
         return;
@@ -1042,8 +1184,10 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
     ssize_t                 n;
     ngx_int_t               rc;
     ngx_connection_t       *c;
+    ngx_str_t               detail;
     redisReply             *reply;
     ngx_http_flags_sync_t  *s;
+    u_char                  msg[128];
     u_char                  buf[16384];
 
     c = rev->data;
@@ -1082,6 +1226,16 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
             if (redisReaderGetReply(s->reader, (void **) &reply)
                 != REDIS_OK)
             {
+                if (s->too_large) {
+                    detail.data = msg;
+                    detail.len = ngx_sprintf(msg, "more than %uz elements "
+                                             "or %uz bytes of strings",
+                                             s->max_elements, s->max_bytes)
+                                 - msg;
+                    ngx_http_flags_sync_fail(s, "reply too large", &detail);
+                    return;
+                }
+
                 ngx_http_flags_sync_fail(s, "protocol error", NULL);
                 return;
             }
@@ -1097,6 +1251,17 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
                 /* the failure was handled */
                 return;
             }
+        }
+
+        /* what is left is a reply not complete yet: a bulk string whose
+         * length no legitimate reply reaches is not awaited */
+        if (s->reader->len - s->reader->pos > s->max_bytes) {
+            detail.data = msg;
+            detail.len = ngx_sprintf(msg, "more than %uz bytes not yet "
+                                     "parsed", s->max_bytes)
+                         - msg;
+            ngx_http_flags_sync_fail(s, "reply too large", &detail);
+            return;
         }
     }
 
@@ -1430,7 +1595,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         }
 
         return ngx_http_flags_sync_send(s, s->cmd[pi], s->cmd_len[pi],
-                                        NGX_HTTP_FLAGS_SYNC_R_EVAL + pi);
+                                        NGX_HTTP_FLAGS_SYNC_R_EVAL
+                                        + s->fmcf->projects.nelts + pi);
     }
 
     if (ngx_http_flags_sync_send(s, cmd, len,
@@ -1451,7 +1617,7 @@ static ngx_int_t
 ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
 {
     ngx_str_t   detail;
-    ngx_uint_t  kind, pi;
+    ngx_uint_t  kind, pi, nprojects;
 
     if (s->head == s->nexpect) {
         ngx_http_flags_sync_fail(s, "answered what was not asked", NULL);
@@ -1459,21 +1625,27 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
     }
 
     kind = s->expect[s->head++ % s->nalloc];
+    nprojects = s->fmcf->projects.nelts;
+    pi = (kind >= NGX_HTTP_FLAGS_SYNC_R_EVAL)
+         ? (kind - NGX_HTTP_FLAGS_SYNC_R_EVAL) % nprojects : 0;
 
     if (reply->type == REDIS_REPLY_ERROR) {
         detail.data = (u_char *) reply->str;
         detail.len = reply->len;
 
+        /*
+         * NOSCRIPT to an EVALSHA: the script cache was emptied (a
+         * restart, a failover), the same call goes again as EVAL, once.
+         * NOSCRIPT to that EVAL is no Redis: the round fails (backoff).
+         */
         if (kind >= NGX_HTTP_FLAGS_SYNC_R_EVAL
+            && kind < NGX_HTTP_FLAGS_SYNC_R_EVAL + nprojects
             && reply->len >= 8
             && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
         {
-            /* the script cache was emptied (a restart, a failover) */
-            pi = kind - NGX_HTTP_FLAGS_SYNC_R_EVAL;
-
             if (s->cmd[pi] == NULL
                 || ngx_http_flags_sync_send(s, s->cmd[pi], s->cmd_len[pi],
-                                            kind) != NGX_OK
+                                            kind + nprojects) != NGX_OK
                 || ngx_http_flags_sync_flush(s) != NGX_OK)
             {
                 ngx_http_flags_sync_fail(s, "could not send", NULL);
@@ -1522,8 +1694,6 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
         return NGX_OK;
 
     default:
-        pi = kind - NGX_HTTP_FLAGS_SYNC_R_EVAL;
-
         if (ngx_http_flags_sync_apply(s, pi, reply) != NGX_OK) {
             detail.data = (u_char *) "unexpected reply";
             detail.len = sizeof("unexpected reply") - 1;

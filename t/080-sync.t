@@ -409,5 +409,192 @@ sub losses {
     is(enabled(3, 'risky'), 1, 'and serving goes on');
 }
 
+# --- a hostile or broken Redis: a fake one, in Perl ------------------------
+# It answers AUTH, SELECT and SCRIPT LOAD as Redis would, and each EVALSHA
+# or EVAL as the file $fdir/mode says at that moment: "calm" {1, 0} (an
+# epoch and version, nothing changed), "bulk" a bulk string announcing
+# 1 GiB then streamed (64 MiB at most), "array" an array announcing
+# 4,000,000 elements then streamed (1,000,000 at most), "noscript" a
+# NOSCRIPT error.  Every command's name is appended to $fdir/commands.
+# One process serving one connection at a time (flags_sync opens one).
+my $fdir = prefix_dir('sync-fake');
+my $fport = free_port();
+my $fake_pid;
+
+sub fake_serve {
+    my ($c) = @_;
+    my $buf = '';
+    my $fill = sub { sysread($c, $buf, 65536, length $buf) };
+    my $line = sub {
+        my $i;
+        while (($i = index($buf, "\r\n")) < 0) { $fill->() or return undef }
+        my $l = substr($buf, 0, $i);
+        substr($buf, 0, $i + 2) = '';
+        return $l;
+    };
+    while (defined(my $l = $line->())) {
+        my ($n) = $l =~ /^\*(\d+)$/ or return;
+        my @args;
+        for (1 .. $n) {
+            my ($len) = ($line->() // return) =~ /^\$(\d+)$/ or return;
+            while (length $buf < $len + 2) { $fill->() or return }
+            push @args, substr($buf, 0, $len);
+            substr($buf, 0, $len + 2) = '';
+        }
+        my $cmd = uc($args[0] // '');
+        open my $log, '>>', "$fdir/commands" or die;
+        print $log "$cmd\n";
+        close $log;
+        if ($cmd eq 'AUTH' || $cmd eq 'SELECT') {
+            syswrite $c, "+OK\r\n";
+        } elsif ($cmd eq 'SCRIPT') {
+            syswrite $c, '$40' . "\r\n" . ('f' x 40) . "\r\n";
+        } else {
+            my $mode = read_file("$fdir/mode") // 'calm';
+            chomp $mode;
+            if ($mode eq 'noscript') {
+                syswrite $c, "-NOSCRIPT No matching script. Please use EVAL.\r\n";
+            } elsif ($mode eq 'bulk') {
+                syswrite($c, "\$1073741824\r\n") or return;
+                my $chunk = 'x' x 65536;
+                for (1 .. 1024) { syswrite($c, $chunk) or return }
+                # held open until the worker closes it
+                1 while sysread($c, my $x, 65536);
+                return;
+            } elsif ($mode eq 'array') {
+                syswrite($c, "*4000000\r\n") or return;
+                my $chunk = ":1\r\n" x 16384;
+                for (1 .. 61) { syswrite($c, $chunk) or return }
+                1 while sysread($c, my $x, 65536);
+                return;
+            } else {
+                syswrite $c, "*2\r\n:1\r\n:0\r\n";
+            }
+        }
+    }
+}
+
+sub fake_start {
+    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $fport,
+                                  Listen => 4, ReuseAddr => 1)
+        or die "fake redis: $!";
+    $fake_pid = fork() // die "fork: $!";
+    if (!$fake_pid) {
+        $SIG{PIPE} = 'IGNORE';
+        while (1) {
+            my $c = $l->accept or next;
+            fake_serve($c);
+            close $c;
+        }
+    }
+    close $l;
+}
+
+END { local $?; if ($fake_pid) { kill 'KILL', $fake_pid; waitpid $fake_pid, 0 } }
+
+sub fake_mode { write_file("$fdir/mode", "$_[0]\n") }
+
+sub commands {
+    my @c = split /\n/, read_file("$fdir/commands") // '';
+    return @c;
+}
+
+# a process's resident memory now (VmRSS) or at its peak (VmHWM), in kB
+sub vm_kb {
+    my ($pid, $what) = @_;
+    my ($kb) = (read_file("/proc/$pid/status") // '') =~ /^$what:\s+(\d+) kB/m;
+    return $kb // 0;
+}
+
+sub fake_errors {
+    my ($re) = @_;
+    my @l = (read_file("$fdir/logs/error.log") // '')
+        =~ /(\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$fport\E: $re[^\n]*)/g;
+    return @l;
+}
+
+{
+    fake_mode('calm');
+    fake_start();
+    my $fhttp = free_port();
+    local $FlagsTest::Port = $fhttp;
+    write_file("$fdir/conf/shop.json", $shop);
+    write_file("$fdir/conf/nginx.conf", nginx_conf(workers => 1, http => <<"_H_", server => <<'_S_'));
+    flags_project shop token=tok_1 file=shop.json;
+    flags_error_log off;
+    flags_sync redis://127.0.0.1:$fport interval=200ms prefix=fake: host=fake;
+_H_
+        location = /flags { flags_evaluate; }
+        location = /flags-status { flags_status; }
+_S_
+    my $master = nginx_start($fdir);
+    my $fstatus = sub {
+        my ($st, undef, $body) = http_request(GET => '/flags-status');
+        return $st == 200 ? JSON::PP::decode_json($body) : {};
+    };
+    my $connected = sub {
+        wait_for(sub { $fstatus->()->{sync}{connected} }, 8);
+    };
+    ok($connected->(), 'fake redis: connected (calm)');
+    my ($worker) = worker_pids($master);
+    my $rss0 = vm_kb($worker, 'VmHWM');
+    ok($rss0 > 0, "the worker's peak VmRSS (VmHWM): $rss0 kB");
+
+    # A legitimate reply of this host is at most 4096 + 64 x 4 flags =
+    # 4352 elements and 64 KiB + 256 x 4352 bytes (about 1.1 MiB): past
+    # that the round fails and the reader (and what it holds) is freed.
+    # Bound of the test: the worker's peak resident memory (VmHWM) grows
+    # by less than 16 MiB; its VmRSS after is back near where it was.
+    for my $case (['bulk', 'more than 1179648 bytes not yet parsed'],
+                  ['array', 'more than 4352 elements or 1179648 bytes of strings'])
+    {
+        my ($mode, $why) = @$case;
+        fake_mode($mode);
+        ok(wait_for(sub { fake_errors('reply too large') }, 5),
+           "$mode: the worker fails the round");
+        my @e = fake_errors('reply too large');
+        is(scalar @e, 1, "$mode: one error line");
+        like($e[0] // '', qr/reply too large: \Q$why\E; hosts decide alone until it is back/,
+             "$mode: it names the bound");
+        sleep 2.5;     # the worker reconnects (backoff 0.2, 0.4, 0.8 s) to more of it
+        my $grew = (vm_kb($worker, 'VmHWM') - $rss0) / 1024;
+        ok($grew < 16, sprintf "$mode: peak VmRSS grew by %.1f MiB (< 16 MiB)", $grew);
+        my $now = (vm_kb($worker, 'VmRSS') - $rss0) / 1024;
+        ok($now < 4, sprintf "$mode: VmRSS now %.1f MiB above the peak before (< 4 MiB)", $now);
+        is((flags_local())[0], 200, "$mode: GET /flags still served");
+        is(scalar(grep { $_ == $worker } worker_pids($master)), 1, "$mode: the same worker");
+        fake_mode('calm');
+        ok($connected->(), "$mode: connected again once the fake is calm");
+        like(read_file("$fdir/logs/error.log"), qr/redis at 127\.0\.0\.1:\Q$fport\E is back/,
+             "$mode: the return is logged");
+        # each case counts its own error line (nginx appends: O_APPEND)
+        write_file("$fdir/logs/error.log", '');
+    }
+
+    # NOSCRIPT to EVAL fails the round: one EVALSHA and one EVAL a round
+    # attempt, attempts backing off 0.2, 0.4, 0.8, 1.6 s: in 3 s at most
+    # 5 attempts, so at most 10 EVALSHA or EVAL (unbounded before)
+    fake_mode('noscript');
+    my $c0 = () = grep { /^EVAL/ } commands();
+    sleep 3;
+    my @cmds = grep { /^EVAL/ } commands();
+    my $n = @cmds - $c0;
+    ok($n >= 2 && $n <= 10, "noscript: $n EVALSHA and EVAL in 3 s (2 to 10)");
+    my $sha = grep { $_ eq 'EVALSHA' } @cmds[$c0 .. $#cmds];
+    my $eval = grep { $_ eq 'EVAL' } @cmds[$c0 .. $#cmds];
+    ok($eval <= $sha, "one EVAL retry an EVALSHA at most ($eval EVAL, $sha EVALSHA)");
+    my @e = fake_errors('the sync script failed');
+    is(scalar @e, 1, 'noscript: one error line');
+    like($e[0] // '', qr/the sync script failed: NOSCRIPT No matching script/,
+         'noscript: it says why');
+    nginx_stop($master);
+}
+
+sub flags_local {
+    my ($st, undef, $body) = http_request(GET => '/flags?userId=u1',
+                                          headers => ['Authorization: Bearer tok_1']);
+    return ($st, $body);
+}
+
 nginx_stop($_) for @pid;
 done_testing();
