@@ -1354,7 +1354,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
     keylen = sc->prefix.len + project->name.len + 16 + 3 + 16 + 1
              + FL_MAX_FLAG_NAME_LEN;
     buf = ngx_alloc(64 + sc->prefix.len + project->name.len
-                    + n * (keylen + 3 * NGX_INT64_LEN + 16 + NGX_INT64_LEN * 2
+                    + n * (keylen + 3 * NGX_INT64_LEN + sc->name.len + 1
+                           + 16 + NGX_INT64_LEN * 2
                            + 16 + 3 * NGX_INT32_LEN + 8),
                     s->log);
 
@@ -1467,6 +1468,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         p = ngx_sprintf(p, "%ui", nkeys - 1);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
+
+        /* who calls: the fleet's records name the host */
+        argv[argc] = (const char *) sc->name.data;
+        argvlen[argc++] = sc->name.len;
     }
 
     for (i = 0; i < n; i++) {
@@ -1503,8 +1508,9 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         }
 
         start = p;
-        p = ngx_sprintf(p, "%uL %uL %uL", snap.rollback_at_ms,
-                        snap.rollback_errors, snap.rollback_enabled);
+        p = ngx_sprintf(p, "%uL %uL %uL %V", snap.rollback_at_ms,
+                        snap.rollback_errors, snap.rollback_enabled,
+                        &sc->name);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
@@ -1772,15 +1778,78 @@ ngx_http_flags_sync_u64(redisReply *r, uint64_t *out)
 
 
 /*
+ * A rollback took effect on this host, decided by the fleet: the one
+ * place that says so (and where counting it belongs).  "host" is who
+ * decided (whose deltas crossed the threshold) or published its local
+ * rollback; empty for a record of an older version, which has no host.
+ */
+
+static void
+ngx_http_flags_sync_rolled_back(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    uint64_t errors, uint64_t enabled, ngx_str_t *host)
+{
+    if (host->len) {
+        ngx_log_error(s->fmcf->log_level, s->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet (decided on host \"%V\": %uL errors, %uL "
+                      "enabled evaluations in %uD s)", &flag->name,
+                      &project->name, host, errors, enabled,
+                      flag->policy.window);
+        return;
+    }
+
+    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                  "flags: flag \"%V\" of project \"%V\" rolled back by the "
+                  "fleet (no host recorded: %uL errors, %uL enabled "
+                  "evaluations in %uD s)",
+                  &flag->name, &project->name, errors, enabled,
+                  flag->policy.window);
+}
+
+
+/* what the control hash says of one flag of this definition */
+typedef struct {
+    ngx_uint_t                  rolled_back;
+    uint64_t                    at_ms;
+    uint64_t                    errors;
+    uint64_t                    enabled;
+    uint64_t                    override;    /* kind << 1 | milli << 8 */
+    ngx_str_t                   rb_host;     /* who rolled it back */
+    ngx_str_t                   cb_host;     /* who last cleared it */
+    ngx_str_t                   ob_host;     /* who last set the override */
+} ngx_http_flags_sync_fleet_t;
+
+
+/* A host name read from Redis, shown only when it is one flags_sync
+ * accepts (no log line carries what a hostile server wrote). */
+
+static void
+ngx_http_flags_sync_who(ngx_str_t *dst, u_char *p, size_t len)
+{
+    ngx_str_t  name;
+
+    name.data = p;
+    name.len = len;
+
+    if (ngx_http_flags_sync_valid_name(&name)) {
+        *dst = name;
+    }
+}
+
+
+/*
  * The fleet's answer for a project: the sent deltas are now counted; when
  * its epoch or version moved, the control hash: "rb:<def>:<flag>" ->
- * "at_ms errors enabled", "ov:<def>:<flag>" -> "off" or milli-percent.
- * Applied to each flag whose definition hash is the same and whose
- * control did not change here since the round began (that change is
- * published next round).  A new epoch (Redis restarted empty, or this
- * host's first contact after another host's) applies nothing: the host
- * forgets what the fleet said, so the next round publishes what is active
- * here and the fleet converges.
+ * "at_ms errors enabled [host]", "ov:<def>:<flag>" -> "off" or
+ * milli-percent, "cb:<def>:<flag>" and "ob:<def>:<flag>" -> the host that
+ * last cleared the rollback, last changed the override.  Applied to each
+ * flag whose definition hash is the same and whose control did not change
+ * here since the round began (that change is published next round).  A
+ * new epoch (Redis restarted empty, or this host's first contact after
+ * another host's) applies nothing: the host forgets what the fleet said,
+ * so the next round publishes what is active here and the fleet
+ * converges.
  */
 
 static ngx_int_t
@@ -1788,10 +1857,10 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     redisReply *reply)
 {
     long                            idx;
-    u_char                         *f, *fl, *colon;
+    u_char                         *f, *fl, *colon, *p, *last;
     size_t                          j, flen;
     uint32_t                        milli;
-    uint64_t                        epoch, ver, def, fleet, rec[3];
+    uint64_t                        epoch, ver, def, fleet, known;
     ngx_int_t                       n;
     ngx_uint_t                      i, changed, k;
     redisReply                     *all, *v;
@@ -1800,7 +1869,7 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
     ngx_http_flags_pversion_t      *pv;
-    uint64_t                       *fleets;
+    ngx_http_flags_sync_fleet_t    *fleets, *ft;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
     sp = &s->projects[pi];
@@ -1840,7 +1909,8 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     if (pv->sync_epoch != 0 && pv->sync_epoch != epoch) {
         ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
                       "flags_sync: project \"%V\": redis holds a new state "
-                      "(restarted empty?): publishing this host's",
+                      "(restarted empty?): this host publishes its active "
+                      "rollbacks and overrides at the next round",
                       &project->name);
 
         for (i = 0; i < project->nflags; i++) {
@@ -1855,12 +1925,14 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         return NGX_OK;
     }
 
-    fleets = ngx_alloc((project->nflags + 1) * 4 * sizeof(uint64_t), s->log);
+    fleets = ngx_alloc((project->nflags + 1)
+                       * sizeof(ngx_http_flags_sync_fleet_t), s->log);
     if (fleets == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memzero(fleets, (project->nflags + 1) * 4 * sizeof(uint64_t));
+    ngx_memzero(fleets, (project->nflags + 1)
+                        * sizeof(ngx_http_flags_sync_fleet_t));
 
     for (j = 0; j < all->elements; j += 2) {
         f = (u_char *) all->element[j]->str;
@@ -1870,7 +1942,9 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         if (all->element[j]->type != REDIS_REPLY_STRING
             || v->type != REDIS_REPLY_STRING
             || flen < 3 + 16 + 1 + 1 || f[2] != ':' || f[19] != ':'
-            || (ngx_strncmp(f, "rb", 2) != 0 && ngx_strncmp(f, "ov", 2) != 0))
+            || (ngx_strncmp(f, "rb", 2) != 0 && ngx_strncmp(f, "ov", 2) != 0
+                && ngx_strncmp(f, "cb", 2) != 0
+                && ngx_strncmp(f, "ob", 2) != 0))
         {
             continue;
         }
@@ -1893,10 +1967,14 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
             continue;
         }
 
-        if (f[0] == 'r') {
-            /* "at_ms errors enabled" */
-            u_char  *p = (u_char *) v->str, *last = p + v->len;
+        ft = &fleets[idx];
+        p = (u_char *) v->str;
+        last = p + v->len;
 
+        switch (f[0]) {
+
+        case 'r':
+            /* "at_ms errors enabled", then the host (none before) */
             for (k = 0; k < 3; k++) {
                 colon = ngx_strlchr(p, last, ' ');
                 if (colon == NULL) {
@@ -1904,27 +1982,47 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                 }
 
                 n = ngx_atoof(p, colon - p);
-                rec[k] = (n == NGX_ERROR) ? 0 : (uint64_t) n;
+                n = (n == NGX_ERROR) ? 0 : n;
+
+                if (k == 0) {
+                    ft->at_ms = (uint64_t) n;
+                } else if (k == 1) {
+                    ft->errors = (uint64_t) n;
+                } else {
+                    ft->enabled = (uint64_t) n;
+                }
+
                 p = (colon < last) ? colon + 1 : last;
             }
 
-            fleets[4 * idx] |= 1;
-            fleets[4 * idx + 1] = rec[0];
-            fleets[4 * idx + 2] = rec[1];
-            fleets[4 * idx + 3] = rec[2];
+            ft->rolled_back = 1;
+            ngx_http_flags_sync_who(&ft->rb_host, p, last - p);
+            break;
 
-        } else if (v->len == 3 && ngx_strncmp(v->str, "off", 3) == 0) {
-            fleets[4 * idx] |= (uint64_t) FL_OVERRIDE_OFF << 1;
+        case 'c':
+            ngx_http_flags_sync_who(&ft->cb_host, p, last - p);
+            break;
 
-        } else {
-            n = ngx_atoi((u_char *) v->str, v->len);
+        case 'o':
+            if (f[1] == 'b') {
+                ngx_http_flags_sync_who(&ft->ob_host, p, last - p);
+                break;
+            }
+
+            if (v->len == 3 && ngx_strncmp(p, "off", 3) == 0) {
+                ft->override = (uint64_t) FL_OVERRIDE_OFF << 1;
+                break;
+            }
+
+            n = ngx_atoi(p, v->len);
             if (n == NGX_ERROR || n > FL_MILLI_MAX) {
-                continue;
+                break;
             }
 
             milli = (uint32_t) n;
-            fleets[4 * idx] |= ((uint64_t) FL_OVERRIDE_PERCENT << 1)
-                               | ((uint64_t) milli << 8);
+            ft->override = ((uint64_t) FL_OVERRIDE_PERCENT << 1)
+                           | ((uint64_t) milli << 8);
+            break;
         }
     }
 
@@ -1932,12 +2030,13 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     for (i = 0; i < project->nflags; i++) {
         flag = &project->flags[i];
+        ft = &fleets[i];
 
         if (flag->node == NULL) {
             continue;
         }
 
-        fleet = fleets[4 * i];
+        fleet = (ft->rolled_back ? 1 : 0) | ft->override;
 
         /* a change here since the round began wins: it goes next round */
         if (sp->sent[i].local != (uint64_t) -1
@@ -1947,42 +2046,58 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
             continue;
         }
 
-        (void) ngx_http_flags_sync_local(flag, &snap);
+        known = ngx_http_flags_sync_local(flag, &snap);
 
-        if ((fleet & 1) && !snap.rolled_back) {
-            if (fl_control_try_rollback(flag->ctl, fleets[4 * i + 1],
-                                        fleets[4 * i + 2],
-                                        fleets[4 * i + 3]))
+        if (ft->rolled_back && !snap.rolled_back) {
+            if (fl_control_try_rollback(flag->ctl, ft->at_ms, ft->errors,
+                                        ft->enabled))
             {
                 changed = 1;
-                ngx_log_error(s->fmcf->log_level, s->log, 0,
-                              "flags: flag \"%V\" of project \"%V\" rolled "
-                              "back by the fleet (%uL errors, %uL enabled "
-                              "evaluations in its window)", &flag->name,
-                              &project->name, fleets[4 * i + 2],
-                              fleets[4 * i + 3]);
+                ngx_http_flags_sync_rolled_back(s, project, flag,
+                                                ft->errors, ft->enabled,
+                                                &ft->rb_host);
             }
 
-        } else if (!(fleet & 1) && snap.rolled_back) {
+        } else if (!ft->rolled_back && snap.rolled_back) {
             if (ngx_http_flags_clear_rollback(s->fmcf, flag)) {
                 changed = 1;
-                ngx_log_error(s->fmcf->log_level, s->log, 0,
-                              "flags: rollback cleared by the fleet for "
-                              "flag \"%V\" of project \"%V\"", &flag->name,
-                              &project->name);
+
+                if (ft->cb_host.len) {
+                    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                                  "flags: rollback of flag \"%V\" of project "
+                                  "\"%V\" cleared by the fleet (host "
+                                  "\"%V\")", &flag->name, &project->name,
+                                  &ft->cb_host);
+                } else {
+                    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                                  "flags: rollback of flag \"%V\" of project "
+                                  "\"%V\" cleared by the fleet (no host "
+                                  "recorded)", &flag->name, &project->name);
+                }
             }
         }
 
-        if ((fleet >> 1) != (ngx_http_flags_sync_local(flag, &snap) >> 1)) {
+        if ((fleet >> 1) != (known >> 1)) {
             ngx_http_flags_set_override(flag,
                                         (fl_override_kind_t)
                                             ((fleet >> 1) & 0x7f),
                                         (uint32_t) (fleet >> 8));
             changed = 1;
-            ngx_log_error(s->fmcf->log_level, s->log, 0,
-                          "flags: override of flag \"%V\" of project "
-                          "\"%V\" set by the fleet", &flag->name,
-                          &project->name);
+
+            if (ft->ob_host.len) {
+                ngx_log_error(s->fmcf->log_level, s->log, 0,
+                              "flags: override of flag \"%V\" of project "
+                              "\"%V\" %s by the fleet (host \"%V\")",
+                              &flag->name, &project->name,
+                              (fleet >> 1) ? "set" : "removed",
+                              &ft->ob_host);
+            } else {
+                ngx_log_error(s->fmcf->log_level, s->log, 0,
+                              "flags: override of flag \"%V\" of project "
+                              "\"%V\" %s by the fleet (no host recorded)",
+                              &flag->name, &project->name,
+                              (fleet >> 1) ? "set" : "removed");
+            }
         }
 
         flag->version->sync_known = fleet;

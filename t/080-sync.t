@@ -141,6 +141,43 @@ sub enabled {
 
 my $url = "redis://:$pass\@127.0.0.1:$rport/3";
 
+# the lines of host $i's error log matching $re
+sub log_lines {
+    my ($i, $re) = @_;
+    return grep { /$re/ } split /\n/, read_file("$dir[$i]/logs/error.log") // '';
+}
+
+# One command to the test's redis-server (database 3), in RESP: the reply
+# (a string, a number, or an array of them).
+sub redis_reply {
+    my ($s) = @_;
+    my $l = <$s> // die "redis: no reply\n";
+    $l =~ s/\r\n\z//;
+    my $t = substr($l, 0, 1, '');
+    die "redis: $l\n" if $t eq '-';
+    return $l if $t eq '+' || $t eq ':';
+    if ($t eq '$') {
+        return undef if $l < 0;
+        read($s, my $b, $l + 2) == $l + 2 or die "redis: short read\n";
+        return substr($b, 0, $l);
+    }
+    return [map { redis_reply($s) } 1 .. $l] if $t eq '*';
+    die "redis: cannot read \"$t$l\"\n";
+}
+
+sub redis_cmd {
+    my (@cmd) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rport,
+                                  Timeout => 5) or die "redis: $!";
+    my $req = '';
+    for my $c (['AUTH', $pass], ['SELECT', 3], \@cmd) {
+        $req .= '*' . @$c . "\r\n" . join '', map { '$' . length($_) . "\r\n$_\r\n" } @$c;
+    }
+    print $s $req;
+    redis_reply($s) for 1 .. 2;
+    return redis_reply($s);
+}
+
 # --- nginx -t: the directive's errors name file and line -----------------
 {
     my $d = $dir[3];
@@ -246,6 +283,21 @@ ok($took <= $bound, sprintf 'every host within 3 intervals + 0.2 s (%.2f s <= %.
     my $f = flag_state(1, 'risky');
     is($f->{rolledBack}, JSON::PP::true, 'host 1: rolledBack');
     is($f->{rollback}{errors}, 6, 'the fleet\'s record: 6 errors');
+    # every host says where the decision came from: the host whose
+    # deltas crossed the threshold, the same for all
+    my %by;
+    for my $i (0 .. 2) {
+        my @l = log_lines($i, qr/\[error\] .*flags: flag "risky" of project "shop" rolled back by the fleet/);
+        is(scalar @l, 1, "host $i: one log line of the fleet's rollback");
+        like($l[0] // '', qr/\[error\] \d+#\d+: flags: flag "risky" of project "shop" rolled back by the fleet \(decided on host "(h[012])": 6 errors, \d+ enabled evaluations in 60 s\)$/,
+             "host $i: it names the deciding host");
+        $by{$1}++ if ($l[0] // '') =~ /decided on host "(h\d)"/;
+    }
+    is(scalar keys %by, 1, 'one deciding host for all: ' . join ',', keys %by);
+    my ($h) = keys %by;
+    my ($rec) = grep { /^\d+ 6 \d+ h\d$/ }
+        values %{ { @{ redis_cmd('HGETALL', 't080:{shop}:ctl') } } };
+    like($rec // '', qr/^\d{13} 6 \d+ \Q$h\E$/, "Redis's record ends with the host: $rec");
 }
 
 # a changed definition keeps its own state: host 2's "variant" differs
@@ -265,6 +317,10 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
         ok(wait_for(sub { (enabled($i, 'risky') // 0) == 1 }, 3),
            "host $i: risky served again");
     }
+    for my $i (1 .. 2) {
+        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: rollback of flag "risky" of project "shop" cleared by the fleet \(host "h0"\)$/)),
+           1, "host $i: the clear is logged with the host that cleared it");
+    }
 
     ($st) = req(1, PUT => '/flags-admin/overrides/shop/calm',
                 body => '{"rolloutPercentage": 12.5}',
@@ -275,6 +331,10 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
             my $f = flag_state($i, 'calm');
             $f && $f->{override} && ($f->{override}{rolloutPercentage} // -1) == 12.5
         }, 3), "host $i: the override is in effect");
+    }
+    for my $i (0, 2) {
+        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: override of flag "calm" of project "shop" set by the fleet \(host "h1"\)$/)),
+           1, "host $i: the override is logged with the host that set it");
     }
 
     ($st) = req(2, DELETE => '/flags-admin/overrides/shop/calm');
@@ -294,6 +354,24 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
         ok(wait_for(sub { (enabled($i, 'calm') // 1) == 0 }, 3),
            "host $i: calm off");
     }
+}
+
+# a record of an older version (no host) is still read: one written
+# straight into Redis, as such a host would
+{
+    my %ctl = @{ redis_cmd('HGETALL', 't080:{shop}:ctl') };
+    my ($field) = grep { /^cb:[0-9a-f]{16}:risky$/ } keys %ctl;
+    ok($field, "the clear of risky is recorded ($field: $ctl{$field // ''})");
+    (my $rb = $field // 'cb:0:risky') =~ s/^cb:/rb:/;
+    redis_cmd('HSET', 't080:{shop}:ctl', $rb, '1700000000000 7 70');
+    redis_cmd('HINCRBY', 't080:{shop}:ctl', 'ver', 1);
+    for my $i (0 .. 2) {
+        ok(wait_for(sub { (enabled($i, 'risky') // 1) == 0 }, 3),
+           "host $i: the old record rolls risky back");
+        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: flag "risky" of project "shop" rolled back by the fleet \(no host recorded: 7 errors, 70 enabled evaluations in 60 s\)$/)),
+           1, "host $i: logged without a host");
+    }
+    is(flag_state(1, 'risky')->{rollback}{errors}, 7, 'the record\'s errors');
 }
 
 # GET /flags on the three hosts for $secs seconds: (requests, not 200,
@@ -364,6 +442,14 @@ sub losses {
     }
     ok(wait_for(sub { (enabled(0, 'calm') // 1) == 0 }, 3),
        'host 0: calm still overridden off');
+    for my $i (1 .. 2) {
+        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: flag "solo" of project "shop" rolled back by the fleet \(decided on host "h0": 2 errors, \d+ enabled evaluations in 60 s\)$/)),
+           1, "host $i: solo's rollback names the host that published it");
+    }
+    for my $i (0 .. 2) {
+        is(scalar(log_lines($i, qr/\[notice\] \d+#\d+: flags_sync: project "shop": redis holds a new state \(restarted empty\?\): this host publishes its active rollbacks and overrides at the next round$/)),
+           1, "host $i: the new state is logged, one complete sentence");
+    }
     like(read_file("$dir[0]/logs/error.log"),
          qr/flags_sync: redis at 127\.0\.0\.1:\Q$rport\E is back/, 'the return is logged');
 }

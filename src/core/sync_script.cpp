@@ -11,11 +11,17 @@
 /*
  * The fleet's script.  KEYS[1] is the project's control hash, KEYS[1 + i]
  * the window hash of entry i.  ARGV: the epoch and version the host last
- * read, the number of entries, then NGX_HTTP_FLAGS_SYNC_ARGS a flag: name,
- * definition hash (16 hex digits), rollback op ("-", "set", "clr") and its
- * record ("at_ms errors enabled"), override op ("-", "set", "del") and its
- * value ("off" or milli-percent), error and enabled-evaluation deltas,
- * then the policy as "min_errors rate_milli window" ("" when off).
+ * read, the number of entries, the calling host's name (flags_sync
+ * host=), then NGX_HTTP_FLAGS_SYNC_ARGS a flag: name, definition hash (16
+ * hex digits), rollback op ("-", "set", "clr") and its record ("at_ms
+ * errors enabled host"), override op ("-", "set", "del") and its value
+ * ("off" or milli-percent), error and enabled-evaluation deltas, then the
+ * policy as "min_errors rate_milli window" ("" when off).
+ * Provenance: a rollback record ends with the host that published it or
+ * whose deltas crossed the threshold; "cb:<def>:<flag>" names the host
+ * that last cleared the rollback, "ob:<def>:<flag>" the one that last set
+ * or removed the override (hosts of an older version ignore both fields
+ * and read the record's first three numbers).
  * Time is Redis's own (TIME), so hosts' clocks need not agree.
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
  * HGETALL of the control hash}.
@@ -35,25 +41,38 @@ constexpr char script[] =
     "end\n"
     "local bump = 0\n"
     "local n = tonumber(ARGV[3])\n"
+    "local host = ARGV[4]\n"
     "for i = 0, n - 1 do\n"
-    "  local a = 4 + i * 9\n"
+    "  local a = 5 + i * 9\n"
     "  local flag, def = ARGV[a], ARGV[a + 1]\n"
     "  local rbf = 'rb:' .. def .. ':' .. flag\n"
     "  local ovf = 'ov:' .. def .. ':' .. flag\n"
+    "  local cbf = 'cb:' .. def .. ':' .. flag\n"
     "  local w = KEYS[2 + i]\n"
     "  if ARGV[a + 2] == 'set' then\n"
-    "    bump = bump + redis.call('HSETNX', ctl, rbf, ARGV[a + 3])\n"
+    "    if redis.call('HSETNX', ctl, rbf, ARGV[a + 3]) == 1 then\n"
+    "      redis.call('HDEL', ctl, cbf)\n"
+    "      bump = bump + 1\n"
+    "    end\n"
     "  elseif ARGV[a + 2] == 'clr' then\n"
-    "    bump = bump + redis.call('HDEL', ctl, rbf)\n"
+    "    if redis.call('HDEL', ctl, rbf) == 1 then\n"
+    "      redis.call('HSET', ctl, cbf, host)\n"
+    "      bump = bump + 1\n"
+    "    end\n"
     "    redis.call('DEL', w)\n"
     "  end\n"
+    "  local ov = 0\n"
     "  if ARGV[a + 4] == 'set' then\n"
     "    if redis.call('HGET', ctl, ovf) ~= ARGV[a + 5] then\n"
     "      redis.call('HSET', ctl, ovf, ARGV[a + 5])\n"
-    "      bump = bump + 1\n"
+    "      ov = 1\n"
     "    end\n"
     "  elseif ARGV[a + 4] == 'del' then\n"
-    "    bump = bump + redis.call('HDEL', ctl, ovf)\n"
+    "    ov = redis.call('HDEL', ctl, ovf)\n"
+    "  end\n"
+    "  if ov == 1 then\n"
+    "    redis.call('HSET', ctl, 'ob:' .. def .. ':' .. flag, host)\n"
+    "    bump = bump + 1\n"
     "  end\n"
     "  local de, dn = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])\n"
     "  local pol = ARGV[a + 8]\n"
@@ -78,8 +97,11 @@ constexpr char script[] =
     "    if me < 1 then me = 1 end\n"
     "    if errors >= me\n"
     "       and (enabled == 0 or errors * 100000 >= rate * enabled) then\n"
-    "      bump = bump + redis.call('HSETNX', ctl, rbf,\n"
-    "        now_ms .. ' ' .. errors .. ' ' .. enabled)\n"
+    "      if redis.call('HSETNX', ctl, rbf, now_ms .. ' ' .. errors\n"
+    "                    .. ' ' .. enabled .. ' ' .. host) == 1 then\n"
+    "        redis.call('HDEL', ctl, cbf)\n"
+    "        bump = bump + 1\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "end\n"
