@@ -90,6 +90,12 @@ typedef struct {
     ngx_uint_t                  last_gen;
     ngx_uint_t                  in_tree;
     fl_totals_t                 totals;
+    /* flags_sync: of the totals, what Redis acknowledged (or what was
+     * dropped); kept here so the next syncing worker, of this generation
+     * or the next, continues from it (ngx_http_flags_sync.c) */
+    uint64_t                    sync_base_errors;
+    uint64_t                    sync_base_enabled;
+    ngx_uint_t                  sync_based;  /* 0: take the totals */
     ngx_http_flags_version_t   *versions;
     size_t                      key_len;
     u_char                      key[1];
@@ -152,6 +158,8 @@ typedef struct {
     ngx_atomic_t                sync_round_ms;
     ngx_atomic_t                sync_failures;
     ngx_atomic_t                sync_rounds;
+    /* Redis was away: the next round drops what was counted meanwhile */
+    ngx_atomic_t                sync_rebase;
 } ngx_http_flags_shctx_t;
 
 

@@ -57,9 +57,7 @@ typedef struct {
 
 
 typedef struct {
-    uint64_t                   *base;        /* errors, enabled a flag */
     ngx_http_flags_sync_sent_t *sent;
-    ngx_uint_t                  rebase;
 } ngx_http_flags_sync_project_t;
 
 
@@ -130,6 +128,7 @@ static ngx_http_flags_sync_t  *ngx_http_flags_sync_worker;
 static void ngx_http_flags_sync_tick(ngx_event_t *ev);
 static void ngx_http_flags_sync_timeout(ngx_event_t *ev);
 static ngx_uint_t ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s);
+static ngx_uint_t ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s,
     const char *why, ngx_str_t *detail);
@@ -142,7 +141,7 @@ static ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_project(ngx_http_flags_sync_t *s,
-    ngx_uint_t pi);
+    ngx_uint_t pi, ngx_uint_t rebase);
 static ngx_int_t ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s,
     redisReply *reply);
 static ngx_int_t ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s,
@@ -584,17 +583,12 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
                    + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        s->projects[i].base = ngx_pcalloc(cycle->pool,
-                                  2 * (project[i].nflags + 1)
-                                  * sizeof(uint64_t));
         s->projects[i].sent = ngx_pcalloc(cycle->pool,
                                   (project[i].nflags + 1)
                                   * sizeof(ngx_http_flags_sync_sent_t));
-        if (s->projects[i].base == NULL || s->projects[i].sent == NULL) {
+        if (s->projects[i].sent == NULL) {
             return NGX_ERROR;
         }
-
-        s->projects[i].rebase = 1;
     }
 
     s->tick.handler = ngx_http_flags_sync_tick;
@@ -669,6 +663,13 @@ ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s)
 }
 
 
+static ngx_uint_t
+ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s)
+{
+    return (ngx_pid_t) (s->fmcf->sh->sync_lock & 0xffffffff) == ngx_pid;
+}
+
+
 static void
 ngx_http_flags_sync_tick(ngx_event_t *ev)
 {
@@ -695,15 +696,12 @@ ngx_http_flags_sync_tick(ngx_event_t *ev)
         return;
     }
 
-    if (!s->owner) {
-        ngx_uint_t  i;
-
-        s->owner = 1;
-
-        for (i = 0; i < s->fmcf->projects.nelts; i++) {
-            s->projects[i].rebase = 1;
-        }
-    }
+    /*
+     * A new owner (another worker, or a new generation's after a reload)
+     * continues from the baseline Redis acknowledged, kept in the zone:
+     * what the last owner counted and did not send goes out now.
+     */
+    s->owner = 1;
 
     switch (s->state) {
 
@@ -965,8 +963,6 @@ static void
 ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
     ngx_str_t *detail)
 {
-    ngx_uint_t  i;
-
     ngx_http_flags_sync_close(s);
 
     (void) ngx_atomic_fetch_add(&s->fmcf->sh->sync_failures, 1);
@@ -995,10 +991,9 @@ ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
                             : s->conf->interval;
     s->next_try = ngx_current_msec + s->backoff;
 
-    /* what was counted while away is not sent as if it were new */
-    for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        s->projects[i].rebase = 1;
-    }
+    /* what is counted while away is not sent as if it were new: the
+     * first round after it takes the totals as the baseline */
+    s->fmcf->sh->sync_rebase = 1;
 }
 
 
@@ -1276,14 +1271,18 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
 static ngx_int_t
 ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
 {
-    ngx_uint_t  i;
+    ngx_uint_t  i, rebase;
 
     s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
     s->round_start = ngx_current_msec;
     s->changed = 0;
 
+    /* the first round after Redis was away (for this owner or the last) */
+    rebase = s->fmcf->sh->sync_rebase;
+    s->fmcf->sh->sync_rebase = 0;
+
     for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        if (ngx_http_flags_sync_project(s, i) != NGX_OK) {
+        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -1316,7 +1315,8 @@ ngx_http_flags_sync_local(ngx_http_flags_flag_t *flag,
  */
 
 static ngx_int_t
-ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
+ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    ngx_uint_t rebase)
 {
     int                             argc, len;
     char                           *cmd;
@@ -1327,6 +1327,7 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
     const char                    **argv;
     fl_state_snapshot_t             snap;
     ngx_http_flags_flag_t          *flag;
+    ngx_http_flags_node_t          *node;
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
     ngx_http_flags_sync_conf_t     *sc;
@@ -1403,13 +1404,16 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         errors = flag->totals->errors;
         enabled = flag->totals->enabled_evaluations;
 
-        if (sp->rebase) {
-            sp->base[2 * i] = errors;
-            sp->base[2 * i + 1] = enabled;
+        node = flag->node;
+
+        if (rebase || !node->sync_based) {
+            node->sync_base_errors = errors;
+            node->sync_base_enabled = enabled;
+            node->sync_based = 1;
         }
 
-        de = errors - sp->base[2 * i];
-        dn = enabled - sp->base[2 * i + 1];
+        de = errors - node->sync_base_errors;
+        dn = enabled - node->sync_base_enabled;
 
         local = ngx_http_flags_sync_local(flag, &snap);
         known = flag->version->sync_known;
@@ -1429,8 +1433,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         {
             /* nothing to say: the deltas are dropped with a rollback
              * in place or no policy to count for */
-            sp->base[2 * i] = errors;
-            sp->base[2 * i + 1] = enabled;
+            node->sync_base_errors = errors;
+            node->sync_base_enabled = enabled;
             sent[i].local = local;
             sent[i].local |= (uint64_t) 1 << 63;     /* seen, no entry */
             continue;
@@ -1449,8 +1453,6 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
             nkeys++;
         }
     }
-
-    sp->rebase = 0;
 
     {
         u_char  *start = p;
@@ -1535,12 +1537,14 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         argc++;
 
         start = p;
-        p = ngx_sprintf(p, "%uL", sent[i].errors - sp->base[2 * i]);
+        p = ngx_sprintf(p, "%uL",
+                        sent[i].errors - flag->node->sync_base_errors);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
         start = p;
-        p = ngx_sprintf(p, "%uL", sent[i].enabled - sp->base[2 * i + 1]);
+        p = ngx_sprintf(p, "%uL",
+                        sent[i].enabled - flag->node->sync_base_enabled);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
@@ -1869,6 +1873,7 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
     ngx_http_flags_pversion_t      *pv;
+    ngx_http_flags_node_t          *node;
     ngx_http_flags_sync_fleet_t    *fleets, *ft;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
@@ -1883,17 +1888,20 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         return NGX_ERROR;
     }
 
-    /* the deltas sent are counted by the fleet */
-    for (i = 0; i < project->nflags; i++) {
-        if (project->flags[i].node == NULL
+    /* the deltas sent are counted by the fleet: the baseline moves (not
+     * when another worker took the lock meanwhile: it owns it now) */
+    for (i = 0; ngx_http_flags_sync_owns(s) && i < project->nflags; i++) {
+        node = project->flags[i].node;
+
+        if (node == NULL
             || (sp->sent[i].local >> 63)
             || sp->sent[i].local == (uint64_t) -1)
         {
             continue;
         }
 
-        sp->base[2 * i] = sp->sent[i].errors;
-        sp->base[2 * i + 1] = sp->sent[i].enabled;
+        node->sync_base_errors = sp->sent[i].errors;
+        node->sync_base_enabled = sp->sent[i].enabled;
     }
 
     if (reply->elements < 3) {

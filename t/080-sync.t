@@ -495,6 +495,141 @@ sub losses {
     is(enabled(3, 'risky'), 1, 'and serving goes on');
 }
 
+# --- the syncing worker changes: no error count is lost ---------------------
+# Two hosts, interval=1s, minErrors=4: two errors reach Redis from host a1,
+# two are counted on host a0 just after one of its rounds, then a0's
+# syncing worker changes before its next round: by a reload (a new
+# generation's worker takes over), or by kill -9 (another worker, once the
+# lock expires).  The next owner continues from the baseline Redis
+# acknowledged (kept in the zone): the two errors go out and the fleet
+# rolls the flag back.  Before, the next owner started from the current
+# totals and dropped them: no rollback in 12 s.
+{
+    my @adir = map { prefix_dir("sync-a$_") } 0 .. 1;
+    my @aport = map { free_port() } 0 .. 1;
+    my $pair = <<'_J_';
+{"flags": [
+  {"name": "r1", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}},
+  {"name": "r2", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}},
+  {"name": "r3", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}}
+]}
+_J_
+    my @apid;
+    for my $i (0 .. 1) {
+        local $FlagsTest::Port = $aport[$i];
+        write_file("$adir[$i]/conf/pair.json", $pair);
+        write_file("$adir[$i]/conf/nginx.conf", nginx_conf(http => <<"_H_", server => <<'_S_'));
+    flags_project pair token=tok_1 file=pair.json;
+    flags_error_log off;
+    flags_sync $url interval=1s prefix=t080pair: host=a$i;
+_H_
+        location = /flags { flags_evaluate; }
+        location = /ingest/errors { flags_ingest_errors; }
+        location = /flags-status { flags_status; }
+_S_
+        push @apid, nginx_start($adir[$i]);
+    }
+    my $areq = sub {
+        my ($i, @args) = @_;
+        local $FlagsTest::Port = $aport[$i];
+        return http_request(@args);
+    };
+    my $astatus = sub {
+        my ($st, undef, $body) = $areq->($_[0], GET => '/flags-status');
+        return $st && $st == 200 ? JSON::PP::decode_json($body) : {};
+    };
+    my $aerror = sub {
+        my ($i, $flag) = @_;
+        my ($st) = $areq->($i, POST => '/ingest/errors',
+            body => qq({"flagName":"$flag","message":"boom"}),
+            headers => ['Authorization: Bearer tok_1', 'Content-Type: application/json']);
+        return $st;
+    };
+    my $aoff = sub {
+        my ($i, $flag) = @_;
+        my ($st, undef, $body) = $areq->($i, GET => '/flags?userId=u1',
+                                         headers => ['Authorization: Bearer tok_1']);
+        return 0 unless $st == 200;
+        my ($f) = grep { $_->{name} eq $flag } @{ JSON::PP::decode_json($body)->{flags} };
+        return $f && !$f->{enabled};
+    };
+    # waits for $n more rounds of host $i's syncing worker
+    my $rounds = sub {
+        my ($i, $n) = @_;
+        my $r0 = $astatus->($i)->{sync}{rounds} // 0;
+        return wait_for(sub { ($astatus->($i)->{sync}{rounds} // 0) >= $r0 + $n }, 2 * $n + 2);
+    };
+    for my $i (0 .. 1) {
+        ok(wait_for(sub { $astatus->($i)->{sync}{connected} }, 5), "host a$i: connected");
+    }
+
+    for my $case (['r1', 'nginx -s reload'], ['r2', 'kill -9 of the syncing worker']) {
+        my ($flag, $how) = @$case;
+        is($aerror->(1, $flag), 204, "host a1: $flag error") for 1 .. 2;
+        ok($rounds->(1, 2), "$flag: host a1's two errors reach Redis (two rounds)");
+        ok($rounds->(0, 1), "$flag: host a0 just finished a round");
+        is($aerror->(0, $flag), 204, "host a0: $flag error") for 1 .. 2;
+        my $owner = $astatus->(0)->{sync}{owner};
+        my $t = time;
+        if ($flag eq 'r1') {
+            nginx_signal($apid[0], 'HUP');
+        } else {
+            kill 'KILL', $owner;
+        }
+        ok(!$aoff->(0, $flag) && !$aoff->(1, $flag), "$flag: two errors a host roll nothing back alone");
+        # the reload: the old owner exits at once and releases the lock, a
+        # new worker takes it at its next tick (1 s), its first round sends
+        # the two errors, host a1 reads the rollback at its next tick (1 s):
+        # 2 intervals + 2 s for the reload and the polling (measured:
+        # 1.0 to 2.0 s).
+        # kill -9: the lock expires 2 + 3 x 1 s after its last renewal,
+        # counted in whole seconds (up to 6 s), then the same 2 intervals
+        # + 1 s (measured: 5.9 to 6.9 s).
+        my $bound = $flag eq 'r1' ? 4 : 9;
+        ok(wait_for(sub { $aoff->(0, $flag) && $aoff->(1, $flag) }, $bound + 4),
+           "$flag after $how: both hosts serve the fleet's rollback");
+        my $took = time - $t;
+        ok($took <= FlagsTest::slow($bound),
+           sprintf "$flag after $how: within %d s (%.2f s)", $bound, $took);
+        my $new = $astatus->(0)->{sync}{owner};
+        ok($new && $new != $owner, "$flag: another worker owns the lock ($owner -> $new)");
+        is(scalar(grep { /\[error\] \d+#\d+: flags: flag "\Q$flag\E" of project "pair" rolled back by the fleet \(decided on host "a0": 4 errors, \d+ enabled evaluations in 60 s\)$/ }
+                  split /\n/, read_file("$adir[1]/logs/error.log")),
+           1, "$flag: host a1 logs the rollback decided on host a0 with 4 errors");
+    }
+
+    # Not an owner change: errors counted while Redis does not answer are
+    # dropped when it is back (they would land in the current second),
+    # the rule that stays.
+    {
+        is($aerror->(1, 'r3'), 204, 'host a1: r3 error') for 1 .. 2;
+        ok($rounds->(1, 2), "r3: host a1's two errors reach Redis");
+        my $f0 = $astatus->(0)->{sync}{failures};
+        kill 'STOP', $redis_pid;
+        # counted once the loss is known (a command already written to
+        # the socket would still be run by Redis when it resumes: that is
+        # the at-least-once case, not this one)
+        ok(wait_for(sub { $astatus->(0)->{sync}{failures} > $f0 }, 8),
+           'r3: host a0\'s round fails');
+        is($aerror->(0, 'r3'), 204, 'host a0: r3 error while Redis does not answer') for 1 .. 2;
+        kill 'CONT', $redis_pid;
+        ok(wait_for(sub { $astatus->(0)->{sync}{connected} }, 8), 'r3: host a0 connected again');
+        ok($rounds->(0, 2), 'r3: and two rounds done');
+        ok(!$aoff->(0, 'r3') && !$aoff->(1, 'r3'),
+           'r3: the two errors counted while away were not sent (2 + 0 < 4)');
+        is($aerror->(0, 'r3'), 204, 'host a0: r3 error') for 1 .. 2;
+        ok(wait_for(sub { $aoff->(0, 'r3') && $aoff->(1, 'r3') }, 4),
+           'r3: two new errors on host a0 are: the fleet rolls it back');
+        ok((grep { /rolled back by the fleet \(decided on host "a0": 4 errors,/ }
+            split /\n/, read_file("$adir[1]/logs/error.log")) == 3,
+           'r3: with 4 errors, not 6');
+    }
+    nginx_stop($_) for @apid;
+}
+
 # --- a hostile or broken Redis: a fake one, in Perl ------------------------
 # It answers AUTH, SELECT and SCRIPT LOAD as Redis would, and each EVALSHA
 # or EVAL as the file $fdir/mode says at that moment: "calm" {1, 0} (an
