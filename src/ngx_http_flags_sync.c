@@ -157,9 +157,10 @@ static ngx_uint_t ngx_http_flags_sync_valid_name(ngx_str_t *name);
 /* ------------------------------------------------------ the directive */
 
 /*
- * The URL as messages show it: whatever stands between "://" and the last
- * "@" (a password, or user:password) is written "***", so that neither
- * the log nor nginx -t's output ever echoes a password.
+ * The URL as messages show it: whatever stands between "://" (or the
+ * start, when a typo lost it) and the last "@" (a password, or
+ * user:password) is written "***", so that neither the log nor nginx -t's
+ * output ever echoes a password.
  */
 
 static ngx_str_t *
@@ -177,11 +178,7 @@ ngx_http_flags_sync_shown(ngx_conf_t *cf, ngx_str_t *url)
 
     last = url->data + url->len;
     p = ngx_strlcasestrn(url->data, last, (u_char *) "://", 3 - 1);
-    if (p == NULL) {
-        return shown;
-    }
-
-    p += 3;
+    p = (p == NULL) ? url->data : p + 3;
 
     at = NULL;
     for (d = p; d < last; d++) {
@@ -248,10 +245,18 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR || !ngx_is_file(&fi)) {
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
         err = ngx_errno;
         (void) ngx_close_file(fd);
         ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "flags_sync: cannot read password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    if (!ngx_is_file(&fi)) {
+        (void) ngx_close_file(fd);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: password_file \"%V\" is not "
                            "a regular file", path);
         return NGX_CONF_ERROR;

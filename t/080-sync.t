@@ -197,6 +197,7 @@ sub redis_cmd {
                   ["redis://:$pass\@127.0.0.1:2060O/0", qr/flags_sync: "redis:\/\/:\*\*\*\@127\.0\.0\.1:2060O\/0" needs HOST:PORT/],
                   ["http://:$pass\@127.0.0.1:1", qr/flags_sync: "http:\/\/:\*\*\*\@127\.0\.0\.1:1" is not a redis:\/\/ URL/],
                   ["redis://$pass\@127.0.0.1:1", qr/flags_sync: expected ":PASSWORD@" before the host in "redis:\/\/\*\*\*\@127\.0\.0\.1:1"/],
+                  ["redis:/:$pass\@127.0.0.1:1", qr/flags_sync: "\*\*\*\@127\.0\.0\.1:1" is not a redis:\/\/ URL/],
                   ["redis://:$pass\@127.0.0.1:1/x", qr/flags_sync: the database in "redis:\/\/:\*\*\*\@127\.0\.0\.1:1\/x" is not a number/],
                   # password_file=
                   ["redis://127.0.0.1:1 password_file=$d/conf/none", qr/flags_sync: cannot open password_file "\Q$d\E\/conf\/none" \(2: No such file or directory\)/],
