@@ -90,7 +90,7 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       NULL },
 
     { ngx_string("flags_sync"),
-      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      NGX_HTTP_MAIN_CONF|NGX_CONF_1MORE,
       ngx_http_flags_sync,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,

@@ -90,6 +90,12 @@ typedef struct {
     ngx_uint_t                  last_gen;
     ngx_uint_t                  in_tree;
     fl_totals_t                 totals;
+    /* flags_sync: of the totals, what Redis acknowledged (or what was
+     * dropped); kept here so the next syncing worker, of this generation
+     * or the next, continues from it (ngx_http_flags_sync.c) */
+    uint64_t                    sync_base_errors;
+    uint64_t                    sync_base_enabled;
+    ngx_uint_t                  sync_based;  /* 0: take the totals */
     ngx_http_flags_version_t   *versions;
     size_t                      key_len;
     u_char                      key[1];
@@ -152,6 +158,8 @@ typedef struct {
     ngx_atomic_t                sync_round_ms;
     ngx_atomic_t                sync_failures;
     ngx_atomic_t                sync_rounds;
+    /* Redis was away: the next round drops what was counted meanwhile */
+    ngx_atomic_t                sync_rebase;
 } ngx_http_flags_shctx_t;
 
 
@@ -267,6 +275,8 @@ ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
 ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s);
+ngx_uint_t ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, uint32_t *keys, uint32_t *ages);
 /* the rollback decision after an error was counted (reports, upstream) */
 ngx_uint_t ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);

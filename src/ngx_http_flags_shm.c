@@ -1025,6 +1025,39 @@ ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
 
 
 /*
+ * The distinct sources of the flag's window errors now, with their ages in
+ * seconds (flags_sync sends them to the fleet).  keys and ages hold
+ * FL_SOURCE_SLOTS.  Returns how many.
+ */
+
+ngx_uint_t
+ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, uint32_t *keys, uint32_t *ages)
+{
+    size_t                    n;
+    ngx_http_flags_window_t  *w;
+
+    if (flag->node == NULL) {
+        return 0;
+    }
+
+    n = 0;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (w = flag->version->windows; w; w = w->next) {
+        fl_window_source_ages(ngx_http_flags_window_block(w), now,
+                              flag->policy.window, keys, ages, &n,
+                              FL_SOURCE_SLOTS);
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    return n;
+}
+
+
+/*
  * One accepted error report from source (fl_source_key()); then the
  * rollback decision (docs/rollback.md).  Returns 1 when this report
  * rolled the flag back, with the record in *s.

@@ -18,7 +18,22 @@
 
 
 #define NGX_HTTP_FLAGS_SYNC_BACKOFF_MAX  30000
-#define NGX_HTTP_FLAGS_SYNC_ARGS         9       /* script args a flag */
+#define NGX_HTTP_FLAGS_SYNC_ARGS         10      /* script args a flag */
+#define NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX 512     /* password_file, bytes */
+#define NGX_HTTP_FLAGS_SYNC_NAME_MAX     64      /* host=, bytes */
+
+/*
+ * A reply's bound (docs/sync.md): the largest legitimate one is a
+ * project's control hash, with per flag up to four fields a definition
+ * (rb, ov, cb, ob) and their values.  Allowed: 8 definitions of each flag
+ * of this host's largest project, 2048 more fields (flags of the project
+ * that other hosts have and this one has not), at most 256 bytes an
+ * element.  Past it a reply fails the round and the connection closes.
+ */
+#define NGX_HTTP_FLAGS_SYNC_ELTS_FLAG    64
+#define NGX_HTTP_FLAGS_SYNC_ELTS_MIN     4096
+#define NGX_HTTP_FLAGS_SYNC_ELT_BYTES    256
+#define NGX_HTTP_FLAGS_SYNC_BYTES_MIN    65536
 
 
 struct ngx_http_flags_sync_conf_s {
@@ -26,6 +41,7 @@ struct ngx_http_flags_sync_conf_s {
     ngx_addr_t                 *addr;
     ngx_str_t                   host;        /* "host:port", for the log */
     ngx_str_t                   password;    /* empty: no AUTH */
+    ngx_str_t                   name;        /* this host in the fleet */
     ngx_uint_t                  db;
     ngx_msec_t                  interval;
     ngx_str_t                   prefix;
@@ -41,9 +57,7 @@ typedef struct {
 
 
 typedef struct {
-    uint64_t                   *base;        /* errors, enabled a flag */
     ngx_http_flags_sync_sent_t *sent;
-    ngx_uint_t                  rebase;
 } ngx_http_flags_sync_project_t;
 
 
@@ -60,7 +74,8 @@ typedef enum {
     NGX_HTTP_FLAGS_SYNC_R_AUTH = 0,
     NGX_HTTP_FLAGS_SYNC_R_SELECT,
     NGX_HTTP_FLAGS_SYNC_R_LOAD,
-    NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index */
+    NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index: EVALSHA;
+                                              * + projects + index: EVAL */
 } ngx_http_flags_sync_reply_e;
 
 
@@ -93,6 +108,13 @@ typedef struct {
     char                          **cmd;
     size_t                         *cmd_len;
 
+    /* the bound of a reply, and what the one being read holds */
+    size_t                          max_elements;
+    size_t                          max_bytes;
+    size_t                          reply_elements;
+    size_t                          reply_bytes;
+    ngx_uint_t                      too_large;
+
     u_char                          sha[41];
     ngx_uint_t                      has_sha;
     ngx_uint_t                      changed; /* the zone changed: save */
@@ -106,6 +128,7 @@ static ngx_http_flags_sync_t  *ngx_http_flags_sync_worker;
 static void ngx_http_flags_sync_tick(ngx_event_t *ev);
 static void ngx_http_flags_sync_timeout(ngx_event_t *ev);
 static ngx_uint_t ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s);
+static ngx_uint_t ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s,
     const char *why, ngx_str_t *detail);
@@ -118,7 +141,7 @@ static ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_project(ngx_http_flags_sync_t *s,
-    ngx_uint_t pi);
+    ngx_uint_t pi, ngx_uint_t rebase);
 static ngx_int_t ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s,
     redisReply *reply);
 static ngx_int_t ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s,
@@ -126,6 +149,7 @@ static ngx_int_t ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s,
 static uint64_t ngx_http_flags_sync_local(ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *snap);
 static void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
+static ngx_uint_t ngx_http_flags_sync_valid_name(ngx_str_t *name);
 
 
 
@@ -133,8 +157,152 @@ static void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
 /* ------------------------------------------------------ the directive */
 
 /*
+ * The URL as messages show it: whatever stands between "://" (or the
+ * start, when a typo lost it) and the last "@" (a password, or
+ * user:password) is written "***", so that neither the log nor nginx -t's
+ * output ever echoes a password.
+ */
+
+static ngx_str_t *
+ngx_http_flags_sync_shown(ngx_conf_t *cf, ngx_str_t *url)
+{
+    u_char     *p, *last, *at, *d;
+    ngx_str_t  *shown;
+
+    shown = ngx_palloc(cf->pool, sizeof(ngx_str_t));
+    if (shown == NULL) {
+        return url;
+    }
+
+    *shown = *url;
+
+    last = url->data + url->len;
+    p = ngx_strlcasestrn(url->data, last, (u_char *) "://", 3 - 1);
+    p = (p == NULL) ? url->data : p + 3;
+
+    at = NULL;
+    for (d = p; d < last; d++) {
+        if (*d == '@') {
+            at = d;
+        }
+    }
+
+    if (at == NULL) {
+        return shown;
+    }
+
+    shown->data = ngx_pnalloc(cf->pool, url->len + 4);
+    if (shown->data == NULL) {
+        return url;
+    }
+
+    d = ngx_cpymem(shown->data, url->data, p - url->data);
+    d = ngx_cpymem(d, (*p == ':') ? ":***" : "***", (*p == ':') ? 4 : 3);
+    d = ngx_cpymem(d, at, last - at);
+    shown->len = d - shown->data;
+
+    return shown;
+}
+
+
+/*
+ * password_file=PATH: read once, by the master, while the configuration
+ * is read (so the file may be readable by root only); its trailing
+ * newlines are not part of the password.
+ */
+
+static char *
+ngx_http_flags_sync_password_file(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *path)
+{
+    u_char           *buf;
+    ssize_t           n;
+    ngx_fd_t          fd;
+    ngx_err_t         err;
+    ngx_file_info_t   fi;
+
+    if (path->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file= needs a path");
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_conf_full_name(cf->cycle, path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    fd = ngx_open_file(path->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
+                           "flags_sync: cannot open password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    buf = ngx_pnalloc(cf->pool, NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX + 1);
+    if (buf == NULL) {
+        (void) ngx_close_file(fd);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ngx_fd_info(fd, &fi) == NGX_FILE_ERROR) {
+        err = ngx_errno;
+        (void) ngx_close_file(fd);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "flags_sync: cannot read password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    if (!ngx_is_file(&fi)) {
+        (void) ngx_close_file(fd);
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file \"%V\" is not "
+                           "a regular file", path);
+        return NGX_CONF_ERROR;
+    }
+
+    /* one byte more than the bound tells a file too large */
+    n = ngx_read_fd(fd, buf, NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX + 1);
+    err = ngx_errno;
+    (void) ngx_close_file(fd);
+
+    if (n == -1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
+                           "flags_sync: cannot read password_file \"%V\"",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    if (n > NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file \"%V\" is larger "
+                           "than %d bytes", path,
+                           NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX);
+        return NGX_CONF_ERROR;
+    }
+
+    while (n > 0 && (buf[n - 1] == LF || buf[n - 1] == CR)) {
+        n--;
+    }
+
+    if (n == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: password_file \"%V\" is empty",
+                           path);
+        return NGX_CONF_ERROR;
+    }
+
+    sc->password.data = buf;
+    sc->password.len = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
  * flags_sync redis://[:PASSWORD@]HOST:PORT[/DB] [interval=1s]
- *            [prefix=flags:];
+ *            [prefix=flags:] [password_file=PATH] [host=NAME];
  */
 
 char *
@@ -142,9 +310,10 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
+    char                        *rv;
     u_char                      *p, *last, *at, *slash;
     ngx_int_t                    n;
-    ngx_str_t                   *value, hp, v;
+    ngx_str_t                   *value, *shown, hp, v, pwfile;
     ngx_url_t                    u;
     ngx_uint_t                   i;
     ngx_http_flags_sync_conf_t  *sc;
@@ -162,6 +331,11 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     sc->url = value[1];
     sc->interval = 1000;
     ngx_str_set(&sc->prefix, "flags:");
+    sc->name = cf->cycle->hostname;
+    ngx_str_null(&pwfile);
+
+    /* no message shows the password */
+    shown = ngx_http_flags_sync_shown(cf, &value[1]);
 
     p = value[1].data;
     last = p + value[1].len;
@@ -171,7 +345,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: \"%V\" is not a redis:// URL "
-                           "(redis://[:PASSWORD@]HOST:PORT[/DB])", &value[1]);
+                           "(redis://[:PASSWORD@]HOST:PORT[/DB])", shown);
         return NGX_CONF_ERROR;
     }
 
@@ -189,7 +363,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (*p != ':' || at == p + 1) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_sync: expected \":PASSWORD@\" before "
-                               "the host in \"%V\"", &value[1]);
+                               "the host in \"%V\"", shown);
             return NGX_CONF_ERROR;
         }
 
@@ -208,7 +382,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (n == NGX_ERROR || n > 65535) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_sync: the database in \"%V\" is not "
-                               "a number", &value[1]);
+                               "a number", shown);
             return NGX_CONF_ERROR;
         }
 
@@ -224,7 +398,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: \"%V\" needs HOST:PORT%s%s",
-                           &value[1], u.err ? ": " : "",
+                           shown, u.err ? ": " : "",
                            u.err ? u.err : "");
         return NGX_CONF_ERROR;
     }
@@ -272,9 +446,60 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "password_file=", 14) == 0) {
+            if (pwfile.data) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "flags_sync: duplicate password_file=");
+                return NGX_CONF_ERROR;
+            }
+
+            pwfile.data = value[i].data + 14;
+            pwfile.len = value[i].len - 14;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "host=", 5) == 0) {
+            sc->name.data = value[i].data + 5;
+            sc->name.len = value[i].len - 5;
+
+            if (!ngx_http_flags_sync_valid_name(&sc->name)) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "flags_sync: invalid \"%V\": 1 to %d "
+                                   "bytes of letters, digits, \".\", \"-\", "
+                                   "\"_\" or \":\"", &value[i],
+                                   NGX_HTTP_FLAGS_SYNC_NAME_MAX);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: unknown parameter \"%V\" (expected "
-                           "interval= or prefix=)", &value[i]);
+                           "interval=, prefix=, password_file= or host=)",
+                           &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (pwfile.data) {
+        if (sc->password.len) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: a password in the URL and "
+                               "password_file= together");
+            return NGX_CONF_ERROR;
+        }
+
+        rv = ngx_http_flags_sync_password_file(cf, sc, &pwfile);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    if (!ngx_http_flags_sync_valid_name(&sc->name)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: the host name \"%V\" cannot name "
+                           "this host in the fleet's records: set host=",
+                           &sc->name);
         return NGX_CONF_ERROR;
     }
 
@@ -284,13 +509,39 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* A host's name in the fleet's records: no space (it ends a record). */
+
+static ngx_uint_t
+ngx_http_flags_sync_valid_name(ngx_str_t *name)
+{
+    u_char  *p, *last;
+
+    if (name->len == 0 || name->len > NGX_HTTP_FLAGS_SYNC_NAME_MAX) {
+        return 0;
+    }
+
+    last = name->data + name->len;
+
+    for (p = name->data; p < last; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9')
+              || *p == '.' || *p == '-' || *p == '_' || *p == ':'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* --------------------------------------------------- the worker's life */
 
 ngx_int_t
 ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                      i;
+    ngx_uint_t                      i, nflags;
     ngx_http_flags_sync_t          *s;
     ngx_http_flags_project_t       *project;
 
@@ -325,19 +576,24 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     }
 
     project = fmcf->projects.elts;
+    nflags = 0;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        s->projects[i].base = ngx_pcalloc(cycle->pool,
-                                  2 * (project[i].nflags + 1)
-                                  * sizeof(uint64_t));
+        nflags = ngx_max(nflags, project[i].nflags);
+    }
+
+    s->max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
+                      + NGX_HTTP_FLAGS_SYNC_ELTS_FLAG * nflags;
+    s->max_bytes = NGX_HTTP_FLAGS_SYNC_BYTES_MIN
+                   + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
         s->projects[i].sent = ngx_pcalloc(cycle->pool,
                                   (project[i].nflags + 1)
                                   * sizeof(ngx_http_flags_sync_sent_t));
-        if (s->projects[i].base == NULL || s->projects[i].sent == NULL) {
+        if (s->projects[i].sent == NULL) {
             return NGX_ERROR;
         }
-
-        s->projects[i].rebase = 1;
     }
 
     s->tick.handler = ngx_http_flags_sync_tick;
@@ -412,6 +668,13 @@ ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s)
 }
 
 
+static ngx_uint_t
+ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s)
+{
+    return (ngx_pid_t) (s->fmcf->sh->sync_lock & 0xffffffff) == ngx_pid;
+}
+
+
 static void
 ngx_http_flags_sync_tick(ngx_event_t *ev)
 {
@@ -438,15 +701,12 @@ ngx_http_flags_sync_tick(ngx_event_t *ev)
         return;
     }
 
-    if (!s->owner) {
-        ngx_uint_t  i;
-
-        s->owner = 1;
-
-        for (i = 0; i < s->fmcf->projects.nelts; i++) {
-            s->projects[i].rebase = 1;
-        }
-    }
+    /*
+     * A new owner (another worker, or a new generation's after a reload)
+     * continues from the baseline Redis acknowledged, kept in the zone:
+     * what the last owner counted and did not send goes out now.
+     */
+    s->owner = 1;
 
     switch (s->state) {
 
@@ -481,6 +741,117 @@ ngx_http_flags_sync_timeout(ngx_event_t *ev)
 
 /* ------------------------------------------------------ the connection */
 
+/*
+ * hiredis 0.14's reader bounds neither a bulk string's length nor an
+ * array's element count: its reply object functions are wrapped to count
+ * the elements and string bytes of the reply being read, and refuse
+ * (NULL: the reader fails) past the bound.  The bytes buffered but not yet
+ * parsed (a bulk string being received) are bounded in
+ * ngx_http_flags_sync_read().
+ */
+
+static redisReplyObjectFunctions  ngx_http_flags_sync_fn;
+static redisReplyObjectFunctions  ngx_http_flags_sync_fn_hiredis;
+
+
+static ngx_uint_t
+ngx_http_flags_sync_count(const redisReadTask *task, size_t elements,
+    size_t bytes)
+{
+    ngx_http_flags_sync_t  *s = task->privdata;
+
+    if (task->parent == NULL) {
+        /* a reply begins */
+        s->reply_elements = 1;
+        s->reply_bytes = 0;
+    }
+
+    s->reply_elements += elements;
+    s->reply_bytes += bytes;
+
+    if (s->reply_elements > s->max_elements
+        || s->reply_bytes > s->max_bytes)
+    {
+        s->too_large = 1;
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static void *
+ngx_http_flags_sync_string(const redisReadTask *task, char *str, size_t len)
+{
+    if (!ngx_http_flags_sync_count(task, 0, len)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createString(task, str, len);
+}
+
+
+static void *
+ngx_http_flags_sync_array(const redisReadTask *task, int elements)
+{
+    if (!ngx_http_flags_sync_count(task, elements > 0 ? elements : 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createArray(task, elements);
+}
+
+
+static void *
+ngx_http_flags_sync_integer(const redisReadTask *task, long long value)
+{
+    if (!ngx_http_flags_sync_count(task, 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createInteger(task, value);
+}
+
+
+static void *
+ngx_http_flags_sync_nil(const redisReadTask *task)
+{
+    if (!ngx_http_flags_sync_count(task, 0, 0)) {
+        return NULL;
+    }
+
+    return ngx_http_flags_sync_fn_hiredis.createNil(task);
+}
+
+
+static redisReader *
+ngx_http_flags_sync_reader(ngx_http_flags_sync_t *s)
+{
+    redisReader  *r;
+
+    r = redisReaderCreate();
+    if (r == NULL) {
+        return NULL;
+    }
+
+    if (ngx_http_flags_sync_fn.createArray == NULL) {
+        /* hiredis's own functions build the objects */
+        ngx_http_flags_sync_fn_hiredis = *r->fn;
+        ngx_http_flags_sync_fn = *r->fn;
+        ngx_http_flags_sync_fn.createString = ngx_http_flags_sync_string;
+        ngx_http_flags_sync_fn.createArray = ngx_http_flags_sync_array;
+        ngx_http_flags_sync_fn.createInteger = ngx_http_flags_sync_integer;
+        ngx_http_flags_sync_fn.createNil = ngx_http_flags_sync_nil;
+    }
+
+    r->fn = &ngx_http_flags_sync_fn;
+    r->privdata = s;
+    s->too_large = 0;
+
+    return r;
+}
+
+
 static void
 ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
 {
@@ -514,7 +885,7 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
     c->read->handler = ngx_http_flags_sync_read;
     c->write->handler = ngx_http_flags_sync_write;
 
-    s->reader = redisReaderCreate();
+    s->reader = ngx_http_flags_sync_reader(s);
     if (s->reader == NULL) {
         ngx_http_flags_sync_fail(s, "out of memory", NULL);
         return;
@@ -544,6 +915,8 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
 static void
 ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
 {
+    ngx_uint_t  i;
+
     if (s->timeout.timer_set) {
         ngx_del_timer(&s->timeout);
     }
@@ -562,11 +935,26 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
         s->fmcf->sh->sync_connected = 0;
     }
 
+    /* what a round or the connection held: the commands not yet sent and
+     * the EVALs kept for a NOSCRIPT retry (a new connection starts anew) */
+    if (s->out) {
+        ngx_free(s->out);
+        s->out = NULL;
+    }
+
+    for (i = 0; i < s->fmcf->projects.nelts; i++) {
+        if (s->cmd[i]) {
+            redisFreeCommand(s->cmd[i]);
+            s->cmd[i] = NULL;
+        }
+    }
+
     s->state = NGX_HTTP_FLAGS_SYNC_OFF;
     s->nexpect = 0;
     s->head = 0;
     s->out_len = 0;
     s->out_sent = 0;
+    s->out_size = 0;
 }
 
 
@@ -580,8 +968,6 @@ static void
 ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
     ngx_str_t *detail)
 {
-    ngx_uint_t  i;
-
     ngx_http_flags_sync_close(s);
 
     (void) ngx_atomic_fetch_add(&s->fmcf->sh->sync_failures, 1);
@@ -610,10 +996,9 @@ ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
                             : s->conf->interval;
     s->next_try = ngx_current_msec + s->backoff;
 
-    /* what was counted while away is not sent as if it were new */
-    for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        s->projects[i].rebase = 1;
-    }
+    /* what is counted while away is not sent as if it were new: the
+     * first round after it takes the totals as the baseline */
+    s->fmcf->sh->sync_rebase = 1;
 }
 
 
@@ -799,8 +1184,10 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
     ssize_t                 n;
     ngx_int_t               rc;
     ngx_connection_t       *c;
+    ngx_str_t               detail;
     redisReply             *reply;
     ngx_http_flags_sync_t  *s;
+    u_char                  msg[128];
     u_char                  buf[16384];
 
     c = rev->data;
@@ -839,6 +1226,16 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
             if (redisReaderGetReply(s->reader, (void **) &reply)
                 != REDIS_OK)
             {
+                if (s->too_large) {
+                    detail.data = msg;
+                    detail.len = ngx_sprintf(msg, "more than %uz elements "
+                                             "or %uz bytes of strings",
+                                             s->max_elements, s->max_bytes)
+                                 - msg;
+                    ngx_http_flags_sync_fail(s, "reply too large", &detail);
+                    return;
+                }
+
                 ngx_http_flags_sync_fail(s, "protocol error", NULL);
                 return;
             }
@@ -855,6 +1252,17 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
                 return;
             }
         }
+
+        /* what is left is a reply not complete yet: a bulk string whose
+         * length no legitimate reply reaches is not awaited */
+        if (s->reader->len - s->reader->pos > s->max_bytes) {
+            detail.data = msg;
+            detail.len = ngx_sprintf(msg, "more than %uz bytes not yet "
+                                     "parsed", s->max_bytes)
+                         - msg;
+            ngx_http_flags_sync_fail(s, "reply too large", &detail);
+            return;
+        }
     }
 
     if (ngx_handle_read_event(rev, 0) != NGX_OK) {
@@ -868,14 +1276,18 @@ ngx_http_flags_sync_read(ngx_event_t *rev)
 static ngx_int_t
 ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
 {
-    ngx_uint_t  i;
+    ngx_uint_t  i, rebase;
 
     s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
     s->round_start = ngx_current_msec;
     s->changed = 0;
 
+    /* the first round after Redis was away (for this owner or the last) */
+    rebase = s->fmcf->sh->sync_rebase;
+    s->fmcf->sh->sync_rebase = 0;
+
     for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        if (ngx_http_flags_sync_project(s, i) != NGX_OK) {
+        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -908,17 +1320,22 @@ ngx_http_flags_sync_local(ngx_http_flags_flag_t *flag,
  */
 
 static ngx_int_t
-ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
+ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    ngx_uint_t rebase)
 {
     int                             argc, len;
     char                           *cmd;
     u_char                         *p, *buf;
     size_t                         *argvlen, keylen;
+    int64_t                         now;
+    uint32_t                        keys[FL_SOURCE_SLOTS];
+    uint32_t                        ages[FL_SOURCE_SLOTS];
     uint64_t                        errors, enabled, de, dn, local, known;
-    ngx_uint_t                      i, n, nkeys;
+    ngx_uint_t                      i, k, n, ns, nkeys, entries;
     const char                    **argv;
     fl_state_snapshot_t             snap;
     ngx_http_flags_flag_t          *flag;
+    ngx_http_flags_node_t          *node;
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
     ngx_http_flags_sync_conf_t     *sc;
@@ -938,7 +1355,9 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
     }
 
     n = project->nflags;
+    now = ngx_http_flags_now_sec();
 
+    /* per flag: two keys (window, sources) and its arguments */
     argv = ngx_alloc((8 + 2 * n + NGX_HTTP_FLAGS_SYNC_ARGS * n)
                      * (sizeof(char *) + sizeof(size_t)), s->log);
     /* per flag: its key, "at errors enabled", the override value, two
@@ -946,8 +1365,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
     keylen = sc->prefix.len + project->name.len + 16 + 3 + 16 + 1
              + FL_MAX_FLAG_NAME_LEN;
     buf = ngx_alloc(64 + sc->prefix.len + project->name.len
-                    + n * (keylen + 3 * NGX_INT64_LEN + 16 + NGX_INT64_LEN * 2
-                           + 16 + 3 * NGX_INT32_LEN + 8),
+                    + n * (2 * keylen + 4 * NGX_INT64_LEN + sc->name.len + 2
+                           + 16 + NGX_INT64_LEN * 2
+                           + 16 + 4 * NGX_INT32_LEN + 8
+                           + FL_SOURCE_SLOTS * (8 + 1 + NGX_INT32_LEN + 1)),
                     s->log);
 
     if (argv == NULL || buf == NULL) {
@@ -994,13 +1415,16 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         errors = flag->totals->errors;
         enabled = flag->totals->enabled_evaluations;
 
-        if (sp->rebase) {
-            sp->base[2 * i] = errors;
-            sp->base[2 * i + 1] = enabled;
+        node = flag->node;
+
+        if (rebase || !node->sync_based) {
+            node->sync_base_errors = errors;
+            node->sync_base_enabled = enabled;
+            node->sync_based = 1;
         }
 
-        de = errors - sp->base[2 * i];
-        dn = enabled - sp->base[2 * i + 1];
+        de = errors - node->sync_base_errors;
+        dn = enabled - node->sync_base_enabled;
 
         local = ngx_http_flags_sync_local(flag, &snap);
         known = flag->version->sync_known;
@@ -1020,8 +1444,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         {
             /* nothing to say: the deltas are dropped with a rollback
              * in place or no policy to count for */
-            sp->base[2 * i] = errors;
-            sp->base[2 * i + 1] = enabled;
+            node->sync_base_errors = errors;
+            node->sync_base_enabled = enabled;
             sent[i].local = local;
             sent[i].local |= (uint64_t) 1 << 63;     /* seen, no entry */
             continue;
@@ -1041,7 +1465,25 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         }
     }
 
-    sp->rebase = 0;
+    /* each entry's sources key, in the same order (docs/sync.md) */
+    entries = nkeys - 1;
+
+    for (i = 0; i < n; i++) {
+        u_char  *start = p;
+
+        flag = &project->flags[i];
+
+        if (flag->node == NULL || (sent[i].local >> 63)) {
+            continue;
+        }
+
+        p = ngx_sprintf(p, "%V{%V}:s:%016uxL:", &sc->prefix,
+                        &project->name, flag->def_hash);
+        p = ngx_cpymem(p, flag->name.data, flag->name.len);
+        ngx_http_flags_sync_arg(argc, start);
+        argc++;
+        nkeys++;
+    }
 
     {
         u_char  *start = p;
@@ -1056,9 +1498,13 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         argc++;
 
         start = p;
-        p = ngx_sprintf(p, "%ui", nkeys - 1);
+        p = ngx_sprintf(p, "%ui", entries);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
+
+        /* who calls: the fleet's records name the host */
+        argv[argc] = (const char *) sc->name.data;
+        argvlen[argc++] = sc->name.len;
     }
 
     for (i = 0; i < n; i++) {
@@ -1095,8 +1541,9 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         }
 
         start = p;
-        p = ngx_sprintf(p, "%uL %uL %uL", snap.rollback_at_ms,
-                        snap.rollback_errors, snap.rollback_enabled);
+        p = ngx_sprintf(p, "%uL %uL %uL %V %uL", snap.rollback_at_ms,
+                        snap.rollback_errors, snap.rollback_enabled,
+                        &sc->name, snap.rollback_sources);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
@@ -1121,19 +1568,36 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         argc++;
 
         start = p;
-        p = ngx_sprintf(p, "%uL", sent[i].errors - sp->base[2 * i]);
+        p = ngx_sprintf(p, "%uL",
+                        sent[i].errors - flag->node->sync_base_errors);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
         start = p;
-        p = ngx_sprintf(p, "%uL", sent[i].enabled - sp->base[2 * i + 1]);
+        p = ngx_sprintf(p, "%uL",
+                        sent[i].enabled - flag->node->sync_base_enabled);
         ngx_http_flags_sync_arg(argc, start);
         argc++;
 
         start = p;
         if (flag->policy.mode == FL_ROLLBACK_ON) {
-            p = ngx_sprintf(p, "%uD %uD %uD", flag->policy.min_errors,
-                            flag->policy.rate_milli, flag->policy.window);
+            p = ngx_sprintf(p, "%uD %uD %uD %uD", flag->policy.min_errors,
+                            flag->policy.rate_milli, flag->policy.window,
+                            flag->policy.min_sources);
+        }
+        ngx_http_flags_sync_arg(argc, start);
+        argc++;
+
+        /* the window's sources, "key:age ...", when errors go out: the
+         * fleet counts distinct sources over every host's */
+        start = p;
+        if (sent[i].errors != flag->node->sync_base_errors) {
+            ns = ngx_http_flags_source_ages(s->fmcf, flag, now, keys, ages);
+
+            for (k = 0; k < ns; k++) {
+                p = ngx_sprintf(p, "%s%08xD:%uD", k ? " " : "", keys[k],
+                                ages[k]);
+            }
         }
         ngx_http_flags_sync_arg(argc, start);
         argc++;
@@ -1187,7 +1651,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi)
         }
 
         return ngx_http_flags_sync_send(s, s->cmd[pi], s->cmd_len[pi],
-                                        NGX_HTTP_FLAGS_SYNC_R_EVAL + pi);
+                                        NGX_HTTP_FLAGS_SYNC_R_EVAL
+                                        + s->fmcf->projects.nelts + pi);
     }
 
     if (ngx_http_flags_sync_send(s, cmd, len,
@@ -1208,7 +1673,7 @@ static ngx_int_t
 ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
 {
     ngx_str_t   detail;
-    ngx_uint_t  kind, pi;
+    ngx_uint_t  kind, pi, nprojects;
 
     if (s->head == s->nexpect) {
         ngx_http_flags_sync_fail(s, "answered what was not asked", NULL);
@@ -1216,21 +1681,27 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
     }
 
     kind = s->expect[s->head++ % s->nalloc];
+    nprojects = s->fmcf->projects.nelts;
+    pi = (kind >= NGX_HTTP_FLAGS_SYNC_R_EVAL)
+         ? (kind - NGX_HTTP_FLAGS_SYNC_R_EVAL) % nprojects : 0;
 
     if (reply->type == REDIS_REPLY_ERROR) {
         detail.data = (u_char *) reply->str;
         detail.len = reply->len;
 
+        /*
+         * NOSCRIPT to an EVALSHA: the script cache was emptied (a
+         * restart, a failover), the same call goes again as EVAL, once.
+         * NOSCRIPT to that EVAL is no Redis: the round fails (backoff).
+         */
         if (kind >= NGX_HTTP_FLAGS_SYNC_R_EVAL
+            && kind < NGX_HTTP_FLAGS_SYNC_R_EVAL + nprojects
             && reply->len >= 8
             && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
         {
-            /* the script cache was emptied (a restart, a failover) */
-            pi = kind - NGX_HTTP_FLAGS_SYNC_R_EVAL;
-
             if (s->cmd[pi] == NULL
                 || ngx_http_flags_sync_send(s, s->cmd[pi], s->cmd_len[pi],
-                                            kind) != NGX_OK
+                                            kind + nprojects) != NGX_OK
                 || ngx_http_flags_sync_flush(s) != NGX_OK)
             {
                 ngx_http_flags_sync_fail(s, "could not send", NULL);
@@ -1279,8 +1750,6 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
         return NGX_OK;
 
     default:
-        pi = kind - NGX_HTTP_FLAGS_SYNC_R_EVAL;
-
         if (ngx_http_flags_sync_apply(s, pi, reply) != NGX_OK) {
             detail.data = (u_char *) "unexpected reply";
             detail.len = sizeof("unexpected reply") - 1;
@@ -1359,15 +1828,83 @@ ngx_http_flags_sync_u64(redisReply *r, uint64_t *out)
 
 
 /*
+ * A rollback took effect on this host, decided by the fleet: the one
+ * place that says so (and where counting it belongs).  "host" is who
+ * decided (whose deltas crossed the threshold) or published its local
+ * rollback; empty for a record of an older version, which has no host.
+ */
+
+static void
+ngx_http_flags_sync_rolled_back(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    uint64_t errors, uint64_t enabled, ngx_str_t *host)
+{
+    /* flags_rollbacks_total{by="fleet"}: every host that applies the
+     * fleet's rollback counts it, so the alert pages for each */
+    fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
+
+    if (host->len) {
+        ngx_log_error(s->fmcf->log_level, s->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet (decided on host \"%V\": %uL errors, %uL "
+                      "enabled evaluations in %uD s)", &flag->name,
+                      &project->name, host, errors, enabled,
+                      flag->policy.window);
+        return;
+    }
+
+    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                  "flags: flag \"%V\" of project \"%V\" rolled back by the "
+                  "fleet (no host recorded: %uL errors, %uL enabled "
+                  "evaluations in %uD s)",
+                  &flag->name, &project->name, errors, enabled,
+                  flag->policy.window);
+}
+
+
+/* what the control hash says of one flag of this definition */
+typedef struct {
+    ngx_uint_t                  rolled_back;
+    uint64_t                    at_ms;
+    uint64_t                    errors;
+    uint64_t                    enabled;
+    uint64_t                    sources;
+    uint64_t                    override;    /* kind << 1 | milli << 8 */
+    ngx_str_t                   rb_host;     /* who rolled it back */
+    ngx_str_t                   cb_host;     /* who last cleared it */
+    ngx_str_t                   ob_host;     /* who last set the override */
+} ngx_http_flags_sync_fleet_t;
+
+
+/* A host name read from Redis, shown only when it is one flags_sync
+ * accepts (no log line carries what a hostile server wrote). */
+
+static void
+ngx_http_flags_sync_who(ngx_str_t *dst, u_char *p, size_t len)
+{
+    ngx_str_t  name;
+
+    name.data = p;
+    name.len = len;
+
+    if (ngx_http_flags_sync_valid_name(&name)) {
+        *dst = name;
+    }
+}
+
+
+/*
  * The fleet's answer for a project: the sent deltas are now counted; when
  * its epoch or version moved, the control hash: "rb:<def>:<flag>" ->
- * "at_ms errors enabled", "ov:<def>:<flag>" -> "off" or milli-percent.
- * Applied to each flag whose definition hash is the same and whose
- * control did not change here since the round began (that change is
- * published next round).  A new epoch (Redis restarted empty, or this
- * host's first contact after another host's) applies nothing: the host
- * forgets what the fleet said, so the next round publishes what is active
- * here and the fleet converges.
+ * "at_ms errors enabled [host]", "ov:<def>:<flag>" -> "off" or
+ * milli-percent, "cb:<def>:<flag>" and "ob:<def>:<flag>" -> the host that
+ * last cleared the rollback, last changed the override.  Applied to each
+ * flag whose definition hash is the same and whose control did not change
+ * here since the round began (that change is published next round).  A
+ * new epoch (Redis restarted empty, or this host's first contact after
+ * another host's) applies nothing: the host forgets what the fleet said,
+ * so the next round publishes what is active here and the fleet
+ * converges.
  */
 
 static ngx_int_t
@@ -1375,10 +1912,10 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     redisReply *reply)
 {
     long                            idx;
-    u_char                         *f, *fl, *colon;
+    u_char                         *f, *fl, *colon, *p, *last;
     size_t                          j, flen;
     uint32_t                        milli;
-    uint64_t                        epoch, ver, def, fleet, rec[3];
+    uint64_t                        epoch, ver, def, fleet, known;
     ngx_int_t                       n;
     ngx_uint_t                      i, changed, k;
     redisReply                     *all, *v;
@@ -1387,7 +1924,8 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
     ngx_http_flags_pversion_t      *pv;
-    uint64_t                       *fleets;
+    ngx_http_flags_node_t          *node;
+    ngx_http_flags_sync_fleet_t    *fleets, *ft;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
     sp = &s->projects[pi];
@@ -1401,17 +1939,20 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         return NGX_ERROR;
     }
 
-    /* the deltas sent are counted by the fleet */
-    for (i = 0; i < project->nflags; i++) {
-        if (project->flags[i].node == NULL
+    /* the deltas sent are counted by the fleet: the baseline moves (not
+     * when another worker took the lock meanwhile: it owns it now) */
+    for (i = 0; ngx_http_flags_sync_owns(s) && i < project->nflags; i++) {
+        node = project->flags[i].node;
+
+        if (node == NULL
             || (sp->sent[i].local >> 63)
             || sp->sent[i].local == (uint64_t) -1)
         {
             continue;
         }
 
-        sp->base[2 * i] = sp->sent[i].errors;
-        sp->base[2 * i + 1] = sp->sent[i].enabled;
+        node->sync_base_errors = sp->sent[i].errors;
+        node->sync_base_enabled = sp->sent[i].enabled;
     }
 
     if (reply->elements < 3) {
@@ -1427,7 +1968,8 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     if (pv->sync_epoch != 0 && pv->sync_epoch != epoch) {
         ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
                       "flags_sync: project \"%V\": redis holds a new state "
-                      "(restarted empty?): publishing this host's",
+                      "(restarted empty?): this host publishes its active "
+                      "rollbacks and overrides at the next round",
                       &project->name);
 
         for (i = 0; i < project->nflags; i++) {
@@ -1442,12 +1984,14 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         return NGX_OK;
     }
 
-    fleets = ngx_alloc((project->nflags + 1) * 4 * sizeof(uint64_t), s->log);
+    fleets = ngx_alloc((project->nflags + 1)
+                       * sizeof(ngx_http_flags_sync_fleet_t), s->log);
     if (fleets == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memzero(fleets, (project->nflags + 1) * 4 * sizeof(uint64_t));
+    ngx_memzero(fleets, (project->nflags + 1)
+                        * sizeof(ngx_http_flags_sync_fleet_t));
 
     for (j = 0; j < all->elements; j += 2) {
         f = (u_char *) all->element[j]->str;
@@ -1457,7 +2001,9 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         if (all->element[j]->type != REDIS_REPLY_STRING
             || v->type != REDIS_REPLY_STRING
             || flen < 3 + 16 + 1 + 1 || f[2] != ':' || f[19] != ':'
-            || (ngx_strncmp(f, "rb", 2) != 0 && ngx_strncmp(f, "ov", 2) != 0))
+            || (ngx_strncmp(f, "rb", 2) != 0 && ngx_strncmp(f, "ov", 2) != 0
+                && ngx_strncmp(f, "cb", 2) != 0
+                && ngx_strncmp(f, "ob", 2) != 0))
         {
             continue;
         }
@@ -1480,10 +2026,14 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
             continue;
         }
 
-        if (f[0] == 'r') {
-            /* "at_ms errors enabled" */
-            u_char  *p = (u_char *) v->str, *last = p + v->len;
+        ft = &fleets[idx];
+        p = (u_char *) v->str;
+        last = p + v->len;
 
+        switch (f[0]) {
+
+        case 'r':
+            /* "at_ms errors enabled", then the host (none before) */
             for (k = 0; k < 3; k++) {
                 colon = ngx_strlchr(p, last, ' ');
                 if (colon == NULL) {
@@ -1491,27 +2041,60 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                 }
 
                 n = ngx_atoof(p, colon - p);
-                rec[k] = (n == NGX_ERROR) ? 0 : (uint64_t) n;
+                n = (n == NGX_ERROR) ? 0 : n;
+
+                if (k == 0) {
+                    ft->at_ms = (uint64_t) n;
+                } else if (k == 1) {
+                    ft->errors = (uint64_t) n;
+                } else {
+                    ft->enabled = (uint64_t) n;
+                }
+
                 p = (colon < last) ? colon + 1 : last;
             }
 
-            fleets[4 * idx] |= 1;
-            fleets[4 * idx + 1] = rec[0];
-            fleets[4 * idx + 2] = rec[1];
-            fleets[4 * idx + 3] = rec[2];
+            ft->rolled_back = 1;
 
-        } else if (v->len == 3 && ngx_strncmp(v->str, "off", 3) == 0) {
-            fleets[4 * idx] |= (uint64_t) FL_OVERRIDE_OFF << 1;
+            /* the host, then the fleet's sources (none before) */
+            colon = ngx_strlchr(p, last, ' ');
+            if (colon == NULL) {
+                colon = last;
+            }
 
-        } else {
-            n = ngx_atoi((u_char *) v->str, v->len);
+            ngx_http_flags_sync_who(&ft->rb_host, p, colon - p);
+
+            if (colon < last) {
+                n = ngx_atoof(colon + 1, last - colon - 1);
+                ft->sources = (n == NGX_ERROR) ? 0 : (uint64_t) n;
+            }
+
+            break;
+
+        case 'c':
+            ngx_http_flags_sync_who(&ft->cb_host, p, last - p);
+            break;
+
+        case 'o':
+            if (f[1] == 'b') {
+                ngx_http_flags_sync_who(&ft->ob_host, p, last - p);
+                break;
+            }
+
+            if (v->len == 3 && ngx_strncmp(p, "off", 3) == 0) {
+                ft->override = (uint64_t) FL_OVERRIDE_OFF << 1;
+                break;
+            }
+
+            n = ngx_atoi(p, v->len);
             if (n == NGX_ERROR || n > FL_MILLI_MAX) {
-                continue;
+                break;
             }
 
             milli = (uint32_t) n;
-            fleets[4 * idx] |= ((uint64_t) FL_OVERRIDE_PERCENT << 1)
-                               | ((uint64_t) milli << 8);
+            ft->override = ((uint64_t) FL_OVERRIDE_PERCENT << 1)
+                           | ((uint64_t) milli << 8);
+            break;
         }
     }
 
@@ -1519,12 +2102,13 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     for (i = 0; i < project->nflags; i++) {
         flag = &project->flags[i];
+        ft = &fleets[i];
 
         if (flag->node == NULL) {
             continue;
         }
 
-        fleet = fleets[4 * i];
+        fleet = (ft->rolled_back ? 1 : 0) | ft->override;
 
         /* a change here since the round began wins: it goes next round */
         if (sp->sent[i].local != (uint64_t) -1
@@ -1534,44 +2118,59 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
             continue;
         }
 
-        (void) ngx_http_flags_sync_local(flag, &snap);
+        known = ngx_http_flags_sync_local(flag, &snap);
 
-        if ((fleet & 1) && !snap.rolled_back) {
-            if (fl_control_try_rollback(flag->ctl, fleets[4 * i + 1],
-                                        fleets[4 * i + 2],
-                                        fleets[4 * i + 3], 0,
+        if (ft->rolled_back && !snap.rolled_back) {
+            if (fl_control_try_rollback(flag->ctl, ft->at_ms, ft->errors,
+                                        ft->enabled, ft->sources,
                                         FL_DECIDED_FLEET))
             {
                 changed = 1;
-                fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
-                ngx_log_error(s->fmcf->log_level, s->log, 0,
-                              "flags: flag \"%V\" of project \"%V\" rolled "
-                              "back by the fleet (%uL errors, %uL enabled "
-                              "evaluations in its window)", &flag->name,
-                              &project->name, fleets[4 * i + 2],
-                              fleets[4 * i + 3]);
+                ngx_http_flags_sync_rolled_back(s, project, flag,
+                                                ft->errors, ft->enabled,
+                                                &ft->rb_host);
             }
 
-        } else if (!(fleet & 1) && snap.rolled_back) {
+        } else if (!ft->rolled_back && snap.rolled_back) {
             if (ngx_http_flags_clear_rollback(s->fmcf, flag)) {
                 changed = 1;
-                ngx_log_error(s->fmcf->log_level, s->log, 0,
-                              "flags: rollback cleared by the fleet for "
-                              "flag \"%V\" of project \"%V\"", &flag->name,
-                              &project->name);
+
+                if (ft->cb_host.len) {
+                    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                                  "flags: rollback of flag \"%V\" of project "
+                                  "\"%V\" cleared by the fleet (host "
+                                  "\"%V\")", &flag->name, &project->name,
+                                  &ft->cb_host);
+                } else {
+                    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                                  "flags: rollback of flag \"%V\" of project "
+                                  "\"%V\" cleared by the fleet (no host "
+                                  "recorded)", &flag->name, &project->name);
+                }
             }
         }
 
-        if ((fleet >> 1) != (ngx_http_flags_sync_local(flag, &snap) >> 1)) {
+        if ((fleet >> 1) != (known >> 1)) {
             ngx_http_flags_set_override(flag,
                                         (fl_override_kind_t)
                                             ((fleet >> 1) & 0x7f),
                                         (uint32_t) (fleet >> 8));
             changed = 1;
-            ngx_log_error(s->fmcf->log_level, s->log, 0,
-                          "flags: override of flag \"%V\" of project "
-                          "\"%V\" set by the fleet", &flag->name,
-                          &project->name);
+
+            if (ft->ob_host.len) {
+                ngx_log_error(s->fmcf->log_level, s->log, 0,
+                              "flags: override of flag \"%V\" of project "
+                              "\"%V\" %s by the fleet (host \"%V\")",
+                              &flag->name, &project->name,
+                              (fleet >> 1) ? "set" : "removed",
+                              &ft->ob_host);
+            } else {
+                ngx_log_error(s->fmcf->log_level, s->log, 0,
+                              "flags: override of flag \"%V\" of project "
+                              "\"%V\" %s by the fleet (no host recorded)",
+                              &flag->name, &project->name,
+                              (fleet >> 1) ? "set" : "removed");
+            }
         }
 
         flag->version->sync_known = fleet;

@@ -460,6 +460,13 @@ void fl_count_source(fl_window_t *w, int64_t now_sec, uint32_t key)
 void fl_window_sources(const fl_window_t *w, int64_t now_sec,
     uint32_t seconds, uint32_t *keys, size_t *n, size_t max) FL_NOEXCEPT;
 
+/* The same with each key's age: ages[i] is how many seconds ago keys[i]
+ * was last seen (0 for a second not yet past), the least of its slots
+ * and blocks (flags_sync sends them, docs/sync.md). */
+void fl_window_source_ages(const fl_window_t *w, int64_t now_sec,
+    uint32_t seconds, uint32_t *keys, uint32_t *ages, size_t *n, size_t max)
+    FL_NOEXCEPT;
+
 /* A fresh control block: not rolled back, no override. */
 void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
 

@@ -379,29 +379,46 @@ void fl_count_source(fl_window_t *w, int64_t now_sec, uint32_t key) noexcept
     remember_source(sources(w), key == 0 ? 1 : key, stamp_of(now_sec));
 }
 
-void fl_window_sources(const fl_window_t *w, int64_t now_sec,
-    uint32_t seconds, uint32_t *keys, size_t *n, size_t max) noexcept
+void fl_window_source_ages(const fl_window_t *w, int64_t now_sec,
+    uint32_t seconds, uint32_t *keys, uint32_t *ages, size_t *n,
+    size_t max) noexcept
 {
     const uint64_t *t = sources(w);
     uint32_t len = clamp_window(seconds);
     uint32_t now = stamp_of(now_sec);
 
-    for (uint32_t i = 0; i < FL_SOURCE_SLOTS && *n < max; i++) {
+    for (uint32_t i = 0; i < FL_SOURCE_SLOTS; i++) {
         uint64_t word = load(&t[i]);
         if (!source_live(word, now, len)) {
             continue;
         }
         /* two processes remembering one new key at once may both have
-         * taken a slot: a key counts once */
+         * taken a slot: a key counts once, with its newest second */
         uint32_t key = source_key_of(word);
+        int32_t d = static_cast<int32_t>(now - static_cast<uint32_t>(word));
+        uint32_t age = d < 0 ? 0 : static_cast<uint32_t>(d);
         size_t j = 0;
         while (j < *n && keys[j] != key) {
             j++;
         }
-        if (j == *n) {
-            keys[(*n)++] = key;
+        if (j < *n) {
+            if (ages != nullptr && age < ages[j]) {
+                ages[j] = age;
+            }
+        } else if (*n < max) {
+            keys[*n] = key;
+            if (ages != nullptr) {
+                ages[*n] = age;
+            }
+            (*n)++;
         }
     }
+}
+
+void fl_window_sources(const fl_window_t *w, int64_t now_sec,
+    uint32_t seconds, uint32_t *keys, size_t *n, size_t max) noexcept
+{
+    fl_window_source_ages(w, now_sec, seconds, keys, nullptr, n, max);
 }
 
 void fl_control_init(fl_control_t *c, uint64_t def_hash) noexcept

@@ -389,6 +389,20 @@ static void test_window_sources(void **state)
     fl_window_sources(d, now + 1, 60, keys, &n, FL_SOURCE_SLOTS);
     assert_int_equal(n, 5);
 
+    /* with their ages: the newest second of each key */
+    uint32_t ages[FL_SOURCE_SLOTS];
+    n = 0;
+    fl_window_source_ages(w, now + 40, 60, keys, ages, &n, FL_SOURCE_SLOTS);
+    assert_int_equal(n, 5);
+    for (size_t j = 0; j < n; j++) {
+        assert_int_equal(ages[j],
+                         keys[j] == fl_source_key(NULL, 0, (char *) &one, 4)
+                         ? 10 : 40);
+    }
+    n = 0;
+    fl_window_source_ages(w, now - 3, 60, keys, ages, &n, FL_SOURCE_SLOTS);
+    assert_int_equal(ages[0], 0);           /* a second not yet past */
+
     fl_window_clear(w);
     assert_int_equal(count_sources(w, now, 60), 0);
 
