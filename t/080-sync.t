@@ -62,7 +62,9 @@ my $shop = <<'_J_';
    "rollback": {"minErrors": 6, "rate": 1, "window": 60}},
   {"name": "solo", "enabled": true, "rolloutPercentage": 100,
    "rollback": {"minErrors": 2, "rate": 0.001, "window": 60}},
-  {"name": "calm", "enabled": true, "rolloutPercentage": 100}
+  {"name": "calm", "enabled": true, "rolloutPercentage": 100},
+  {"name": "crowd", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 3, "rate": 0.001, "window": 60, "minSources": 3}}
 ]}
 _J_
 
@@ -336,6 +338,38 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
         is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: rollback of flag "risky" of project "shop" cleared by the fleet \(host "h0"\)$/)),
            1, "host $i: the clear is logged with the host that cleared it");
     }
+
+    # min_sources across the fleet: four errors of one user spread over
+    # the hosts are one source and roll nothing back; two more users on
+    # two other hosts make three, and the fleet rolls crowd back
+    my $report_as = sub {
+        my ($i, $user) = @_;
+        my ($rst) = req($i, POST => '/ingest/errors',
+            body => qq({"flagName":"crowd","message":"boom","userId":"$user"}),
+            headers => ['Authorization: Bearer tok_1', 'Content-Type: application/json']);
+        return $rst;
+    };
+    is($report_as->($_, 'same-user'), 204, "crowd: host $_, a report of same-user") for 0, 1, 2, 0;
+    sleep FlagsTest::slow(1.2);              # six intervals: every host has sent
+    for my $i (0 .. 2) {
+        is(enabled($i, 'crowd'), 1, "host $i: 4 fleet errors of one user roll crowd back nowhere");
+    }
+    is(flag_state(0, 'crowd')->{rollbackRule}{waitingFor}{sources}, 2,
+       'host 0 alone waits for 2 more sources (its window: 1)');
+    is($report_as->(1, 'user-b'), 204, 'crowd: host 1, a report of user-b');
+    is($report_as->(2, 'user-c'), 204, 'crowd: host 2, a report of user-c');
+    for my $i (0 .. 2) {
+        ok(wait_for(sub { (enabled($i, 'crowd') // 1) == 0 }, 3),
+           "host $i: the third user, on another host, rolls crowd back for the fleet");
+    }
+    for my $i (0 .. 2) {
+        my $r = flag_state($i, 'crowd')->{rollback};
+        is_deeply([@$r{qw(errors sources decidedBy)}], [6, 3, 'fleet'],
+                  "host $i: the fleet's record: 6 errors from 3 sources");
+    }
+    my ($crec) = grep { /^\d+ 6 \d+ h\d 3$/ }
+        values %{ { @{ redis_cmd('HGETALL', 't080:{shop}:ctl') } } };
+    ok($crec, "Redis's record of crowd ends with 3 sources: " . ($crec // 'none'));
 
     ($st) = req(1, PUT => '/flags-admin/overrides/shop/calm',
                 body => '{"rolloutPercentage": 12.5}',
@@ -776,13 +810,13 @@ _S_
     my $rss0 = vm_kb($worker, 'VmHWM');
     ok($rss0 > 0, "the worker's peak VmRSS (VmHWM): $rss0 kB");
 
-    # A legitimate reply of this host is at most 4096 + 64 x 4 flags =
-    # 4352 elements and 64 KiB + 256 x 4352 bytes (about 1.1 MiB): past
+    # A legitimate reply of this host is at most 4096 + 64 x 5 flags =
+    # 4416 elements and 64 KiB + 256 x 4416 bytes (about 1.1 MiB): past
     # that the round fails and the reader (and what it holds) is freed.
     # Bound of the test: the worker's peak resident memory (VmHWM) grows
     # by less than 16 MiB; its VmRSS after is back near where it was.
-    for my $case (['bulk', 'more than 1179648 bytes not yet parsed'],
-                  ['array', 'more than 4352 elements or 1179648 bytes of strings'])
+    for my $case (['bulk', 'more than 1196032 bytes not yet parsed'],
+                  ['array', 'more than 4416 elements or 1196032 bytes of strings'])
     {
         my ($mode, $why) = @$case;
         fake_mode($mode);
