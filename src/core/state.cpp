@@ -387,23 +387,44 @@ void fl_window_source_ages(const fl_window_t *w, int64_t now_sec,
     uint32_t len = clamp_window(seconds);
     uint32_t now = stamp_of(now_sec);
 
+    /* the keys already listed, in an open-addressed set of positions + 1
+     * (twice the slots, so a probe ends soon): a key counts once, whether
+     * it is in another block or in two slots of this one (two processes
+     * remembering one new key at once) */
+    constexpr uint32_t SET = 2 * FL_SOURCE_SLOTS;
+    uint8_t set[SET] = {};
+    static_assert(FL_SOURCE_SLOTS < 255, "positions fit a byte");
+
+    auto find = [&](uint32_t key) -> uint8_t * {
+        uint32_t h = (key * 2654435761u) >> 25;         /* 7 bits */
+        for ( ;; h = (h + 1) % SET) {
+            if (set[h] == 0 || keys[set[h] - 1] == key) {
+                return &set[h];
+            }
+        }
+    };
+
+    if (max > FL_SOURCE_SLOTS) {
+        max = FL_SOURCE_SLOTS;
+    }
+    for (size_t j = 0; j < *n && j < max; j++) {
+        *find(keys[j]) = static_cast<uint8_t>(j + 1);
+    }
+
     for (uint32_t i = 0; i < FL_SOURCE_SLOTS; i++) {
         uint64_t word = load(&t[i]);
         if (!source_live(word, now, len)) {
             continue;
         }
-        /* two processes remembering one new key at once may both have
-         * taken a slot: a key counts once, with its newest second */
         uint32_t key = source_key_of(word);
         int32_t d = static_cast<int32_t>(now - static_cast<uint32_t>(word));
         uint32_t age = d < 0 ? 0 : static_cast<uint32_t>(d);
-        size_t j = 0;
-        while (j < *n && keys[j] != key) {
-            j++;
-        }
-        if (j < *n) {
+        uint8_t *at = find(key);
+
+        if (*at != 0) {
+            size_t j = *at - 1u;
             if (ages != nullptr && age < ages[j]) {
-                ages[j] = age;
+                ages[j] = age;          /* its newest second */
             }
         } else if (*n < max) {
             keys[*n] = key;
@@ -411,6 +432,7 @@ void fl_window_source_ages(const fl_window_t *w, int64_t now_sec,
                 ages[*n] = age;
             }
             (*n)++;
+            *at = static_cast<uint8_t>(*n);
         }
     }
 }

@@ -1,0 +1,108 @@
+/*
+ * bench/sources.c - what min_sources costs an error report (docs/rollback.md).
+ *
+ * The work a counted error does in the zone, on caller memory like the
+ * zone's: count the error, sum the window, decide.  Baseline: that work as
+ * it was before sources (fl_count_error, fl_window_sums,
+ * fl_rollback_decide).  Measured: the same plus remembering the source
+ * (fl_count_source) and counting the window's distinct sources
+ * (fl_window_sources), with 1, 8 and 64 distinct sources cycling.  The two
+ * are alternated in rounds and the median round is printed, as ns per
+ * report and as the ratio of the baseline's throughput.
+ *
+ *   bench/sources.sh        builds it against build/core/libflagscore.a
+ */
+
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flags_core.h"
+
+#define REPORTS  200000
+#define ROUNDS   9
+
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* One run of REPORTS counted errors; returns ns per report. */
+static double run(fl_window_t *w, fl_totals_t *t, const uint32_t *keys,
+    size_t nkeys, int sources)
+{
+    fl_rollback_policy_t p = { FL_ROLLBACK_ON, UINT32_MAX, 10000, 60, 3 };
+    uint64_t en, er, decided = 0;
+    uint32_t seen[FL_SOURCE_SLOTS];
+    double t0 = now_ns();
+
+    for (size_t i = 0; i < REPORTS; i++) {
+        int64_t now = 1000 + (int64_t) (i / 20000);     /* 10 s a run */
+        size_t n = 0;
+
+        fl_count_error(t, w, now);
+        if (sources) {
+            fl_count_source(w, now, keys[i % nkeys]);
+        }
+        en = er = 0;
+        fl_window_sums(w, now, 60, &en, &er);
+        if (sources) {
+            fl_window_sources(w, now, 60, seen, &n, FL_SOURCE_SLOTS);
+        }
+        decided += fl_rollback_decide(er, en, n ? n : 1, &p);
+    }
+    if (decided == UINT64_MAX) {
+        puts("");                       /* keeps the loop */
+    }
+    return (now_ns() - t0) / REPORTS;
+}
+
+int main(void)
+{
+    static const size_t distinct[] = { 1, 8, 64 };
+    uint32_t keys[64];
+    void *mem;
+    fl_totals_t t;
+
+    if (posix_memalign(&mem, 64, fl_window_size(60)) != 0) {
+        return 1;
+    }
+    for (uint32_t k = 0; k < 64; k++) {
+        char a[16];
+        int len = snprintf(a, sizeof(a), "10.0.0.%u", k);
+        keys[k] = fl_source_key(NULL, 0, a, (size_t) len);
+    }
+
+    printf("%-28s %12s %12s %8s\n", "distinct sources", "base ns", "sources ns",
+           "ratio");
+    for (size_t d = 0; d < sizeof(distinct) / sizeof(distinct[0]); d++) {
+        double base[ROUNDS], with[ROUNDS];
+
+        for (int r = 0; r < ROUNDS; r++) {
+            fl_window_t *w = fl_window_init(mem, 60);
+            memset(&t, 0, sizeof(t));
+            base[r] = run(w, &t, keys, distinct[d], 0);
+            w = fl_window_init(mem, 60);
+            memset(&t, 0, sizeof(t));
+            with[r] = run(w, &t, keys, distinct[d], 1);
+        }
+        qsort(base, ROUNDS, sizeof(double), cmp);
+        qsort(with, ROUNDS, sizeof(double), cmp);
+        printf("%-28zu %12.1f %12.1f %8.2f\n", distinct[d], base[ROUNDS / 2],
+               with[ROUNDS / 2], base[ROUNDS / 2] / with[ROUNDS / 2]);
+    }
+    free(mem);
+    return 0;
+}
