@@ -15,21 +15,11 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
-use IO::Socket::INET;
 use JSON::PP;
 
 my $dir = prefix_dir('sources');
 
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1) or die "port: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
-}
-my %used = ($FlagsTest::Port => 1);
-my $Broken;
-do { $Broken = free_port() } while $used{$Broken}++;
+my $Broken = unused_port();
 
 # new-checkout is the canary; dark-mode and wide are on for everyone and
 # must never be blamed for the canary's 500s

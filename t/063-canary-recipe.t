@@ -11,24 +11,14 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
-use IO::Socket::INET;
 use JSON::PP;
 use File::Copy qw(copy);
 
 my $root = "$FindBin::Bin/..";
 my $dir = prefix_dir('canary-recipe');
 
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1, ReuseAddr => 1) or die "port: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
-}
-my %used = ($FlagsTest::Port => 1);
-my ($Old, $New);
-do { $Old = free_port() } while $used{$Old}++;
-do { $New = free_port() } while $used{$New}++;
+my $Old = unused_port();
+my $New = unused_port();
 my $Port = $FlagsTest::Port;
 
 my $conf = read_file("$root/nginx.conf.example");

@@ -21,19 +21,11 @@ for my $bin (qw(redis-server prometheus)) {
     plan skip_all => "$bin is not installed" unless $path;
 }
 
-sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Listen => 1) or die "no free port: $!";
-    return $s->sockport;
-}
-
-my %taken;
-sub port { my $p; do { $p = free_port() } while $taken{$p}++; return $p }
 
 my $rules = "$FindBin::Bin/prometheus/flags-alerts.yml";
-my $rport = port();
-my $pport = port();
-my @port = map { port() } 0 .. 2;
+my $rport = unused_port();
+my $pport = unused_port();
+my @port = map { unused_port() } 0 .. 2;
 my @dir = map { prefix_dir("fleet-alert-$_") } 0 .. 2;
 my $pdir = prefix_dir('fleet-alert-prom');
 my (@pid, $redis, $prom);

@@ -9,6 +9,9 @@
 
 #include "flags_core.h"
 
+#include <cstring>
+#include <initializer_list>
+
 namespace fl {
 
 /* The effective percentage: 0 when rolled back (a rollback takes
@@ -28,6 +31,33 @@ inline uint32_t effective_milli(bool rolled_back, fl_override_kind_t kind,
     default:
         return configured_milli;
     }
+}
+
+/* Who decided a rollback, as flags_status and the state file write it:
+ * "rule", "fleet", or nullptr (unknown: written as null, or left out). */
+inline const char *decided_name(fl_decided_t by) noexcept
+{
+    switch (by) {
+    case FL_DECIDED_RULE:
+        return "rule";
+    case FL_DECIDED_FLEET:
+        return "fleet";
+    default:
+        return nullptr;
+    }
+}
+
+/* The reverse, for a name read back; FL_DECIDED_UNKNOWN when it is
+ * neither. */
+inline fl_decided_t decided_from(const char *s, size_t len) noexcept
+{
+    for (fl_decided_t by : {FL_DECIDED_RULE, FL_DECIDED_FLEET}) {
+        const char *name = decided_name(by);
+        if (std::strlen(name) == len && std::memcmp(name, s, len) == 0) {
+            return by;
+        }
+    }
+    return FL_DECIDED_UNKNOWN;
 }
 
 } // namespace fl

@@ -30,6 +30,7 @@
 
 #include "flags_core.h"
 #include "arena.hpp"
+#include "control.hpp"
 #include "json_reader.hpp"
 #include "json_writer.hpp"
 #include "number.hpp"
@@ -132,15 +133,10 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
         }
         const jval *by = fl::jget(rb, "decidedBy");
         if (by != nullptr) {
-            if (by->kind == fl::J_STRING && by->len == 4
-                && std::memcmp(by->str, "rule", 4) == 0)
-            {
-                out->rollback_by = FL_DECIDED_RULE;
-            } else if (by->kind == fl::J_STRING && by->len == 5
-                       && std::memcmp(by->str, "fleet", 5) == 0)
-            {
-                out->rollback_by = FL_DECIDED_FLEET;
-            } else {
+            out->rollback_by = by->kind == fl::J_STRING
+                               ? fl::decided_from(by->str, by->len)
+                               : FL_DECIDED_UNKNOWN;
+            if (out->rollback_by == FL_DECIDED_UNKNOWN) {
                 fl::set_err(err, err_len,
                             "flags[%zu].rollback.decidedBy must be \"rule\" or \"fleet\"",
                             i);
@@ -296,11 +292,12 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexce
             o += fl::put_u64(f.rollback_enabled, o);
             o = fl::put_lit(o, ",\"sources\":");
             o += fl::put_u64(f.rollback_sources, o);
-            o = f.rollback_by == FL_DECIDED_RULE
-                ? fl::put_lit(o, ",\"decidedBy\":\"rule\"}")
-                : f.rollback_by == FL_DECIDED_FLEET
-                ? fl::put_lit(o, ",\"decidedBy\":\"fleet\"}")
-                : fl::put_lit(o, "}");
+            const char *by = fl::decided_name(f.rollback_by);
+            if (by != nullptr) {
+                o = fl::put_lit(o, ",\"decidedBy\":");
+                o = fl::put_str(o, by, std::strlen(by));
+            }
+            *o++ = '}';
         } else {
             o = fl::put_lit(o, "null");
         }

@@ -36,6 +36,8 @@
 #include "control.hpp"
 #include "json_writer.hpp"
 
+#include <cstring>
+
 namespace {
 
 /* Every fixed byte of the object (member names, punctuation, literals),
@@ -212,9 +214,10 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
             o = fl::put_lit(o, ",\"sources\":");
             o += fl::put_u64(s->rollback_sources, o);
             o = fl::put_lit(o, ",\"decidedBy\":");
-            o = s->rollback_by == FL_DECIDED_RULE ? fl::put_lit(o, "\"rule\"}")
-                : s->rollback_by == FL_DECIDED_FLEET ? fl::put_lit(o, "\"fleet\"}")
-                : fl::put_lit(o, "null}");
+            const char *by = fl::decided_name(s->rollback_by);
+            o = by != nullptr ? fl::put_str(o, by, std::strlen(by))
+                              : fl::put_lit(o, "null");
+            *o++ = '}';
         } else {
             o = fl::put_lit(o, "null");
         }

@@ -33,7 +33,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_connect
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
-                 default_report_log);
+                 default_report_log unused_port);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -66,6 +66,22 @@ my $Runs = 0;    # valgrind runs so far (names the log files)
 
 # A wait of the helper (never an assertion's bound), longer under valgrind.
 sub slow { $Valgrind ? $_[0] * $Slowdown : $_[0] }
+
+# A port of 127.0.0.1 nobody listens on now, never the suite's own nor one
+# this test got before: for the extra servers a test starts (backends,
+# Redis, Prometheus, more nginx hosts).
+my %Given = ($Port => 1);
+sub unused_port {
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                      Listen => 1, ReuseAddr => 1)
+            or die "no free port: $!";
+        my $p = $s->sockport;
+        close $s;
+        return $p unless $Given{$p}++;
+    }
+    die "no unused port in 100 tries\n";
+}
 
 sub prefix_dir {
     my ($name) = @_;
