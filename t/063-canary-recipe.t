@@ -24,8 +24,10 @@ my $Port = $FlagsTest::Port;
 my $conf = read_file("$root/nginx.conf.example");
 my $module = $ENV{TEST_NGINX_LOAD_MODULES};
 my $n = 0;
+# as root "user root;", and under valgrind "daemon off;" (the harness
+# keeps nginx in the foreground)
 $n += $conf =~ s{^load_module modules/ngx_http_flags_module\.so;}
-                {load_module $module;${\($> == 0 ? "\nuser root;" : '')}}m;
+                {load_module $module;${\($> == 0 ? "\nuser root;" : '')}${\($FlagsTest::Valgrind ? "\ndaemon off;" : '')}}m;
 $n += $conf =~ s/127\.0\.0\.1:8081/127.0.0.1:$Old/g;
 $n += $conf =~ s/127\.0\.0\.1:8082/127.0.0.1:$New/g;
 $n += $conf =~ s/127\.0\.0\.1:8080;/127.0.0.1:$Port;/g;
@@ -53,7 +55,9 @@ my ($in_users) = $readme =~ /`u1` is one of them \(of `u1` to `u20`, so\s+are `u
 sub canary {
     my ($uid) = @_;
     (my $c = $cmd) =~ s/uid=u1\b/uid=$uid/;
-    my $body = `$c -s -w ' %{http_code}' 2>&1`;
+    # curl runs without the sanitizer run's LD_PRELOAD (curl itself
+    # deadlocks with libasan preloaded)
+    my $body = `env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS $c -s -w ' %{http_code}' 2>&1`;
     return $body;
 }
 
