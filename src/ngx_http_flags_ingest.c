@@ -467,6 +467,10 @@ ngx_http_flags_batch_flush(void)
 
     rc = ngx_http_flags_batch_write(b, ngx_cycle->log);
 
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "flags: report batch of %ui lines, %uz bytes: %s",
+                   b->n, b->len, rc == NGX_OK ? "written" : "failed");
+
     /* answering may run more requests: they start a new batch */
     ctx = b->first;
     b->first = NULL;

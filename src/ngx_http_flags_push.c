@@ -1861,6 +1861,11 @@ ngx_http_flags_push_tick(ngx_event_t *ev)
 
             w->seen[i] = v;
 
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                           "flags push: project \"%V\" changed (answer "
+                           "version %uA): telling its clients",
+                           &projects[i].name, v);
+
             for (q = ngx_queue_head(&w->conns[i]);
                  q != ngx_queue_sentinel(&w->conns[i]);
                  q = next)

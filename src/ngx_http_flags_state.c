@@ -716,7 +716,13 @@ ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, log, 0,
                            "flags: state snapshot %uA not written, %uA is "
                            "newer", job->seq, *job->written);
+
+        } else {
+            ngx_log_debug3(NGX_LOG_DEBUG_HTTP, log, 0,
+                           "flags: state snapshot %uA written to \"%s\", "
+                           "%uz bytes", job->seq, job->path, job->len);
         }
+
         return;
     }
 

@@ -1642,6 +1642,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         return NGX_ERROR;
     }
 
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags sync: round of project \"%V\": %ui of %ui flags "
+                   "sent, %d bytes", &project->name, entries, n, len);
+
     if (!s->has_sha) {
         /* no SHA yet (cannot happen after SCRIPT LOAD): EVAL at once */
         redisFreeCommand(cmd);
