@@ -531,6 +531,24 @@ ngx_http_flags_init_module(ngx_cycle_t *cycle)
 static ngx_int_t
 ngx_http_flags_postconfiguration(ngx_conf_t *cf)
 {
+    /*
+     * nginx reloads with "master_process off" in its one process, which
+     * then accepts no connection with the new configuration (stock nginx
+     * 1.22 does the same without this module): refusing the reload keeps
+     * the running configuration serving, push connections, zone and all.
+     */
+    if (ngx_process == NGX_PROCESS_SINGLE
+        && !ngx_is_init_cycle(cf->cycle->old_cycle))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags: nginx cannot reload with "
+                           "\"master_process off\" (its one process would "
+                           "accept no connection with the new "
+                           "configuration): the running configuration keeps "
+                           "serving; restart nginx to load the new one");
+        return NGX_ERROR;
+    }
+
     if (ngx_http_flags_variables_init(cf) != NGX_OK) {
         return NGX_ERROR;
     }
