@@ -14,7 +14,7 @@ use FlagsTest;
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
-plan skip_all => 'curl has no HTTP/2' unless `curl -V 2>&1` =~ /\bHTTP2\b/;
+plan skip_all => 'curl has no HTTP/2' unless `env -u LD_PRELOAD curl -V 2>&1` =~ /\bHTTP2\b/;
 
 my $dir = prefix_dir('push-http2');
 my $h2 = unused_port();
