@@ -639,6 +639,44 @@ ngx_http_flags_too_large(ngx_http_request_t *r, size_t max, const char *what,
 
 
 /*
+ * "application/json", any case, optionally followed by parameters:
+ * "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8".
+ */
+
+ngx_int_t
+ngx_http_flags_is_json(ngx_table_elt_t *h)
+{
+    u_char  *p, *last;
+
+    if (h == NULL) {
+        return 0;
+    }
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    if ((size_t) (last - p) < sizeof("application/json") - 1
+        || ngx_strncasecmp(p, (u_char *) "application/json",
+                           sizeof("application/json") - 1) != 0)
+    {
+        return 0;
+    }
+
+    p += sizeof("application/json") - 1;
+
+    while (p < last && (*p == ' ' || *p == '\t')) {
+        p++;
+    }
+
+    return p == last || *p == ';';
+}
+
+
+/*
  * The start of a handler that takes a JSON body of at most
  * flags_max_report_size bytes: 415 unless Content-Type is JSON, 413 for a
  * declared length over the limit (before a byte of the body is read), then

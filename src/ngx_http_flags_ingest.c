@@ -82,44 +82,6 @@ static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_flags_auth_reason(ngx_http_request_t *r);
 
 
-/*
- * "application/json", any case, optionally followed by parameters:
- * "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8".
- */
-
-ngx_int_t
-ngx_http_flags_is_json(ngx_table_elt_t *h)
-{
-    u_char  *p, *last;
-
-    if (h == NULL) {
-        return 0;
-    }
-
-    p = h->value.data;
-    last = p + h->value.len;
-
-    while (p < last && (*p == ' ' || *p == '\t')) {
-        p++;
-    }
-
-    if ((size_t) (last - p) < sizeof("application/json") - 1
-        || ngx_strncasecmp(p, (u_char *) "application/json",
-                           sizeof("application/json") - 1) != 0)
-    {
-        return 0;
-    }
-
-    p += sizeof("application/json") - 1;
-
-    while (p < last && (*p == ' ' || *p == '\t')) {
-        p++;
-    }
-
-    return p == last || *p == ';';
-}
-
-
 ngx_int_t
 ngx_http_flags_ingest_handler(ngx_http_request_t *r)
 {

@@ -336,6 +336,8 @@ ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
     const char *what, ngx_uint_t count);
+/* Content-Type is application/json, with or without parameters */
+ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 ngx_int_t ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
     const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
@@ -350,9 +352,8 @@ ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
 
 /* ngx_http_flags_ingest.c: writes the report-log batch now */
 void ngx_http_flags_batch_flush(void);
-/* ngx_http_flags_ingest.c: Content-Type is application/json; a report
- * after its token and method (flags_sdk's report route too) */
-ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
+/* ngx_http_flags_ingest.c: a report after its token and method
+ * (flags_sdk's report route too) */
 ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
 /* ngx_http_flags_ingest.c: after ngx_http_flags_decide_rollback() tripped */
