@@ -8,6 +8,13 @@
 
 #include "ngx_http_flags_module.h"
 
+#if (NGX_LINUX) && defined(__GLIBC__)
+#include <malloc.h>
+#define NGX_HAVE_MALLOPT_TRIM  1
+#else
+#define NGX_HAVE_MALLOPT_TRIM  0
+#endif
+
 
 static void *ngx_http_flags_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf);
@@ -35,6 +42,8 @@ static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_flags_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
+static void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
@@ -520,11 +529,83 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_flags_init_module(ngx_cycle_t *cycle)
 {
+    ngx_http_flags_main_conf_t  *fmcf;
+
     if (ngx_http_flags_push_limit(cycle) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    return ngx_http_flags_commit(cycle);
+    if (ngx_test_config) {
+        return NGX_OK;
+    }
+
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
+        return NGX_OK;
+    }
+
+    /* the new cycle is committed: its generation's state goes to disk */
+    ngx_http_flags_zone_commit(cycle, fmcf);
+
+    (void) ngx_http_flags_save_state(fmcf, cycle->log, NULL, 0);
+
+    return NGX_OK;
+}
+
+
+/* A worker (or the single process) starts: the zone, then flags_sync. */
+
+static ngx_int_t
+ngx_http_flags_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (ngx_process == NGX_PROCESS_HELPER) {
+        return NGX_OK;
+    }
+
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
+        return NGX_OK;
+    }
+
+#if (NGX_HAVE_MALLOPT_TRIM)
+    /*
+     * The report batch keeps the pools of the requests of one event-loop
+     * pass (about 200 KB for 32 connections) until its write returns, and
+     * frees them together: with glibc's default 128 KB trim threshold the
+     * heap top was handed back with brk() after every pass and faulted in
+     * again by the next, a page fault per 4 KB of every pass.  Keeping up
+     * to 4 MB of free heap stops that churn (docs/decisions.md).
+     */
+    (void) mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+#endif
+
+    ngx_http_flags_zone_attach(cycle, fmcf);
+
+    /* flags_sync: the worker's timer (ngx_http_flags_sync.c) */
+    return ngx_http_flags_sync_init_process(cycle, fmcf);
+}
+
+
+/* A worker exits: flags_sync's lock if it held it, then its zone slot. */
+
+static void
+ngx_http_flags_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (ngx_process == NGX_PROCESS_HELPER) {
+        return;
+    }
+
+    fmcf = ngx_http_flags_zone_conf(cycle);
+    if (fmcf == NULL) {
+        return;
+    }
+
+    ngx_http_flags_sync_exit_process(fmcf);
+    ngx_http_flags_zone_detach(fmcf);
 }
 
 

@@ -7,8 +7,13 @@
  * This is the one header they share.
  *
  * One file per nginx concern:
- *   ngx_http_flags_module.c    the module, its directives, configuration
- *   ngx_http_flags_shm.c       the zone: generations, reload, commit, counting
+ *   ngx_http_flags_module.c    the module, its directives, configuration,
+ *                              and its lifecycle: init_module commits the
+ *                              zone and writes the state file, a worker's
+ *                              start and exit attach it to the zone and
+ *                              start or stop flags_sync
+ *   ngx_http_flags_shm.c       the zone, a library of it: generations,
+ *                              reload, commit, attach/detach, counting
  *   ngx_http_flags_state.c     flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
@@ -270,9 +275,14 @@ extern ngx_module_t  ngx_http_flags_module;
 
 /* ngx_http_flags_shm.c */
 ngx_int_t ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data);
-ngx_int_t ngx_http_flags_commit(ngx_cycle_t *cycle);
-ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
-void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
+/* the zone of a cycle's configuration, NULL without one; the lifecycle
+ * (ngx_http_flags_module.c) commits it, attaches and detaches workers */
+ngx_http_flags_main_conf_t *ngx_http_flags_zone_conf(ngx_cycle_t *cycle);
+void ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+void ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+void ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf);
 ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s);
 ngx_uint_t ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,

@@ -36,13 +36,6 @@
 
 #include "ngx_http_flags_module.h"
 
-#if (NGX_LINUX) && defined(__GLIBC__)
-#include <malloc.h>
-#define NGX_HAVE_MALLOPT_TRIM  1
-#else
-#define NGX_HAVE_MALLOPT_TRIM  0
-#endif
-
 
 static ngx_int_t ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log);
@@ -67,8 +60,6 @@ static ngx_http_flags_node_t *ngx_http_flags_lookup(
 static ngx_int_t ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone);
 static void ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_project_t *project);
-static ngx_http_flags_main_conf_t *ngx_http_flags_zone_conf(
-    ngx_cycle_t *cycle);
 static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors, uint64_t *sources);
@@ -794,7 +785,7 @@ ngx_http_flags_lookup(ngx_http_flags_shctx_t *sh, u_char *key, size_t len,
 
 /* The module's configuration of a cycle, when that cycle has a zone. */
 
-static ngx_http_flags_main_conf_t *
+ngx_http_flags_main_conf_t *
 ngx_http_flags_zone_conf(ngx_cycle_t *cycle)
 {
     ngx_http_flags_main_conf_t  *fmcf;
@@ -812,27 +803,19 @@ ngx_http_flags_zone_conf(ngx_cycle_t *cycle)
 
 
 /*
- * init_module: nginx commits the new cycle.  From now on its generation is
+ * nginx commits the new cycle (init_module): from now on its generation is
  * the one whose state the state file describes; definition changes take
  * effect (their old versions are left to the old workers) and are logged.
  */
 
-ngx_int_t
-ngx_http_flags_commit(ngx_cycle_t *cycle)
+void
+ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf)
 {
     size_t                       i, n;
     ngx_http_flags_flag_t       *flag;
     ngx_http_flags_project_t    *project;
-    ngx_http_flags_main_conf_t  *fmcf, *ofmcf;
-
-    if (ngx_test_config) {
-        return NGX_OK;
-    }
-
-    fmcf = ngx_http_flags_zone_conf(cycle);
-    if (fmcf == NULL) {
-        return NGX_OK;
-    }
+    ngx_http_flags_main_conf_t  *ofmcf;
 
     /* a zone left behind by a size change: its workers stop writing the
      * state file, which now describes the new zone */
@@ -878,43 +861,18 @@ ngx_http_flags_commit(ngx_cycle_t *cycle)
             flag->replaced = NULL;
         }
     }
-
-    (void) ngx_http_flags_save_state(fmcf, cycle->log, NULL, 0);
-
-    return NGX_OK;
 }
 
 
-/* A worker (or the single process) records its generation. */
+/* A worker (or the single process) records its generation in the zone. */
 
-ngx_int_t
-ngx_http_flags_init_process(ngx_cycle_t *cycle)
+void
+ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                   i;
-    ngx_http_flags_proc_t       *p, *free;
-    ngx_http_flags_shctx_t      *sh;
-    ngx_http_flags_main_conf_t  *fmcf;
-
-    if (ngx_process == NGX_PROCESS_HELPER) {
-        return NGX_OK;
-    }
-
-    fmcf = ngx_http_flags_zone_conf(cycle);
-    if (fmcf == NULL) {
-        return NGX_OK;
-    }
-
-#if (NGX_HAVE_MALLOPT_TRIM)
-    /*
-     * The report batch keeps the pools of the requests of one event-loop
-     * pass (about 200 KB for 32 connections) until its write returns, and
-     * frees them together: with glibc's default 128 KB trim threshold the
-     * heap top was handed back with brk() after every pass and faulted in
-     * again by the next, a page fault per 4 KB of every pass.  Keeping up
-     * to 4 MB of free heap stops that churn (docs/decisions.md).
-     */
-    (void) mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
-#endif
+    ngx_uint_t               i;
+    ngx_http_flags_proc_t   *p, *free;
+    ngx_http_flags_shctx_t  *sh;
 
     sh = fmcf->sh;
     free = NULL;
@@ -951,32 +909,18 @@ ngx_http_flags_init_process(ngx_cycle_t *cycle)
                       "memory of removed flags is no longer reused",
                       &fmcf->zone_name, NGX_HTTP_FLAGS_MAX_PROCS);
     }
-
-    /* flags_sync: the worker's timer (ngx_http_flags_sync.c) */
-    return ngx_http_flags_sync_init_process(cycle, fmcf);
 }
 
 
+/* An exiting worker gives its slot back. */
+
 void
-ngx_http_flags_exit_process(ngx_cycle_t *cycle)
+ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                   i;
-    ngx_http_flags_shctx_t      *sh;
-    ngx_http_flags_main_conf_t  *fmcf;
-
-    if (ngx_process == NGX_PROCESS_HELPER) {
-        return;
-    }
-
-    fmcf = ngx_http_flags_zone_conf(cycle);
-    if (fmcf == NULL) {
-        return;
-    }
+    ngx_uint_t               i;
+    ngx_http_flags_shctx_t  *sh;
 
     sh = fmcf->sh;
-
-    /* flags_sync: the lock, if this worker held it */
-    ngx_http_flags_sync_exit_process(fmcf);
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
