@@ -332,6 +332,10 @@ static void test_bound(void **state)
         s[i].override_kind = FL_OVERRIDE_PERCENT;
         s[i].override_milli = 33333;
         s[i].rollback_at_ms = UINT64_MAX;
+        /* enums hold valid values; the widest ratio is 0.99999 */
+        s[i].policy.mode = FL_ROLLBACK_ON;
+        s[i].policy.rate_milli = 99999;
+        s[i].rollback_by = FL_DECIDED_FLEET;
     }
     memset(&m, 0xff, sizeof(m));
     m.push_connections = INT64_MAX;
