@@ -397,7 +397,7 @@ ngx_http_flags_admin_done(ngx_http_request_t *r,
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
     /* push clients of the project learn it (docs/push.md) */
-    ngx_http_flags_changed(ctx->project);
+    ngx_http_flags_answer_changed(ctx->project);
 
     switch (kind) {
 

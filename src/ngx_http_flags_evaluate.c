@@ -14,7 +14,7 @@
  * is answered without decoding the query or reading the flags: the key is
  * the raw query bytes with the configuration generation, the project and
  * flags_max_traits (which decide how those bytes parse); the entry holds
- * the project's answer version (ngx_http_flags_changed()) read before the
+ * the project's answer version (ngx_http_flags_answer_changed()) read before the
  * tag was computed.  A rollback, a cleared rollback, an override or a new
  * definition bumps the version, so an entry of an older version never
  * answers (docs/decisions.md).  Longer queries are not kept.

@@ -560,7 +560,7 @@ ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_main_conf_t  *fmcf;
 
     /* push clients of the project learn it (docs/push.md) */
-    ngx_http_flags_changed(project);
+    ngx_http_flags_answer_changed(project);
 
     rate_len = fl_json_milli(flag->policy.rate_milli, rate);
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);

@@ -14,7 +14,7 @@
  *                              start or stop flags_sync
  *   ngx_http_flags_shm.c       the zone, a library of it: generations,
  *                              reload, commit, attach/detach, counting
- *   ngx_http_flags_state.c     flags_state_file: checks, restore, rewrites
+ *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
  *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
@@ -300,7 +300,7 @@ size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
 /* answer versions (docs/push.md): one call where an answer changes */
-void ngx_http_flags_changed(ngx_http_flags_project_t *project);
+void ngx_http_flags_answer_changed(ngx_http_flags_project_t *project);
 ngx_atomic_uint_t ngx_http_flags_answer_version(
     ngx_http_flags_project_t *project);
 ngx_uint_t ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf);
@@ -310,7 +310,7 @@ void ngx_http_flags_zone_bytes(ngx_http_flags_main_conf_t *fmcf,
     uint64_t *used, uint64_t *nfree);
 uint64_t ngx_http_flags_now_ms(void);
 
-/* ngx_http_flags_state.c */
+/* ngx_http_flags_statefile.c */
 ngx_int_t ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
     ngx_cycle_t *cycle, ngx_log_t *log);
 void ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf,

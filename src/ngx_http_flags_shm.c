@@ -450,7 +450,7 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
  * (ngx_http_flags_push.c reads the version every 100 ms). */
 
 void
-ngx_http_flags_changed(ngx_http_flags_project_t *project)
+ngx_http_flags_answer_changed(ngx_http_flags_project_t *project)
 {
     if (project->pversion) {
         (void) __atomic_add_fetch(&project->pversion->version, 1,
@@ -841,7 +841,7 @@ ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
                                    != project[i].defs)
         {
             project[i].pversion->defs = project[i].defs;
-            ngx_http_flags_changed(&project[i]);
+            ngx_http_flags_answer_changed(&project[i]);
         }
     }
 

@@ -2186,7 +2186,7 @@ ngx_http_flags_sync_apply(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     pv->sync_ver = ver;
 
     if (changed) {
-        ngx_http_flags_changed(project);
+        ngx_http_flags_answer_changed(project);
         s->changed = 1;
     }
 

@@ -1,5 +1,5 @@
 /*
- * ngx_http_flags_state.c - flags_state_file: rollbacks and overrides that
+ * ngx_http_flags_statefile.c - flags_state_file: rollbacks and overrides that
  * survive a restart.
  *
  * The file always describes the zone as the committed configuration sees
