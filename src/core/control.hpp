@@ -33,6 +33,13 @@ inline uint32_t effective_milli(bool rolled_back, fl_override_kind_t kind,
     }
 }
 
+/* The min_sources a policy decides with: a 0 (a policy not resolved)
+ * reads as 1, as flags_status and flags_metrics show it. */
+inline uint32_t min_sources_of(const fl_rollback_policy_t &p) noexcept
+{
+    return p.min_sources == 0 ? 1 : p.min_sources;
+}
+
 /* Who decided a rollback, as flags_status and the state file write it:
  * "rule", "fleet", or nullptr (unknown: written as null, or left out). */
 inline const char *decided_name(fl_decided_t by) noexcept

@@ -413,8 +413,7 @@ char *put_flag(char *o, int f, const flag_ref &r)
         return put_u64_sample(o, f, r, s.policy.window);
 
     case F_RULE_MIN_SOURCES:
-        return put_u64_sample(o, f, r, s.policy.min_sources == 0
-                                       ? 1 : s.policy.min_sources);
+        return put_u64_sample(o, f, r, fl::min_sources_of(s.policy));
 
     default:
         return o;

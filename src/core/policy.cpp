@@ -6,6 +6,7 @@
  */
 
 #include "flags_core.h"
+#include "control.hpp"
 
 extern "C" {
 
@@ -80,7 +81,7 @@ void fl_rollback_waiting(uint64_t window_errors, uint64_t window_enabled,
         return;
     }
     uint64_t min_errors = policy->min_errors == 0 ? 1 : policy->min_errors;
-    uint64_t min_sources = policy->min_sources == 0 ? 1 : policy->min_sources;
+    uint64_t min_sources = fl::min_sources_of(*policy);
 
     if (window_errors < min_errors) {
         out->errors = min_errors - window_errors;

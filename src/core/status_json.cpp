@@ -71,15 +71,14 @@ char *put_cohort(char *o, uint64_t evaluations, uint64_t errors) noexcept
     return o;
 }
 
-/* ,"rollbackRule":{...} after the window object's last member: the
- * policy in force and what the window lacks (fl_rollback_waiting()).  The
- * window object's closing brace is written here. */
+/* ,"rollbackRule":{...}: the policy in force and what the window lacks
+ * (fl_rollback_waiting()). */
 char *put_rule(char *o, const fl_state_snapshot_t *s, bool counted) noexcept
 {
     const fl_rollback_policy_t &p = s->policy;
     bool on = p.mode == FL_ROLLBACK_ON;
 
-    o = fl::put_lit(o, "},\"rollbackRule\":{\"enabled\":");
+    o = fl::put_lit(o, ",\"rollbackRule\":{\"enabled\":");
     o = on ? fl::put_lit(o, "true") : fl::put_lit(o, "false");
     o = fl::put_lit(o, ",\"minErrors\":");
     o += fl::put_u64(p.min_errors, o);
@@ -88,10 +87,10 @@ char *put_rule(char *o, const fl_state_snapshot_t *s, bool counted) noexcept
     o = fl::put_lit(o, ",\"window\":");
     o += fl::put_u64(p.window, o);
     o = fl::put_lit(o, ",\"minSources\":");
-    o += fl::put_u64(p.min_sources == 0 ? 1 : p.min_sources, o);
+    o += fl::put_u64(fl::min_sources_of(p), o);
     o = fl::put_lit(o, ",\"waitingFor\":");
     if (!on || s->rolled_back || !counted) {
-        return fl::put_lit(o, "null");
+        return fl::put_lit(o, "null}");
     }
     fl_rollback_wait_t w;
     fl_rollback_waiting(s->window_errors, s->window_enabled, s->window_sources,
@@ -102,7 +101,7 @@ char *put_rule(char *o, const fl_state_snapshot_t *s, bool counted) noexcept
     o += fl::put_u64(w.rate_errors, o);
     o = fl::put_lit(o, ",\"sources\":");
     o += fl::put_u64(w.sources, o);
-    return fl::put_lit(o, "}");
+    return fl::put_lit(o, "}}");
 }
 
 } // namespace
@@ -188,13 +187,14 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         o += fl::put_u64(s->window_errors, o);
         o = fl::put_lit(o, ",\"sources\":");
         o += fl::put_u64(s->window_sources, o);
+        *o++ = '}';
         o = put_rule(o, s, counted != 0);
 
         /* read apart from errors: an upstream error counted between the
          * two loads must not make the reports negative */
         uint64_t upstream = s->errors_upstream < s->errors
                             ? s->errors_upstream : s->errors;
-        o = fl::put_lit(o, "},\"errorsBySource\":{\"reports\":");
+        o = fl::put_lit(o, ",\"errorsBySource\":{\"reports\":");
         o += fl::put_u64(s->errors - upstream, o);
         o = fl::put_lit(o, ",\"upstream\":");
         o += fl::put_u64(upstream, o);
