@@ -320,16 +320,7 @@ END {
     }
 }
 
-sub api {
-    my ($path) = @_;
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $pport,
-                                  Timeout => 5) or return undef;
-    print $s "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    local $/;
-    my $resp = <$s> // '';
-    my (undef, $body) = split /\r\n\r\n/, $resp, 2;
-    return eval { decode_json($body // '') };
-}
+sub api { prometheus_api($pport, $_[0]) }
 
 sub query {
     my ($q) = @_;

@@ -33,7 +33,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_connect
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
-                 default_report_log unused_port);
+                 default_report_log unused_port prometheus_api);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -66,6 +66,20 @@ my $Runs = 0;    # valgrind runs so far (names the log files)
 
 # A wait of the helper (never an assertion's bound), longer under valgrind.
 sub slow { $Valgrind ? $_[0] * $Slowdown : $_[0] }
+
+# GET a Prometheus HTTP API path (/api/v1/query?..., /api/v1/alerts) of
+# the server a test started on 127.0.0.1:$port: its decoded JSON, or undef.
+sub prometheus_api {
+    my ($port, $path) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                  Timeout => 5) or return undef;
+    print $s "GET $path HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    local $/;
+    my $resp = <$s> // '';
+    my (undef, $body) = split /\r\n\r\n/, $resp, 2;
+    require JSON::PP;
+    return eval { JSON::PP::decode_json($body // '') };
+}
 
 # A port of 127.0.0.1 nobody listens on now, never the suite's own nor one
 # this test got before: for the extra servers a test starts (backends,
