@@ -384,7 +384,7 @@ bool rollout_ref(const FlagDef &f, uint32_t eff, const fl_user_t *u)
 /* ----------------------------------------------------------- the check */
 
 void check(const fl_project_t *p, const fl_user_t *u, const fl_user_t *ref_u,
-    const uint32_t *eff, const fl_result_t *out)
+    const uint32_t *eff, const fl_detail_t *out)
 {
     for (size_t i = 0; i < flags().size(); i++) {
         const FlagDef &f = flags()[i];
@@ -454,16 +454,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
 
-    std::vector<fl_result_t> out(nflags + 1), again(nflags + 1);
+    std::vector<fl_detail_t> out(nflags + 1), again(nflags + 1);
     out[nflags].enabled = 0x5a;                     /* must stay untouched */
-    fl_evaluate(p, &u, effp, out.data());
+    fl_evaluate_detail(p, &u, effp, NULL, out.data());
     FUZZ_CHECK(out[nflags].enabled == 0x5a, "fl_evaluate wrote past the end");
     check(p, &u, &u, effp, out.data());
     fuzz::check_flags_json(p, out.data());
 
     /* the same again: the segment cache and the shared match data must
      * not carry anything over */
-    fl_evaluate(p, &u, effp, again.data());
+    fl_evaluate_detail(p, &u, effp, NULL, again.data());
     for (size_t i = 0; i < nflags; i++) {
         FUZZ_CHECK(out[i].enabled == again[i].enabled
                    && out[i].rollout_milli == again[i].rollout_milli,
@@ -471,7 +471,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* nobody at all */
-    fl_evaluate(p, nullptr, effp, again.data());
+    fl_evaluate_detail(p, nullptr, effp, NULL, again.data());
     fl_user_t empty = { nullptr, 0, nullptr, 0 };
     check(p, nullptr, &empty, effp, again.data());
     fuzz::check_flags_json(p, again.data());

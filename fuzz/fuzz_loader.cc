@@ -111,9 +111,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The /flags answer: as evaluated for nobody, then with the widest
      * numbers and every flag on. */
-    std::vector<fl_result_t> r(n + 1);
+    std::vector<fl_detail_t> r(n + 1);
     fl_user_t nobody = { nullptr, 0, nullptr, 0 };
-    fl_evaluate(p, &nobody, nullptr, r.data());
+    fl_evaluate_detail(p, &nobody, nullptr, NULL, r.data());
     fuzz::check_flags_json(p, r.data());
     static const uint32_t wide[] = { 33333, 100000, 12345, 99999, 0, 1, 10 };
     for (size_t i = 0; i < n; i++) {

@@ -1,9 +1,9 @@
 /*
  * ngx_http_flags_evaluate.c - GET {base}/flags.
  *
- * The hot path: decode the query, read each flag's effective percentage
- * from the zone (one atomic load a flag), evaluate, count (lock-free), and
- * write the JSON.  Memory comes only from the request pool.
+ * The hot path: decode the query, read the answer's tag, evaluate and
+ * count (ngx_http_flags_eval.c), and write the JSON.  Memory comes only
+ * from the request pool.
  */
 
 #include "ngx_http_flags_module.h"
@@ -78,81 +78,21 @@ ngx_http_flags_tag_hit(ngx_http_flags_tag_t *t, ngx_http_request_t *r,
 }
 
 
-uint32_t *
-ngx_http_flags_effective(ngx_pool_t *pool, ngx_http_flags_project_t *project)
-{
-    size_t                  i, n;
-    uint32_t               *effective;
-    ngx_http_flags_flag_t  *flags;
-
-    n = project->nflags;
-    flags = project->flags;
-
-    effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
-    if (effective == NULL) {
-        return NULL;
-    }
-
-    for (i = 0; i < n; i++) {
-        effective[i] = flags[i].ctl
-                       ? fl_control_effective(flags[i].ctl,
-                                              flags[i].rollout_milli)
-                       : flags[i].rollout_milli;
-    }
-
-    return effective;
-}
-
-
-fl_result_t *
-ngx_http_flags_evaluate_counted(ngx_pool_t *pool,
-    ngx_http_flags_project_t *project, const fl_user_t *user,
-    const uint32_t *effective)
-{
-    size_t                  i, n;
-    int64_t                 now;
-    fl_result_t            *results;
-    ngx_http_flags_flag_t  *flags;
-
-    n = project->nflags;
-    flags = project->flags;
-
-    results = ngx_palloc(pool, (n + 1) * sizeof(fl_result_t));
-    if (results == NULL) {
-        return NULL;
-    }
-
-    fl_evaluate(project->core, user, effective, results);
-
-    now = ngx_http_flags_now_sec();
-
-    for (i = 0; i < n; i++) {
-        if (flags[i].totals) {
-            fl_count_eval(flags[i].totals, flags[i].window, now,
-                          results[i].enabled);
-        }
-    }
-
-    return results;
-}
-
-
 ngx_int_t
 ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 {
     char                        err[256];
     u_char                     *body;
     size_t                      len;
-    uint32_t                   *effective;
     uint64_t                    etag;
     ngx_int_t                   rc;
     fl_user_t                   user;
     fl_alloc_t                  alloc;
     fl_status_t                 st;
-    fl_result_t                *results;
     ngx_table_elt_t            *inm, *h;
     ngx_atomic_uint_t           version;
     ngx_http_flags_tag_t       *tag;
+    ngx_http_flags_answer_t     answer;
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
     ngx_http_flags_main_conf_t *fmcf;
@@ -225,14 +165,14 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    effective = ngx_http_flags_effective(r->pool, project);
-    if (effective == NULL) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     /* everything the answer depends on: definitions, effective
-     * percentages, the normalised caller (docs/http-api.md) */
-    etag = fl_answer_etag(project->core, &user, effective, NULL);
+     * percentages, the normalised caller (docs/http-api.md); not the
+     * switch, which these bytes do not show */
+    etag = fl_answer_etag(project->core, &user, answer.effective, NULL);
 
     rc = ngx_http_flags_set_etag(r, etag);
     if (rc != NGX_OK) {
@@ -261,18 +201,14 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return ngx_http_flags_send_not_modified(r);
     }
 
-    results = ngx_http_flags_evaluate_counted(r->pool, project, &user,
-                                              effective);
-    if (results == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_COUNTED);
 
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_flags_json(project->core, results, (char *) body);
+    len = fl_flags_json(project->core, answer.detail, (char *) body);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }

@@ -371,12 +371,27 @@ void ngx_http_flags_rolled_back(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_state_snapshot_t *s);
 
+/* ngx_http_flags_eval.c: the one evaluate-and-count path */
+typedef struct {
+    ngx_http_flags_project_t   *project;
+    uint32_t                   *effective;  /* the percentage in force */
+    uint8_t                    *sw;         /* fl_switch_t, a flag */
+    fl_detail_t                *detail;     /* the answer, a flag */
+} ngx_http_flags_answer_t;
+
+#define NGX_HTTP_FLAGS_NOT_COUNTED  0
+#define NGX_HTTP_FLAGS_COUNTED      1
+
+ngx_int_t ngx_http_flags_answer_init(ngx_http_flags_answer_t *a,
+    ngx_pool_t *pool, ngx_http_flags_project_t *project);
+void ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
+    const fl_user_t *user, ngx_uint_t counted);
+ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
+    ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted);
+void ngx_http_flags_count_evaluation(ngx_http_flags_project_t *project,
+    ngx_uint_t i, ngx_uint_t enabled, int64_t now);
+
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
-uint32_t *ngx_http_flags_effective(ngx_pool_t *pool,
-    ngx_http_flags_project_t *project);
-fl_result_t *ngx_http_flags_evaluate_counted(ngx_pool_t *pool,
-    ngx_http_flags_project_t *project, const fl_user_t *user,
-    const uint32_t *effective);
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);

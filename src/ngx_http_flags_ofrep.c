@@ -8,8 +8,8 @@
  * Order of checks: the path (404), the token (401, no body), the method
  * (405), the declared size (413); then, once the body is read, its size,
  * the JSON and the context (400), and last the flag (404).  The answer is
- * GET /flags' for the same caller: the same effective percentages from
- * the zone, the same evaluation, counted the same way.  The core decides
+ * GET /flags' for the same caller, from the same evaluate-and-count path
+ * (ngx_http_flags_eval.c).  The core decides
  * and writes every byte; this file reads the request and the zone.
  */
 
@@ -376,10 +376,7 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
     long                       i;
     u_char                    *body;
     size_t                     len;
-    uint8_t                    sw;
-    uint32_t                   effective;
     fl_detail_t                d;
-    ngx_http_flags_flag_t     *flag;
     ngx_http_flags_project_t  *project;
 
     project = ctx->project;
@@ -392,20 +389,11 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
                                           "the project has no such flag");
     }
 
-    flag = &project->flags[i];
-
-    effective = fl_control_switch(flag->ctl, flag->rollout_milli, &sw);
-
-    if (fl_evaluate_flag_detail(project->core, (size_t) i, user, effective,
-                                sw, &d)
-        != 0)
+    if (ngx_http_flags_evaluate_flag(project, (ngx_uint_t) i, user, &d,
+                                     NGX_HTTP_FLAGS_COUNTED)
+        != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (flag->totals) {
-        fl_count_eval(flag->totals, flag->window, ngx_http_flags_now_sec(),
-                      d.enabled);
     }
 
     body = ngx_pnalloc(r->pool,
@@ -425,32 +413,18 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user)
 {
     u_char                    *body;
-    size_t                     i, n, len, path_len;
-    int64_t                    now;
-    uint8_t                   *sw;
-    uint32_t                  *effective;
+    size_t                     len, path_len;
     uint64_t                   etag;
     ngx_int_t                  rc;
     const char                *path;
-    fl_detail_t               *d;
     ngx_table_elt_t           *inm;
-    ngx_http_flags_flag_t     *flags;
+    ngx_http_flags_answer_t    answer;
     ngx_http_flags_project_t  *project;
 
     project = ctx->project;
-    n = project->nflags;
-    flags = project->flags;
 
-    effective = ngx_palloc(r->pool, (n + 1) * sizeof(uint32_t));
-    sw = ngx_pnalloc(r->pool, n + 1);
-    d = ngx_palloc(r->pool, (n + 1) * sizeof(fl_detail_t));
-    if (effective == NULL || sw == NULL || d == NULL) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    for (i = 0; i < n; i++) {
-        effective[i] = fl_control_switch(flags[i].ctl, flags[i].rollout_milli,
-                                         &sw[i]);
     }
 
     if (ngx_http_flags_ofrep_push(r)) {
@@ -462,9 +436,9 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
         path_len = 0;
     }
 
-    etag = fl_ofrep_bulk_etag(project->core, user, effective, sw, path,
-                              path_len, (const char *) ctx->token.data,
-                              ctx->token.len);
+    etag = fl_ofrep_bulk_etag(project->core, user, answer.effective,
+                              answer.sw, path, path_len,
+                              (const char *) ctx->token.data, ctx->token.len);
 
     rc = ngx_http_flags_set_etag(r, etag);
     if (rc != NGX_OK) {
@@ -481,17 +455,8 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
         return ngx_http_flags_send_not_modified(r);
     }
 
-    fl_evaluate_detail(project->core, user, effective, sw, d);
-
     /* every flag is evaluated and counted, as by GET /flags */
-    now = ngx_http_flags_now_sec();
-
-    for (i = 0; i < n; i++) {
-        if (flags[i].totals) {
-            fl_count_eval(flags[i].totals, flags[i].window, now,
-                          d[i].enabled);
-        }
-    }
+    ngx_http_flags_answer_evaluate(&answer, user, NGX_HTTP_FLAGS_COUNTED);
 
     body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(project->core,
                                                          path_len,
@@ -500,7 +465,7 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_ofrep_bulk_json(project->core, d, path, path_len,
+    len = fl_ofrep_bulk_json(project->core, answer.detail, path, path_len,
                              (const char *) ctx->token.data, ctx->token.len,
                              (char *) body);
 

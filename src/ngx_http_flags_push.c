@@ -1190,17 +1190,13 @@ ngx_http_flags_ws_refresh(ngx_http_flags_push_t *push)
 {
     int                         rc;
     u_char                     *out;
-    size_t                      i, n, len;
-    uint32_t                   *effective;
+    size_t                      len;
     ngx_pool_t                 *pool;
-    fl_result_t                *results;
-    ngx_http_flags_flag_t      *flags;
+    ngx_http_flags_answer_t     answer;
     ngx_http_flags_project_t   *project;
     struct wslay_event_msg      msg;
 
     project = push->project;
-    n = project->nflags;
-    flags = project->flags;
 
     pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE,
                            push->request->connection->log);
@@ -1208,25 +1204,19 @@ ngx_http_flags_ws_refresh(ngx_http_flags_push_t *push)
         return NGX_ERROR;
     }
 
-    effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
-    results = ngx_palloc(pool, (n + 1) * sizeof(fl_result_t));
     out = ngx_pnalloc(pool, fl_sdk_refresh_json_bound(project->core));
 
-    if (effective == NULL || results == NULL || out == NULL) {
+    if (out == NULL
+        || ngx_http_flags_answer_init(&answer, pool, project) != NGX_OK)
+    {
         ngx_destroy_pool(pool);
         return NGX_ERROR;
     }
 
-    for (i = 0; i < n; i++) {
-        effective[i] = flags[i].ctl
-                       ? fl_control_effective(flags[i].ctl,
-                                              flags[i].rollout_milli)
-                       : flags[i].rollout_milli;
-    }
+    ngx_http_flags_answer_evaluate(&answer, &push->user,
+                                   NGX_HTTP_FLAGS_NOT_COUNTED);
 
-    fl_evaluate(project->core, &push->user, effective, results);
-
-    len = fl_sdk_refresh_json(project->core, &push->user, results,
+    len = fl_sdk_refresh_json(project->core, &push->user, answer.detail,
                               (char *) out);
 
     msg.opcode = WSLAY_TEXT_FRAME;
@@ -1273,7 +1263,6 @@ ngx_http_flags_ws_message(ngx_http_flags_push_t *push, const uint8_t *msg,
     fl_alloc_t         alloc;
     fl_status_t        st;
     fl_sdk_message_t   m;
-    ngx_http_flags_flag_t  *flags;
 
     pool = ngx_create_pool(NGX_DEFAULT_POOL_SIZE,
                            push->request->connection->log);
@@ -1297,16 +1286,16 @@ ngx_http_flags_ws_message(ngx_http_flags_push_t *push, const uint8_t *msg,
          * evaluation counts like one flag of a GET /flags, so the error
          * rate of SDK users has its denominator (docs/push.md)
          */
-        flags = push->project->flags;
         now = ngx_http_flags_now_sec();
 
         for (i = 0; i < m.nevals; i++) {
             idx = fl_project_find_flag(push->project->core,
                                        m.evals[i].flag_name,
                                        m.evals[i].flag_name_len);
-            if (idx >= 0 && flags[idx].totals) {
-                fl_count_eval(flags[idx].totals, flags[idx].window, now,
-                              m.evals[i].result);
+            if (idx >= 0) {
+                ngx_http_flags_count_evaluation(push->project,
+                                                (ngx_uint_t) idx,
+                                                m.evals[i].result, now);
             }
         }
 

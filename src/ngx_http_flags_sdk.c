@@ -128,8 +128,8 @@ ngx_http_flags_sdk_body(ngx_http_request_t *r)
 
 /*
  * POST {loc}flags once its body is read: the caller from the body, then
- * what GET /flags does (effective percentages from the zone, evaluation,
- * one count a flag), then the SDK's answer for that caller.
+ * what GET /flags does (ngx_http_flags_eval.c: one evaluation and one
+ * count a flag), then the SDK's answer for that caller.
  */
 
 static ngx_int_t
@@ -139,12 +139,11 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     off_t                       size;
     size_t                      len;
     u_char                     *out;
-    uint32_t                   *effective;
     fl_user_t                   user;
     fl_alloc_t                  alloc;
     fl_status_t                 st;
-    fl_result_t                *results;
     ngx_http_flags_sdk_ctx_t   *ctx;
+    ngx_http_flags_answer_t     answer;
     ngx_http_flags_sdk_body_t   body;
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
@@ -198,23 +197,19 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     }
 
     /* one evaluation a flag, with the answer the SDK will reach */
-    effective = ngx_http_flags_effective(r->pool, project);
-    if (effective == NULL) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    results = ngx_http_flags_evaluate_counted(r->pool, project, &user,
-                                              effective);
-    if (results == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_COUNTED);
 
     out = ngx_pnalloc(r->pool, fl_sdk_flags_json_bound(project->core));
     if (out == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_sdk_flags_json(project->core, &user, results, (char *) out);
+    len = fl_sdk_flags_json(project->core, &user, answer.detail,
+                            (char *) out);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, out, len);
 }

@@ -658,31 +658,26 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
 }
 
 
-/* Flag i's answer; its first read counts the evaluation and the cohort. */
+/* Flag i's answer; its first read counts the evaluation (and so its
+ * cohort).  now < 0: not read yet. */
 
 static ngx_uint_t
 ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e, ngx_uint_t i,
     int64_t now)
 {
-    u_char                    st;
-    uint8_t                   sw;
-    uint32_t                  eff;
-    fl_detail_t               d;
-    ngx_http_flags_flag_t    *flag;
+    u_char       st;
+    fl_detail_t  d;
 
     st = e->state[i];
-    flag = &e->project->flags[i];
 
     if (e->refused) {
         return 0;
     }
 
     if (!(st & NGX_HTTP_FLAGS_VAR_EVALUATED)) {
-        eff = fl_control_switch(flag->ctl, flag->rollout_milli, &sw);
-
-        if (fl_evaluate_flag_detail(e->project->core, i, &e->user, eff, sw,
-                                    &d)
-            == 0
+        if (ngx_http_flags_evaluate_flag(e->project, i, &e->user, &d,
+                                         NGX_HTTP_FLAGS_NOT_COUNTED)
+            == NGX_OK
             && d.enabled)
         {
             st |= NGX_HTTP_FLAGS_VAR_ENABLED;
@@ -694,16 +689,8 @@ ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e, ngx_uint_t i,
     if (!(st & NGX_HTTP_FLAGS_VAR_READ)) {
         st |= NGX_HTTP_FLAGS_VAR_READ;
 
-        if (flag->totals) {
-            if (now < 0) {
-                now = ngx_http_flags_now_sec();
-            }
-
-            fl_count_eval(flag->totals, flag->window, now,
-                          (st & NGX_HTTP_FLAGS_VAR_ENABLED) != 0);
-            fl_count_cohort(flag->totals,
-                            (st & NGX_HTTP_FLAGS_VAR_ENABLED) != 0);
-        }
+        ngx_http_flags_count_evaluation(e->project, i,
+                                        st & NGX_HTTP_FLAGS_VAR_ENABLED, now);
     }
 
     e->state[i] = st;

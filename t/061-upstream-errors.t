@@ -111,6 +111,20 @@ sub flag_status {
 
 sub flag_json { decode_json(flag_status($_[0])) }
 
+# a cohort as flags_status writes it: errorPercentage truncated to 3 decimals
+sub cohort {
+    my ($evaluations, $errors) = @_;
+    my $milli = $errors >= $evaluations ? 100000 : int($errors * 100000 / $evaluations);
+    my $pct = sprintf('%d.%03d', int($milli / 1000), $milli % 1000);
+    $pct =~ s/\.?0+$// if $pct =~ /\./;
+    return {evaluations => $evaluations, errors => $errors, errorPercentage => $pct + 0};
+}
+sub cohort_text {
+    my ($c) = @_;
+    return sprintf('{"evaluations":%d,"errors":%d,"errorPercentage":%s}',
+                   $c->{evaluations}, $c->{errors}, $c->{errorPercentage});
+}
+
 # the cohorts, as GET /flags decides them
 my (@on, @off);
 for my $i (1 .. 200) {
@@ -120,11 +134,16 @@ for my $i (1 .. 200) {
 }
 cmp_ok(scalar @on, '>=', 12, 'users in the on cohort');
 cmp_ok(scalar @off, '>=', 12, 'users in the off cohort');
-# GET /flags counted evaluations too (not cohorts): the base of what follows
-my $base = decode_json(flag_status('new-checkout'))->{counters};
+# GET /flags counted evaluations, and so the cohorts, too: the base of
+# what follows
+my $basef = decode_json(flag_status('new-checkout'));
+my $base = $basef->{counters};
 is($base->{enabledEvaluations}, scalar @on, 'GET /flags counted the on users as enabled evaluations');
 my $E = $base->{evaluations};
 my $EN = $base->{enabledEvaluations};
+is_deeply($basef->{cohorts}, {on => cohort($EN, 0), off => cohort($E - $EN, 0)},
+          '... and every one of its evaluations in the cohort of its answer');
+my $OFF = $E - $EN;
 
 # --- the off cohort: its errors are its own ----------------------------------
 
@@ -135,8 +154,8 @@ for my $u (@off[0 .. 5]) {
 my $f = flag_json('new-checkout');
 is($f->{counters}{errors}, 0, 'six off-cohort 502s are not errors of the flag');
 is_deeply($f->{errorsBySource}, {reports => 0, upstream => 0}, '... not in errorsBySource');
-is_deeply($f->{cohorts}{off}, {evaluations => 6, errors => 6, errorPercentage => 100},
-          '... the off cohort: 6 evaluations, 6 errors, 100%');
+is_deeply($f->{cohorts}{off}, cohort($OFF + 6, 6),
+          '... the off cohort: 6 more evaluations, 6 errors');
 is($f->{rolledBack}, JSON::PP::false, '... no rollback');
 
 # off the range (status=502 only) and off entirely: nothing counted
@@ -148,7 +167,7 @@ my ($st, $b) = get("/checkout-off?uid=$on[2]");
 is("$st $b", "500 new\n", 'flags_upstream_errors off: the canary answers 500');
 $f = flag_json('new-checkout');
 is($f->{counters}{errors}, 0, '500 outside status=502, and with the directive off: no error');
-is_deeply($f->{cohorts}{on}, {evaluations => 3, errors => 0, errorPercentage => 0},
+is_deeply($f->{cohorts}{on}, cohort($EN + 3, 0),
           '... the on cohort counts their evaluations only');
 
 # a 500 of a request that read no flag counts nothing
@@ -173,14 +192,13 @@ is($f->{effectiveRolloutPercentage}, 0, '... effective percentage 0');
 is_deeply($f->{counters}, {evaluations => $E + 16, enabledEvaluations => $EN + 8, errors => 5},
           '... counters: 16 more evaluations (6 off + 3 + 5 on + 2 after), 8 more enabled, 5 errors');
 is_deeply($f->{errorsBySource}, {reports => 0, upstream => 5}, '... all 5 errors from upstream');
-is_deeply($f->{cohorts}, {on => {evaluations => 8, errors => 5, errorPercentage => 62.5},
-                          off => {evaluations => 8, errors => 6, errorPercentage => 75}},
-          '... cohorts side by side: on 5 of 8 (62.5%), off 6 of 8 (75%)');
+is_deeply($f->{cohorts}, {on => cohort($EN + 8, 5), off => cohort($OFF + 8, 6)},
+          '... cohorts side by side: on 5 errors in 8 more, off 6 in 8 more');
 is($f->{rollback}{errors}, 5, '... the rollback record: 5 errors');
 is($f->{rollback}{enabledEvaluations}, $EN + 8, '... against the window\'s enabled evaluations');
 
 like(flag_status('new-checkout'),
-     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5,"sources":5\},"rollbackRule":\{"enabled":true,"minErrors":5,"rate":10,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\{"evaluations":8,"errors":5,"errorPercentage":62\.5\},"off":\{"evaluations":8,"errors":6,"errorPercentage":75\}\},"rollback":\{"at":"20\d\d-/,
+     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5,"sources":5\},"rollbackRule":\{"enabled":true,"minErrors":5,"rate":10,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\Q${\cohort_text(cohort($EN + 8, 5))}\E,"off":\Q${\cohort_text(cohort($OFF + 8, 6))}\E\},"rollback":\{"at":"20\d\d-/,
      'flags_status: the exact members after "window"');
 
 like(read_file("$dir/logs/error.log"),
@@ -209,7 +227,8 @@ for my $i (1 .. 8) {
 $f = flag_json('steady');
 is($f->{rolledBack}, JSON::PP::false, 'a flag with "rollback": false is not rolled back');
 is_deeply($f->{errorsBySource}, {reports => 0, upstream => 8}, '... its 8 upstream errors are counted');
-is_deeply($f->{cohorts}{on}, {evaluations => 8, errors => 8, errorPercentage => 100}, '... on cohort 8 of 8');
+# steady is at 100 %: each of the $E GET /flags above counted it on too
+is_deeply($f->{cohorts}{on}, cohort($E + 8, 8), '... on cohort: its 8 errors in $E + 8 evaluations');
 
 nginx_stop($master);
 

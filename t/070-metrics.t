@@ -133,8 +133,9 @@ my @expect = (
     'flags_errors_total{project="shop",flag="checkout",source="upstream"} 0',
     'flags_errors_total{project="shop",flag="dark",source="report"} 2',
     'flags_errors_total{project="blog",flag="comments",source="report"} 0',
-    'flags_cohort_requests_total{project="shop",flag="checkout",cohort="on"} 0',
-    'flags_cohort_requests_total{project="shop",flag="checkout",cohort="off"} 0',
+    # every evaluation, by its answer (here the 12 of GET /flags)
+    'flags_cohort_requests_total{project="shop",flag="checkout",cohort="on"} 10',
+    'flags_cohort_requests_total{project="shop",flag="checkout",cohort="off"} 2',
     'flags_cohort_errors_total{project="shop",flag="checkout",cohort="on"} 0',
     'flags_cohort_errors_total{project="shop",flag="checkout",cohort="off"} 0',
     'flags_rollbacks_total{project="shop",flag="checkout",by="rule"} 1',

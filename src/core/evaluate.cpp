@@ -222,7 +222,7 @@ FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
 }
 
 /* The value of flag f for u (docs/evaluation.md), the one rule of
- * fl_evaluate() and fl_evaluate_detail(); *matched: f has segments and
+ * fl_evaluate_detail() and fl_evaluate_flag_detail(); *matched: f has segments and
  * one of them matched. */
 FL_HOT_INLINE bool flag_value(const fl_project_s &p, const fl::Flag &f,
     uint32_t eff, const fl_user_t *u, uint8_t *cache, bool *matched)
@@ -245,7 +245,7 @@ FL_HOT_INLINE bool flag_value(const fl_project_s &p, const fl::Flag &f,
  *   0 < effective < 100                                      -> SPLIT
  *   segments, one matched (effective 100)                    -> TARGETING_MATCH
  *   otherwise (100 %, no segments)                           -> STATIC
- * The value itself is the rule of fl_evaluate(), computed here the same way.
+ * The value is flag_value()'s.
  */
 void detail_one(const fl_project_s &p, const fl::Flag &f, uint32_t eff,
     uint8_t sw, const fl_user_t *u, uint8_t *cache, fl_detail_t *out)
@@ -282,31 +282,9 @@ void detail_one(const fl_project_s &p, const fl::Flag &f, uint32_t eff,
 
 extern "C" {
 
-void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, fl_result_t *out) noexcept
-{
-    if (p == nullptr || out == nullptr) {
-        return;
-    }
-
-    uint8_t cache[cache_size];
-    std::memset(cache, unknown,
-                p->segments.size() < cache_size ? p->segments.size()
-                                                : cache_size);
-
-    for (size_t i = 0; i < p->flags.size(); i++) {
-        const fl::Flag &f = p->flags[i];
-        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-        bool matched;
-
-        out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
-        out[i].rollout_milli = eff;
-    }
-}
-
-/* OFREP (docs/ofrep.md): the same evaluation with the reason.
- * fl_answer_etag() (ofrep.cpp) hashes every input read here and in
- * fl_evaluate(): keep the two in step. */
+/* The one evaluation of every flag (docs/evaluation.md), with OFREP's
+ * reason.  fl_answer_etag() hashes every input read here: keep the two in
+ * step. */
 void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
     noexcept
@@ -345,7 +323,7 @@ size_t fl_flags_json_bound(const fl_project_t *p) noexcept
     return p ? p->json_bound : sizeof("{\"flags\":[]}");
 }
 
-size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
+size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     char *buf) noexcept
 {
     static const char open[] = "{\"flags\":[";

@@ -263,23 +263,49 @@ fl_status_t fl_user_from_values(const char *user_id, size_t user_id_len,
 
 /* ------------------------------------------------------------ evaluation */
 
-typedef struct {
-    uint8_t     enabled;
-    uint32_t    rollout_milli;      /* the effective percentage */
-} fl_result_t;
+/* Why a flag is off at runtime, beside its effective percentage. */
+typedef enum {
+    FL_SWITCH_NONE = 0,
+    FL_SWITCH_ROLLED_BACK,      /* rolled back (wins over an override) */
+    FL_SWITCH_OVERRIDE_OFF      /* overridden {"enabled": false} */
+} fl_switch_t;
 
-/* Evaluates every flag of p for u.  effective_milli[i] is flag i's
- * effective percentage as given by fl_control_effective(), or the whole
- * array may be NULL to use the configured percentages.  out has
- * fl_project_flag_count(p) entries. */
-void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, fl_result_t *out) FL_NOEXCEPT;
+typedef enum {
+    FL_REASON_STATIC = 0,
+    FL_REASON_TARGETING_MATCH,
+    FL_REASON_SPLIT,
+    FL_REASON_DISABLED
+} fl_reason_t;
+
+typedef struct {
+    uint8_t     enabled;            /* the flag's value for the caller */
+    uint8_t     reason;             /* fl_reason_t (docs/ofrep.md) */
+    uint8_t     has_segments;
+    uint8_t     segment_matched;    /* has segments and one matched */
+    uint8_t     rolled_back;        /* sw was FL_SWITCH_ROLLED_BACK */
+    uint32_t    rollout_milli;      /* the effective percentage */
+} fl_detail_t;
+
+/* Evaluates every flag of p for u (docs/evaluation.md), with the reason
+ * OFREP reports (docs/ofrep.md).  effective_milli and sw (fl_switch_t per
+ * flag, from fl_control_switch()) may each be NULL: the configured
+ * percentages, no switch.  out has fl_project_flag_count(p) entries.
+ * The one evaluation of the core: every answer (GET /flags, OFREP, the
+ * SDK's, the variables) is written from what it gives. */
+void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
+    FL_NOEXCEPT;
+
+/* The same for flag i alone; -1 when i is out of range. */
+int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
+    const fl_user_t *u, uint32_t effective_milli, uint8_t sw,
+    fl_detail_t *out) FL_NOEXCEPT;
 
 /* Upper bound of fl_flags_json() output for p. */
 size_t fl_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
 
 /* Writes {"flags":[...]} for the results; returns the bytes written. */
-size_t fl_flags_json(const fl_project_t *p, const fl_result_t *r,
+size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     char *buf) FL_NOEXCEPT;
 
 
@@ -357,11 +383,9 @@ typedef struct {
     uint64_t    enabled_evaluations;
     uint64_t    errors;             /* reports and upstream errors */
     uint64_t    errors_upstream;    /* of errors: counted at the log phase */
-    /* requests that read the flag through a variable ($flag_NAME,
-     * $flags_enabled), by its answer, and their upstream errors */
-    uint64_t    on_evaluations;
+    /* upstream errors of requests the flag was on for, and off for: the
+     * two cohorts' evaluations are enabled_evaluations and the rest */
     uint64_t    on_errors;
-    uint64_t    off_evaluations;
     uint64_t    off_errors;
     uint64_t    rollbacks;          /* rollbacks that took effect here */
     uint64_t    rollbacks_fleet;    /* of rollbacks: the fleet decided */
@@ -393,9 +417,9 @@ typedef struct {
     uint64_t    enabled_evaluations;    /* lifetime */
     uint64_t    errors;                 /* lifetime, every source */
     uint64_t    errors_upstream;        /* lifetime, of errors */
-    uint64_t    on_evaluations;         /* lifetime, read by variable */
+    uint64_t    on_evaluations;         /* lifetime: enabled_evaluations */
     uint64_t    on_errors;
-    uint64_t    off_evaluations;
+    uint64_t    off_evaluations;        /* evaluations - enabled ones */
     uint64_t    off_errors;
     uint64_t    rollbacks;              /* lifetime, fl_count_rollback() */
     uint64_t    rollbacks_fleet;        /* of rollbacks */
@@ -419,16 +443,14 @@ typedef struct {
 /* A window block in the caller's memory, laid out by the core. */
 typedef struct fl_window_s  fl_window_t;
 
-/* One evaluation (enabled is its result): the totals and, when enabled,
- * the window w.  One accepted error: both. */
+/* One evaluation (enabled is its result), whatever asked for it: the
+ * totals, the cohort it falls in (on: enabled) and, when enabled, the
+ * window w.  One accepted error: the totals and the window. */
 void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) FL_NOEXCEPT;
 void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
     FL_NOEXCEPT;
 
-/* A request read the flag through a variable and got enabled: its cohort
- * (on or off).  The evaluation itself is counted by fl_count_eval(). */
-void fl_count_cohort(fl_totals_t *t, int enabled) FL_NOEXCEPT;
 
 /* An upstream error (a status in flags_upstream_errors' range) of a
  * request that read the flag through a variable.  On: an error of the
@@ -475,6 +497,13 @@ void fl_control_init(fl_control_t *c, uint64_t def_hash) FL_NOEXCEPT;
  * override. */
 uint32_t fl_control_effective(const fl_control_t *c,
     uint32_t configured_milli) FL_NOEXCEPT;
+
+/* The effective percentage, as fl_control_effective() gives it, and the
+ * switch (*sw, a fl_switch_t) from one read of the control block, so the
+ * two always agree.  c NULL (a flag without room in the zone): the
+ * configured percentage and FL_SWITCH_NONE. */
+uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
+    uint8_t *sw) FL_NOEXCEPT;
 
 /* Rolls the flag back with this record; returns 1 when this call did it
  * (exactly one caller wins), 0 when it already was. */
@@ -719,49 +748,6 @@ size_t fl_prom_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
  * evaluate.cpp.
  */
 
-/* Why a flag is off at runtime, beside its effective percentage. */
-typedef enum {
-    FL_SWITCH_NONE = 0,
-    FL_SWITCH_ROLLED_BACK,      /* rolled back (wins over an override) */
-    FL_SWITCH_OVERRIDE_OFF      /* overridden {"enabled": false} */
-} fl_switch_t;
-
-/* The effective percentage, as fl_control_effective() gives it, and the
- * switch (*sw, a fl_switch_t) from one read of the control block, so the
- * two always agree.  c NULL (a flag without room in the zone): the
- * configured percentage and FL_SWITCH_NONE. */
-uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
-    uint8_t *sw) FL_NOEXCEPT;
-
-typedef enum {
-    FL_REASON_STATIC = 0,
-    FL_REASON_TARGETING_MATCH,
-    FL_REASON_SPLIT,
-    FL_REASON_DISABLED
-} fl_reason_t;
-
-typedef struct {
-    uint8_t     enabled;            /* what fl_evaluate() answers */
-    uint8_t     reason;             /* fl_reason_t (docs/ofrep.md) */
-    uint8_t     has_segments;
-    uint8_t     segment_matched;    /* has segments and one matched */
-    uint8_t     rolled_back;        /* sw was FL_SWITCH_ROLLED_BACK */
-    uint32_t    rollout_milli;      /* the effective percentage */
-} fl_detail_t;
-
-/* fl_evaluate() with the reason: every flag of p for u.  effective_milli
- * and sw (fl_switch_t per flag, from fl_control_switch()) may each be
- * NULL: the configured percentages, no switch.  out has
- * fl_project_flag_count(p) entries. */
-void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
-    FL_NOEXCEPT;
-
-/* The same for flag i alone; -1 when i is out of range. */
-int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
-    const fl_user_t *u, uint32_t effective_milli, uint8_t sw,
-    fl_detail_t *out) FL_NOEXCEPT;
-
 /* A 64-bit hash of everything an answer for u depends on: each flag's
  * definition hash, effective percentage and switch (sw may be NULL, as
  * for GET /flags, whose bytes do not tell a rollback from an override)
@@ -833,7 +819,7 @@ size_t fl_ofrep_error_json(const char *key, size_t key_len, const char *code,
 
 /*
  * POST {loc}flags of flags_sdk (docs/sdk.md): the body
- * {"userId": "...", "traits": {...}} as the caller of fl_evaluate(), with
+ * {"userId": "...", "traits": {...}} as the caller of fl_evaluate_detail(), with
  * the limits of fl_parse_query().  A trait value may be a string, a number
  * (its text as sent) or a boolean ("true" / "false"); null is the same as
  * leaving the trait (or userId) out; an empty userId is no userId.
@@ -850,20 +836,20 @@ fl_status_t fl_sdk_parse_request(const char *body, size_t len,
 
 /*
  * {"flags":[...]} as the DeployRamp SDK reads it, resolved for u: r is
- * what fl_evaluate(p, u, effective, r) gave (its rollout_milli is the
+ * what fl_evaluate_detail(p, u, effective, sw, r) gave (its rollout_milli is the
  * effective percentage; r NULL means the configured ones).  Every
  * percentage written is 100 or 0; rules the SDK cannot check are decided
  * for u (docs/sdk.md).  Upper bound first; returns the bytes written.
  */
 size_t fl_sdk_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
 size_t fl_sdk_flags_json(const fl_project_t *p, const fl_user_t *u,
-    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+    const fl_detail_t *r, char *buf) FL_NOEXCEPT;
 
 /* The live channel's {"type":"flags_refreshed","flags":[...]} for u: the
  * same flags array as fl_sdk_flags_json(). */
 size_t fl_sdk_refresh_json_bound(const fl_project_t *p) FL_NOEXCEPT;
 size_t fl_sdk_refresh_json(const fl_project_t *p, const fl_user_t *u,
-    const fl_result_t *r, char *buf) FL_NOEXCEPT;
+    const fl_detail_t *r, char *buf) FL_NOEXCEPT;
 
 typedef enum {
     FL_SDK_MSG_UNKNOWN = 0,         /* a type this module does not know */

@@ -1,7 +1,7 @@
 /*
  * rollout.hpp - the rollout rule (docs/evaluation.md), internal to the
  * core: is the caller inside a flag's percentage?  One definition for
- * fl_evaluate(), the OFREP evaluation and the SDK answer (sdk.cpp), which
+ * the evaluation (evaluate.cpp) and the SDK answer (sdk.cpp), which
  * resolves each rollout on the server.
  */
 
@@ -13,9 +13,8 @@
 
 namespace fl {
 
-/* The request path's helpers are inlined into fl_evaluate() whatever the
- * compiler thinks of their second caller (fl_evaluate_detail): GET /flags
- * stays as fast as it was before OFREP shared them. */
+/* The request path's helpers are inlined into the evaluation loop
+ * whatever the compiler thinks of their other callers. */
 #if defined(__GNUC__)
 #define FL_HOT_INLINE  inline __attribute__((always_inline))
 #else

@@ -571,7 +571,7 @@ char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
 }
 
 char *put_array(char *o, const fl_project_t *p, const fl_user_t *u,
-    const fl_result_t *r)
+    const fl_detail_t *r)
 {
     *o++ = '[';
     size_t n = p ? p->flags.size() : 0;
@@ -628,7 +628,7 @@ size_t fl_sdk_flags_json_bound(const fl_project_t *p) noexcept
 }
 
 size_t fl_sdk_flags_json(const fl_project_t *p, const fl_user_t *u,
-    const fl_result_t *r, char *buf) noexcept
+    const fl_detail_t *r, char *buf) noexcept
 {
     char *o = fl::put_lit(buf, "{\"flags\":");
     o = put_array(o, p, u, r);
@@ -642,7 +642,7 @@ size_t fl_sdk_refresh_json_bound(const fl_project_t *p) noexcept
 }
 
 size_t fl_sdk_refresh_json(const fl_project_t *p, const fl_user_t *u,
-    const fl_result_t *r, char *buf) noexcept
+    const fl_detail_t *r, char *buf) noexcept
 {
     char *o = fl::put_lit(buf, refresh_head);
     o = put_array(o, p, u, r);

@@ -331,11 +331,6 @@ void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec) noexcept
     bump(&buckets(w)[now % block_seconds(w)].errors, now);
 }
 
-void fl_count_cohort(fl_totals_t *t, int enabled) noexcept
-{
-    add(enabled ? &t->on_evaluations : &t->off_evaluations, 1);
-}
-
 void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) noexcept
 {
@@ -628,13 +623,20 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
     std::memset(out, 0, sizeof(*out));
 
     if (t != nullptr) {
-        out->evaluations = load(&t->evaluations);
+        /* enabled first: an evaluation is counted before its enabled
+         * count, so evaluations >= enabled_evaluations as read here */
         out->enabled_evaluations = load(&t->enabled_evaluations);
+        out->evaluations = load(&t->evaluations);
+        if (out->evaluations < out->enabled_evaluations) {
+            out->evaluations = out->enabled_evaluations;
+        }
         out->errors = load(&t->errors);
         out->errors_upstream = load(&t->errors_upstream);
-        out->on_evaluations = load(&t->on_evaluations);
+        /* the cohorts: every evaluation by its answer, whatever the path
+         * (docs/evaluation.md, "Counting") */
+        out->on_evaluations = out->enabled_evaluations;
         out->on_errors = load(&t->on_errors);
-        out->off_evaluations = load(&t->off_evaluations);
+        out->off_evaluations = out->evaluations - out->enabled_evaluations;
         out->off_errors = load(&t->off_errors);
         out->rollbacks = load(&t->rollbacks);
         out->rollbacks_fleet = load(&t->rollbacks_fleet);

@@ -49,7 +49,7 @@ static fl_project_t *load(const char *json)
 static int rule(const char *rule_json, const char *query)
 {
     char json[2048];
-    fl_result_t r;
+    fl_detail_t r;
 
     snprintf(json, sizeof(json),
         "{\"flags\":[{\"name\":\"f\",\"enabled\":true,"
@@ -57,7 +57,7 @@ static int rule(const char *rule_json, const char *query)
         "\"segments\":{\"s\":{\"rules\":[%s]}}}", rule_json);
     fl_project_t *p = load(json);
     fl_user_t u = user(query);
-    fl_evaluate(p, &u, NULL, &r);
+    fl_evaluate_detail(p, &u, NULL, NULL, &r);
     fl_project_free(p);
     return r.enabled;
 }
@@ -473,10 +473,10 @@ static const char seg_project[] =
 
 static void eval_seg(fl_project_t *p, const char *query, int any, int all)
 {
-    fl_result_t r[5];
+    fl_detail_t r[5];
     fl_user_t u = user(query);
 
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     assert_int_equal(r[0].enabled, any);
     assert_int_equal(r[1].enabled, all);
     assert_int_equal(r[2].enabled, 1);
@@ -516,10 +516,10 @@ static void test_anonymous(void **state)
 {
     (void) state;
     fl_project_t *p = load(rollout_project);
-    fl_result_t r[5];
+    fl_detail_t r[5];
     fl_user_t u = user("trait_plan=pro");
 
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     assert_int_equal(r[0].enabled, 0);
     assert_int_equal(r[0].rollout_milli, 50000);
     assert_int_equal(r[1].enabled, 1);
@@ -528,17 +528,17 @@ static void test_anonymous(void **state)
     assert_int_equal(r[4].enabled, 0);
 
     /* a NULL user is anonymous too; "userId=" is no userId */
-    fl_evaluate(p, NULL, NULL, r);
+    fl_evaluate_detail(p, NULL, NULL, NULL, r);
     assert_int_equal(r[0].enabled, 0);
     assert_int_equal(r[1].enabled, 1);
     u = user("userId=");
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     assert_int_equal(r[0].enabled, 0);
     assert_int_equal(r[1].enabled, 1);
 
     /* p = 0 is off even for a known user */
     u = user("userId=user-1");
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     assert_int_equal(r[2].enabled, 0);
     assert_int_equal(r[1].enabled, 1);
     fl_project_free(p);
@@ -548,14 +548,14 @@ static void test_rollout_buckets(void **state)
 {
     (void) state;
     fl_project_t *p = load(rollout_project);
-    fl_result_t r[5];
+    fl_detail_t r[5];
     char q[64];
     int on = 0;
 
     for (int i = 0; i < 2000; i++) {
         int n = snprintf(q, sizeof(q), "user-%d", i);
         fl_user_t u = { q, (size_t) n, NULL, 0 };
-        fl_evaluate(p, &u, NULL, r);
+        fl_evaluate_detail(p, &u, NULL, NULL, r);
         assert_int_equal(r[0].enabled, fl_bucket("half", 4, q, (size_t) n) < 50000);
         assert_int_equal(r[4].enabled,
                          fl_bucket("explicit", 8, q, (size_t) n) < 99999);
@@ -568,10 +568,10 @@ static void test_rollout_buckets(void **state)
     fl_project_t *q2 = load("{\"flags\":[{\"name\":\"new-checkout\","
                             "\"enabled\":true,\"rolloutPercentage\":40.632}]}");
     fl_user_t u1 = user("userId=user-1");
-    fl_evaluate(q2, &u1, NULL, r);
+    fl_evaluate_detail(q2, &u1, NULL, NULL, r);
     assert_int_equal(r[0].enabled, 1);
     uint32_t eff = 40631;
-    fl_evaluate(q2, &u1, &eff, r);
+    fl_evaluate_detail(q2, &u1, &eff, NULL, r);
     assert_int_equal(r[0].enabled, 0);
     assert_int_equal(r[0].rollout_milli, 40631);
     fl_project_free(q2);
@@ -582,7 +582,7 @@ static void test_stickiness(void **state)
 {
     (void) state;
     fl_project_t *p = load(rollout_project);
-    fl_result_t r[5];
+    fl_detail_t r[5];
     char q[128];
     int on = 0;
 
@@ -594,11 +594,11 @@ static void test_stickiness(void **state)
         /* the userId does not matter, only the company */
         snprintf(q, sizeof(q), "userId=a&trait_company=%s", company);
         fl_user_t u = user(q);
-        fl_evaluate(p, &u, NULL, r);
+        fl_evaluate_detail(p, &u, NULL, NULL, r);
         assert_int_equal(r[3].enabled, b < 50000);
         snprintf(q, sizeof(q), "userId=zzz-%d&trait_company=%s", i, company);
         u = user(q);
-        fl_evaluate(p, &u, NULL, r);
+        fl_evaluate_detail(p, &u, NULL, NULL, r);
         assert_int_equal(r[3].enabled, b < 50000);
         on += r[3].enabled;
     }
@@ -606,7 +606,7 @@ static void test_stickiness(void **state)
 
     /* an empty stickiness value is no key */
     fl_user_t u = user("trait_company=");
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     assert_int_equal(r[3].enabled, 0);
     fl_project_free(p);
 }
@@ -630,8 +630,8 @@ static void test_monotonic(void **state)
         fl_user_t u = { id, (size_t) n, NULL, 0 };
         int prev = 0;
         for (int k = 0; k < NP; k++) {
-            fl_result_t r;
-            fl_evaluate(p, &u, &pcts[k], &r);
+            fl_detail_t r;
+            fl_evaluate_detail(p, &u, &pcts[k], NULL, &r);
             assert_int_equal(r.rollout_milli, pcts[k]);
             if (prev) {
                 assert_int_equal(r.enabled, 1);
@@ -662,11 +662,11 @@ static void test_flags_json(void **state)
 {
     (void) state;
     fl_project_t *p = load(json_project);
-    fl_result_t r[3];
+    fl_detail_t r[3];
     fl_user_t u = user("userId=user-1");
     char *buf = malloc(fl_flags_json_bound(p));
 
-    fl_evaluate(p, &u, NULL, r);
+    fl_evaluate_detail(p, &u, NULL, NULL, r);
     size_t n = fl_flags_json(p, r, buf);
     assert_true(n <= fl_flags_json_bound(p));
     buf[n] = '\0';
@@ -682,7 +682,7 @@ static void test_flags_json(void **state)
 
     /* effective percentages: rolled back (0), override, kept */
     uint32_t eff[3] = { 50000, 33333, 0 };
-    fl_evaluate(p, &u, eff, r);
+    fl_evaluate_detail(p, &u, eff, NULL, r);
     assert_int_equal(r[0].enabled, 1);
     assert_int_equal(r[1].enabled, 0);      /* killed in the file */
     assert_int_equal(r[2].enabled, 0);
@@ -722,10 +722,10 @@ static void test_flags_json_long_names(void **state)
              "true,\"rolloutPercentage\":100,\"segments\":[\"%s\"]}],"
              "\"segments\":{\"%s\":{\"rules\":[]}}}", name, seg, seg);
     fl_project_t *p = load(json);
-    fl_result_t r;
+    fl_detail_t r;
     char buf[1024];
 
-    fl_evaluate(p, NULL, NULL, &r);
+    fl_evaluate_detail(p, NULL, NULL, NULL, &r);
     assert_true(fl_flags_json_bound(p) <= sizeof(buf));
     size_t n = fl_flags_json(p, &r, buf);
     buf[n] = '\0';
@@ -745,7 +745,8 @@ static void test_flags_json_bound(void **state)
         "\"segments\":[\"\\u0001\\u0002\"]},"
         "{\"name\":\"b\",\"enabled\":true,\"rolloutPercentage\":1}],"
         "\"segments\":{\"\\u0001\\u0002\":{\"rules\":[]}}}");
-    fl_result_t r[2] = { {0, 99999}, {0, 12345} };
+    fl_detail_t r[2] = { { .enabled = 0, .rollout_milli = 99999 },
+                         { .enabled = 0, .rollout_milli = 12345 } };
     char buf[512];
     size_t n = fl_flags_json(p, r, buf);
 

@@ -1,6 +1,6 @@
 /*
  * test_ofrep.c - the OFREP core (docs/ofrep.md): the context of a POST
- * body, the reason of each flag and its parity with fl_evaluate(), the
+ * body, the reason of each flag and the parity of one flag with all flags, the
  * single, bulk and error bodies, the answer ETag and If-None-Match.
  */
 
@@ -472,13 +472,15 @@ static void test_reasons_switched(void **state)
     fl_project_free(p);
 }
 
-/* The value is fl_evaluate()'s for every caller and percentage. */
+/* One flag alone (fl_evaluate_flag_detail, as OFREP's single evaluation
+ * and the variables ask) gives what the whole project's evaluation gives
+ * (with its shared segment results), for every caller and percentage. */
 static void test_parity_with_evaluate(void **state)
 {
     (void) state;
     fl_project_t *p = load(project_json);
     fl_detail_t d[NFLAGS];
-    fl_result_t r[NFLAGS];
+    fl_detail_t r[NFLAGS];
     uint32_t eff[NFLAGS];
     char query[128];
 
@@ -489,14 +491,19 @@ static void test_parity_with_evaluate(void **state)
         for (int i = 0; i < NFLAGS; i++) {
             eff[i] = (uint32_t) ((k * 7919 + i * 104729) % 100001);
         }
-        fl_evaluate(p, &u, eff, r);
-        fl_evaluate_detail(p, &u, eff, NULL, d);
+        fl_evaluate_detail(p, &u, eff, NULL, r);
         for (int i = 0; i < NFLAGS; i++) {
+            assert_int_equal(fl_evaluate_flag_detail(p, (size_t) i, &u,
+                                                     eff[i], FL_SWITCH_NONE,
+                                                     &d[i]), 0);
             if (r[i].enabled != d[i].enabled
+                || r[i].reason != d[i].reason
+                || r[i].segment_matched != d[i].segment_matched
                 || r[i].rollout_milli != d[i].rollout_milli)
             {
-                fail_msg("%s flag %d: evaluate %d, detail %d", query, i,
-                         r[i].enabled, d[i].enabled);
+                fail_msg("%s flag %d: all flags %d/%d, one flag %d/%d", query,
+                         i, r[i].enabled, r[i].reason, d[i].enabled,
+                         d[i].reason);
             }
         }
         arena_reset();

@@ -6,7 +6,7 @@
  * The strongest check is the last one: a small copy of the Go SDK's
  * evaluation (its Flag(): enabled, segments in order, sticky, its own 0-99
  * hash, the flag's percentage) run over the JSON this core writes must
- * give, for every user and every set of traits, what fl_evaluate() gives.
+ * give, for every user and every set of traits, what fl_evaluate_detail() gives.
  */
 
 #include <stdarg.h>
@@ -380,12 +380,12 @@ static const char *const project_json =
     ",\"value\":null,\"segments\":[" segs "],\"stickyAssignments\":[]}"
 
 static char *flags_for(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *eff, fl_result_t *r, size_t *len)
+    const uint32_t *eff, fl_detail_t *r, size_t *len)
 {
     size_t bound = fl_sdk_flags_json_bound(p);
     char *buf = arena_alloc(NULL, bound + 1);
 
-    fl_evaluate(p, u, eff, r);
+    fl_evaluate_detail(p, u, eff, NULL, r);
     *len = fl_sdk_flags_json(p, u, r, buf);
     assert_true(*len <= bound);
     buf[*len] = '\0';
@@ -396,7 +396,7 @@ static void test_flags_json(void **state)
 {
     (void) state;
     fl_project_t *p = load(project_json);
-    fl_result_t r[16];
+    fl_detail_t r[16];
     size_t len;
 
     /* user-2 is in the first 30 % of "plain", 12.5 % of "q:uote" and 40 %
@@ -462,7 +462,7 @@ static void test_flags_json_effective(void **state)
     fl_project_t *p = load(project_json);
     size_t n = fl_project_flag_count(p);
     uint32_t eff[16];
-    fl_result_t r[16];
+    fl_detail_t r[16];
     size_t len;
     fl_user_t u = body_user("{\"userId\":\"user-2\",\"traits\":{\"plan\":\"pro\"}}");
 
@@ -519,7 +519,7 @@ static void test_refresh_json(void **state)
 {
     (void) state;
     fl_project_t *p = load(project_json);
-    fl_result_t r[16];
+    fl_detail_t r[16];
     size_t len;
     fl_user_t u = body_user("{\"userId\":\"user-9\",\"traits\":{\"plan\":\"pro\"}}");
     char *flags = flags_for(p, &u, NULL, r, &len);
@@ -564,7 +564,7 @@ static void test_flags_json_bound(void **state)
     char tr[2048];
     snprintf(tr, sizeof(tr), "{\"userId\":\"u\",\"traits\":{\"x\":\"%s\"}}", val);
     fl_user_t u = body_user(tr);
-    fl_result_t r[1];
+    fl_detail_t r[1];
     size_t len;
     char *got = flags_for(p, &u, NULL, r, &len);
     /* 16 matches of 100 escaped bytes each (600 bytes written) */
@@ -730,14 +730,14 @@ static fl_user_t make_user(unsigned k, char *uid, size_t uid_size)
 }
 
 /* Evaluated by the SDK from our JSON, every flag for every one of 3000
- * users is what fl_evaluate() says, with and without rollbacks. */
+ * users is what fl_evaluate_detail() says, with and without rollbacks. */
 static void test_sdk_agrees(void **state)
 {
     (void) state;
     fl_project_t *p = load(project_json);
     size_t n = fl_project_flag_count(p);
     uint32_t eff[16];
-    fl_result_t r[16];
+    fl_detail_t r[16];
     size_t on = 0, off = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -785,7 +785,7 @@ static void test_sdk_overrides(void **state)
     (void) state;
     fl_project_t *p = load(project_json);
     size_t n = fl_project_flag_count(p);
-    fl_result_t r[16], r2[16];
+    fl_detail_t r[16], r2[16];
     size_t len;
     fl_user_t sent = body_user("{\"userId\":\"user-3\",\"traits\":{\"plan\":\"free\"}}");
     fl_user_t later = body_user("{\"userId\":\"user-3\",\"traits\":{\"plan\":\"pro\","
@@ -795,7 +795,7 @@ static void test_sdk_overrides(void **state)
     const char *flags_path[] = {"flags", NULL};
     yajl_val flags = yajl_tree_get(root, flags_path, yajl_t_array);
 
-    fl_evaluate(p, &later, NULL, r2);
+    fl_evaluate_detail(p, &later, NULL, NULL, r2);
     for (size_t i = 0; i < n; i++) {
         /* pro-de (4) and paid (5) are made of eq / in rules only */
         if (i == 4 || i == 5) {

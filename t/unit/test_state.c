@@ -171,15 +171,16 @@ static void test_exact_counts(void **state)
     free_block(m);
 }
 
-/* Variable cohorts and upstream errors: an on-cohort error is a flag
- * error (totals and window); an off-cohort one is only the cohort's. */
+/* Cohorts are the evaluations by their answer; an on-cohort upstream
+ * error is a flag error (totals and window); an off-cohort one is only
+ * the cohort's. */
 static void test_cohorts_and_upstream_errors(void **state)
 {
     (void) state;
     void *m = new_block(60, 1);
 
     for (int i = 0; i < 7; i++) {
-        fl_count_cohort(&FS(m)->t, i < 5);
+        fl_count_eval(&FS(m)->t, FS(m)->w, 500, i < 5);
     }
     fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
     fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
@@ -194,7 +195,9 @@ static void test_cohorts_and_upstream_errors(void **state)
     assert_int_equal(s.errors_upstream, 2);
     assert_int_equal(s.errors, 3);              /* 2 upstream + 1 report */
     assert_int_equal(s.window_errors, 3);
-    assert_int_equal(s.evaluations, 0);         /* fl_count_eval's */
+    assert_int_equal(s.evaluations, 7);
+    assert_int_equal(s.enabled_evaluations, 5);
+    assert_int_equal(s.window_enabled, 5);
     free_block(m);
 }
 
@@ -908,8 +911,8 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":1,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
-        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
@@ -926,8 +929,8 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
-        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
         "\"enabledEvaluations\":3,\"sources\":1,\"decidedBy\":\"rule\"},"
         "\"zoneFull\":false}");
@@ -944,8 +947,8 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":2,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
-        "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
     /* A flag off in its file keeps its configured percentage. */
