@@ -23,6 +23,14 @@
 # stime of the worker from /proc/<pid>/stat), how busy the worker was and how
 # long it waited for CPU 0 while other processes held it (/proc/<pid>/schedstat).
 #
+# Module and baseline alternate: each comparison runs module, baseline,
+# module, baseline, ... ROUNDS times (default 3), each run with its own
+# warm-up, and reports the median of the ROUNDS ratios (each ratio from two
+# adjacent runs) and the median CPU per request of each side. A disturbance
+# of the machine hits one round of one side, not a whole scenario, and no
+# side is favoured by its place in the run (the module's first scenario
+# used to measure lower than the same scenario later in the run).
+#
 # Exit status: 0 even when a ratio is below its target (timings are noisy);
 # non-zero on real failures: nginx does not start, a response is not what it
 # must be (non-2xx from wrk, wrong body), the worker crashes ([alert] in the
@@ -31,9 +39,8 @@
 # requests; then exactly, in a short run with an access log).
 #
 # Environment: BENCH_PORT (18080), DURATION (5), WARMUP (1), CONNECTIONS (32),
-# NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (1: on a
-# busy machine ROUNDS=2 or 3 runs every scenario again and keeps, for each, the
-# run with the highest throughput, the least disturbed one).
+# NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (3:
+# alternating rounds of each comparison; the median is reported).
 # Everything is written under build/bench/; results in build/bench/results.md.
 set -euo pipefail
 
@@ -47,7 +54,7 @@ PORT=${BENCH_PORT:-18080}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-32}
-ROUNDS=${ROUNDS:-1}                  # >1: repeat all scenarios, keep each one's best run
+ROUNDS=${ROUNDS:-3}                  # alternating module/baseline rounds, median kept
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 LUA=$BENCH_DIR/report.lua
@@ -358,7 +365,8 @@ say "each scenario: ${WARMUP}s warm-up, then ${DURATION}s measured (wrk -t1 -c$C
 # --------------------------------------------------------------------------
 # Scenarios
 # --------------------------------------------------------------------------
-declare -A RPS P50 P99 CPU BUSY WAIT REQS LABEL
+declare -A RPS P50 P99 CPU BUSY WAIT REQS LABEL RPS_ALL CPU_ALL RATIO_ALL
+LAST_RPS=
 ORDER=()
 INGEST_WRK_TOTAL=0
 INGEST_RUNS=0
@@ -415,16 +423,15 @@ scenario() {
 
     local rps
     rps=$(awk -v n="$n" -v d="$dur" 'BEGIN { printf "%.0f", n / (d / 1e6) }')
-    if [ -n "${RPS[$key]:-}" ] && [ "$rps" -le "${RPS[$key]}" ]; then
-        printf '%7s req/s  (round %s: not better than %s, not kept)\n' "$rps" "$ROUND" "${RPS[$key]}" >&2
-        return 0
-    fi
     [ -n "${RPS[$key]:-}" ] || ORDER+=("$key")
     REQS[$key]=$n
     RPS[$key]=$rps
+    LAST_RPS=$rps
     P50[$key]=$(awk -v v="$(field p50_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
     P99[$key]=$(awk -v v="$(field p99_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
     CPU[$key]=$(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+    RPS_ALL[$key]+=" $rps"
+    CPU_ALL[$key]+=" ${CPU[$key]}"
     BUSY[$key]=$(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" -v d="$dur" 'BEGIN { printf "%.0f", 100 * t / hz / (d / 1e6) }')
     if [ -n "$q0" ] && [ -n "$q1" ]; then
         WAIT[$key]=$(awk -v q=$((q1 - q0)) -v w=$((w1 - w0)) 'BEGIN { printf "%.0f%%", 100 * q / w }')
@@ -448,24 +455,52 @@ INM=(-H "If-None-Match: $ETAG30")
 JSON=(-H "Content-Type: application/json")
 REPORT=$OUT/report.json
 
-for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
-[ "$ROUNDS" = 1 ] || printf '\n--- round %s of %s\n' "$ROUND" "$ROUNDS" >&2
+# Each scenario as a command, by key; a comparison runs two of them in turn.
+declare -A SC
+SC[static30]='scenario static30 "GET /static (baseline, return 200)" "/static?$QUERY" "" "${AUTH30[@]}"'
+SC[flags30]='scenario flags30 "GET /flags (30 flags)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[static1000]='scenario static1000 "GET /static1000 (baseline, static file)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
+SC[flags1000]='scenario flags1000 "GET /flags1000 (1000 flags)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
+SC[ingestbase]='scenario ingestbase "POST /ingest-baseline (return 204)" "/ingest-baseline" "$REPORT" "${AUTH30[@]}" "${JSON[@]}"'
+SC[ingest]='scenario ingest "POST /ingest/errors" "/ingest/errors" "$REPORT" "${AUTH30[@]}" "${JSON[@]}"'
+SC[flags30after]='scenario flags30after "GET /flags (counting, after ingest)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[static30after]='scenario static30after "GET /static (baseline, after ingest)" "/static?$QUERY" "" "${AUTH30[@]}"'
+SC[flags1]='scenario flags1 "GET /flags (1 flag, 2 segments)" "/flags?$QUERY" "" "${AUTH1[@]}"'
+SC[ofrep1]='scenario ofrep1 "POST OFREP single evaluation (that flag)" "/ofrep/v1/evaluate/flags/$ONE_FLAG" "$OFREP" "${AUTH1[@]}" "${JSON[@]}"'
+SC[flags30b]='scenario flags30b "GET /flags (30 flags, beside OFREP bulk)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[ofrepbulk]='scenario ofrepbulk "POST OFREP bulk evaluation (30 flags)" "/ofrep/v1/evaluate/flags" "$OFREP" "${AUTH30[@]}" "${JSON[@]}"'
+SC[static304]='scenario static304 "GET /static304 (baseline, return 304)" "/static304?$QUERY" "" "${AUTH30[@]}" "${INM[@]}"'
+SC[flags304]='scenario flags304 "GET /flags answered 304 (If-None-Match)" "/flags?$QUERY" "" "${AUTH30[@]}" "${INM[@]}"'
+SC[proxy]='scenario proxy "GET /proxy (baseline, proxy_pass)" "/proxy?$QUERY" ""'
+SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
+
+# compare MODULE_KEY BASELINE_KEY: ROUNDS alternating runs, module first;
+# one ratio a round, from the two runs of that round.
+compare() {
+    local m=$1 b=$2 r rm
+    printf '\n--- %s vs %s, %s alternating rounds\n' "$m" "$b" "$ROUNDS" >&2
+    for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+        LAST_RPS=; eval "${SC[$m]}"; rm=$LAST_RPS
+        LAST_RPS=; eval "${SC[$b]}"
+        if [ -n "$rm" ] && [ -n "$LAST_RPS" ]; then
+            r=$(awk -v a="$rm" -v b="$LAST_RPS" 'BEGIN { printf "%.3f", a / b }')
+            RATIO_ALL[$m]+=" $r"
+        fi
+    done
+}
+
 echo >&2
-scenario static30     "GET /static (baseline, return 200)"       "/static?$QUERY"     "" "${AUTH30[@]}"
-scenario flags30      "GET /flags (30 flags)"                    "/flags?$QUERY"      "" "${AUTH30[@]}"
-scenario static1000   "GET /static1000 (baseline, static file)"  "/static1000?$QUERY" "" "${AUTH1000[@]}"
-scenario flags1000    "GET /flags1000 (1000 flags)"              "/flags1000?$QUERY"  "" "${AUTH1000[@]}"
-scenario ingestbase   "POST /ingest-baseline (return 204)"       "/ingest-baseline"   "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
-scenario ingest       "POST /ingest/errors"                      "/ingest/errors"     "$REPORT" "${AUTH30[@]}" "${JSON[@]}"
-scenario flags30after "GET /flags (counting, after ingest)"      "/flags?$QUERY"      "" "${AUTH30[@]}"
-scenario flags1       "GET /flags (1 flag, 2 segments)"          "/flags?$QUERY"      "" "${AUTH1[@]}"
-scenario ofrep1       "POST OFREP single evaluation (that flag)" "/ofrep/v1/evaluate/flags/$ONE_FLAG" "$OFREP" "${AUTH1[@]}" "${JSON[@]}"
-scenario ofrepbulk    "POST OFREP bulk evaluation (30 flags)"    "/ofrep/v1/evaluate/flags" "$OFREP" "${AUTH30[@]}" "${JSON[@]}"
-scenario static304    "GET /static304 (baseline, return 304)"    "/static304?$QUERY"  "" "${AUTH30[@]}" "${INM[@]}"
-scenario flags304     "GET /flags answered 304 (If-None-Match)"  "/flags?$QUERY"      "" "${AUTH30[@]}" "${INM[@]}"
-scenario proxy        "GET /proxy (baseline, proxy_pass)"        "/proxy?$QUERY"      ""
-scenario proxyflags   "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""
-done
+compare flags30      static30
+compare flags1000    static1000
+compare ingest       ingestbase
+compare flags30after static30after
+compare ofrep1       flags1
+compare ofrepbulk    flags30b
+compare flags304     static304
+compare proxyflags   proxy
+
+# median of the numbers in $1 (space-separated); "-" when there are none
+median() { echo "$1" | tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # --------------------------------------------------------------------------
 # Report log checks.
@@ -533,15 +568,17 @@ fi
 # Summary
 # --------------------------------------------------------------------------
 row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
-    local m=$1 b=$2 target=$3 text=$4 ratio verdict cpu
-    if [ -z "${RPS[$m]:-}" ] || [ -z "${RPS[$b]:-}" ]; then
-        printf '| %s | - | - | - | >= %s | NOT MEASURED | - |\n' "$text" "$target"
+    local m=$1 b=$2 target=$3 text=$4 ratio verdict cpu cm cb
+    ratio=$(median "${RATIO_ALL[$m]:-}")
+    if [ "$ratio" = - ]; then
+        printf '| %s | - | - | - | - | >= %s | NOT MEASURED | - |\n' "$text" "$target"
         return
     fi
-    ratio=$(awk -v a="${RPS[$m]}" -v b="${RPS[$b]}" 'BEGIN { printf "%.2f", a / b }')
     verdict=$(awk -v r="$ratio" -v t="$target" 'BEGIN { print (r >= t) ? "PASS" : "BELOW TARGET" }')
-    cpu=$(awk -v a="${CPU[$b]}" -v b="${CPU[$m]}" 'BEGIN { printf "%.2f", a / b }')
-    printf '| %s | %s | %s | %s | >= %s | %s | %s |\n' "$text" "${RPS[$m]}" "${RPS[$b]}" "$ratio" "$target" "$verdict" "$cpu"
+    cm=$(median "${CPU_ALL[$m]}") cb=$(median "${CPU_ALL[$b]}")
+    cpu=$(awk -v a="$cb" -v b="$cm" 'BEGIN { printf "%.2f", a / b }')
+    printf '| %s | %s | %s | %.2f | %s | >= %s | %s | %s / %s | %s |\n' "$text" "$(median "${RPS_ALL[$m]}")" \
+        "$(median "${RPS_ALL[$b]}")" "$ratio" "$(echo ${RATIO_ALL[$m]} | tr ' ' '/')" "$target" "$verdict" "$cm" "$cb" "$cpu"
 }
 
 {
@@ -549,22 +586,23 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     echo
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $("$NGINX_BIN" -v 2>&1 | sed 's/.*: //'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
          "$(nproc) CPUs; nginx worker_processes 1 on CPU $SERVER_CPU, wrk -t1 -c$CONNECTIONS on CPU $CLIENT_CPU," \
-         "${WARMUP}s warm-up + ${DURATION}s per scenario, best of $ROUNDS round(s)."
+         "${WARMUP}s warm-up + ${DURATION}s per run, $ROUNDS alternating rounds per comparison (module first), medians."
     echo "GET bodies: $BODY30_LEN bytes (30 flags), $BODY1000_LEN bytes (1000 flags); the 1000-flag baseline is a"
     echo "static file (open_file_cache, sendfile) because a config token is limited to ~4 KB."
     echo
-    echo "| Module vs baseline | module req/s | baseline req/s | ratio | target | result | CPU/req ratio |"
-    echo "|---|---:|---:|---:|---:|---|---:|"
-    row_ratio flags30      static30   0.9 "GET /flags (30 flags) vs return 200 same body"
-    row_ratio flags1000    static1000 0.5 "GET /flags1000 (1000 flags) vs static file same body"
-    row_ratio ingest       ingestbase 0.7 "POST /ingest/errors vs return 204"
-    row_ratio flags30after static30   0.9 "GET /flags (counting, after ingest) vs return 200"
-    row_ratio ofrep1       flags1     0.9 "OFREP single evaluation vs GET /flags of that one flag"
-    row_ratio ofrepbulk    flags30    0.9 "OFREP bulk (30 flags) vs GET /flags (30 flags)"
-    row_ratio flags304     static304  0.95 "GET /flags answered 304 vs return 304"
-    row_ratio proxyflags   proxy      0.95 "proxy reading two \$flag_ variables vs the same proxy"
+    echo "| Module vs baseline | module req/s | baseline req/s | ratio (median) | each round | target | result | CPU us/req module / baseline | CPU/req ratio |"
+    echo "|---|---:|---:|---:|---|---:|---|---:|---:|"
+    row_ratio flags30      static30      0.92 "GET /flags (30 flags) vs return 200 same body"
+    row_ratio flags1000    static1000    0.75 "GET /flags1000 (1000 flags) vs static file same body"
+    row_ratio ingest       ingestbase    0.7  "POST /ingest/errors vs return 204"
+    row_ratio flags30after static30after 0.92 "GET /flags (counting, after ingest) vs return 200"
+    row_ratio ofrep1       flags1        0.95 "OFREP single evaluation vs GET /flags of that one flag"
+    row_ratio ofrepbulk    flags30b      0.9  "OFREP bulk (30 flags) vs GET /flags (30 flags)"
+    row_ratio flags304     static304     0.95 "GET /flags answered 304 vs return 304"
+    row_ratio proxyflags   proxy         0.97 "proxy reading two \$flag_ variables vs the same proxy"
     echo
-    echo "ratio = module req/s / baseline req/s (the targets apply to it). CPU/req ratio = baseline / module"
+    echo "ratio = module req/s / baseline req/s of the same round, median of the rounds (the targets apply"
+    echo "to it); req/s and CPU are the medians of each side's runs. CPU/req ratio = baseline / module"
     echo "server CPU per request: less sensitive to other load on the machine; 1.00 = the module costs no"
     echo "more CPU than the baseline. \"worker busy\": share of the run the worker spent on CPU; \"waited for"
     echo "CPU\": share it was runnable but other processes held CPU 0 (a busy machine: ratios are unreliable)."
@@ -572,9 +610,11 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     busy=$(for k in "${ORDER[@]}"; do echo "${WAIT[$k]%\%}"; done | awk '$1 != "-" && $1 > 10' | wc -l)
     if [ "$busy" -gt 0 ]; then
         echo "WARNING: in $busy scenario(s) the nginx worker waited for CPU 0 more than 10% of the time:"
-        echo "other load on the machine; the throughput ratios are unreliable (try ROUNDS=3)."
+        echo "other load on the machine; the throughput ratios are unreliable (try more ROUNDS on a quieter machine)."
         echo
     fi
+    echo "Last run of each scenario:"
+    echo
     echo "| Scenario | requests | req/s | p50 ms | p99 ms | server CPU us/req | worker busy | waited for CPU |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     for k in "${ORDER[@]}"; do
