@@ -1,101 +1,75 @@
 /*
  * ngx_http_flags_evaluate.c - GET {base}/flags.
  *
- * The hot path: decode the query, read the answer's tag, evaluate and
- * count (ngx_http_flags_eval.c), and write the JSON.  Memory comes only
- * from the request pool.
+ * The hot path: the answer from this worker's memo when the same caller
+ * asked since the last change (ngx_http_flags_memo.c); else decode the
+ * query, evaluate and count (ngx_http_flags_eval.c) and write the JSON.
+ * Memory comes only from the request pool (and the memo's own).
  */
 
 #include "ngx_http_flags_module.h"
 
 
-/*
- * This worker's memo of answer tags, so that a revalidation (If-None-Match)
- * is answered without decoding the query or reading the flags: the key is
- * the raw query bytes with the configuration generation, the project and
- * flags_max_traits (which decide how those bytes parse); the entry holds
- * the project's answer version (ngx_http_flags_answer_changed()) read before the
- * tag was computed.  A rollback, a cleared rollback, an override or a new
- * definition bumps the version, so an entry of an older version never
- * answers (docs/decisions.md).  Longer queries are not kept.
- */
-
-#define NGX_HTTP_FLAGS_TAGS       512          /* a power of two */
-#define NGX_HTTP_FLAGS_TAG_ARGS   248
-
-typedef struct {
-    ngx_http_flags_project_t   *project;
-    ngx_uint_t                  gen;
-    ngx_uint_t                  max_traits;
-    ngx_atomic_uint_t           version;
-    uint64_t                    etag;
-    u_char                      text[FL_ETAG_LEN];    /* as sent */
-    size_t                      len;
-    u_char                      args[NGX_HTTP_FLAGS_TAG_ARGS];
-} ngx_http_flags_tag_t;
+static ngx_int_t ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_memo_key_t *key);
 
 
-static ngx_http_flags_tag_t  *ngx_http_flags_tags;
+/* If-None-Match names the answer's tag (text as sent, value): 304. */
 
-
-static ngx_http_flags_tag_t *
-ngx_http_flags_tag_slot(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project)
+static ngx_int_t
+ngx_http_flags_revalidated(ngx_http_request_t *r, const u_char *text,
+    uint64_t etag)
 {
-    uint32_t  h;
+    ngx_table_elt_t  *inm;
 
-    if (r->args.len > NGX_HTTP_FLAGS_TAG_ARGS || project->pversion == NULL) {
-        return NULL;
-    }
+    inm = r->headers_in.if_none_match;
 
-    if (ngx_http_flags_tags == NULL) {
-        /* once a worker, for its lifetime */
-        ngx_http_flags_tags = ngx_pcalloc(ngx_cycle->pool,
-                                  NGX_HTTP_FLAGS_TAGS
-                                  * sizeof(ngx_http_flags_tag_t));
-        if (ngx_http_flags_tags == NULL) {
-            return NULL;
-        }
-    }
-
-    h = fl_murmur3_32(r->args.len ? (const void *) r->args.data : "",
-                      r->args.len, (uint32_t) (uintptr_t) project);
-
-    return &ngx_http_flags_tags[h & (NGX_HTTP_FLAGS_TAGS - 1)];
+    return inm != NULL
+           && ((inm->value.len == FL_ETAG_LEN
+                && ngx_memcmp(inm->value.data, text, FL_ETAG_LEN) == 0)
+               || fl_etag_none_match((const char *) inm->value.data,
+                                     inm->value.len, etag));
 }
 
 
-static ngx_uint_t
-ngx_http_flags_tag_hit(ngx_http_flags_tag_t *t, ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_uint_t gen, ngx_uint_t max_traits,
-    ngx_atomic_uint_t version)
+/* The answer's tag as the ETag header, from memory of its own. */
+
+static ngx_int_t
+ngx_http_flags_etag_header(ngx_http_request_t *r, const u_char *text)
 {
-    return t->project == project && t->gen == gen
-           && t->max_traits == max_traits && t->version == version
-           && t->len == r->args.len
-           && (r->args.len == 0
-               || ngx_memcmp(t->args, r->args.data, r->args.len) == 0);
+    u_char           *value;
+    ngx_table_elt_t  *h;
+
+    /* a copy: the memo may let go of its entry before the log phase */
+    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
+    if (value == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(value, text, FL_ETAG_LEN);
+
+    h = ngx_http_flags_add_header(r, "ETag", value, FL_ETAG_LEN);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.etag = h;
+
+    return NGX_OK;
 }
 
 
 ngx_int_t
 ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 {
-    char                        err[256];
-    u_char                     *body;
-    size_t                      len;
-    uint64_t                    etag;
-    ngx_int_t                   rc;
-    fl_user_t                   user;
-    fl_alloc_t                  alloc;
-    fl_status_t                 st;
-    ngx_table_elt_t            *inm, *h;
-    ngx_atomic_uint_t           version;
-    ngx_http_flags_tag_t       *tag;
-    ngx_http_flags_answer_t     answer;
-    ngx_http_flags_project_t   *project;
-    ngx_http_flags_loc_conf_t  *flcf;
-    ngx_http_flags_main_conf_t *fmcf;
+    uint64_t                     etag;
+    ngx_int_t                    rc;
+    const u_char                *text;
+    ngx_http_flags_memo_t       *m;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_memo_key_t    key;
+    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_main_conf_t  *fmcf;
 
     /* the token is checked before the method (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
@@ -119,36 +93,58 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    /* read before anything the tag is computed from */
-    version = ngx_http_flags_answer_version(project);
-    tag = ngx_http_flags_tag_slot(r, project);
-    inm = r->headers_in.if_none_match;
+    /* the memo's key; the version is read before anything the answer is
+     * computed from (ngx_http_flags_memo.c) */
+    key.kind = NGX_HTTP_FLAGS_MEMO_FLAGS;
+    key.scope = flcf;
+    key.project = project;
+    key.gen = fmcf->gen;
+    key.version = ngx_http_flags_answer_version(project);
+    key.bytes = r->args.len ? r->args.data : (u_char *) "";
+    key.len = r->args.len;
 
-    if (inm != NULL && tag != NULL
-        && ngx_http_flags_tag_hit(tag, r, project, fmcf->gen,
-                                  flcf->max_traits, version)
-        && ((inm->value.len == FL_ETAG_LEN
-             && ngx_memcmp(inm->value.data, tag->text, FL_ETAG_LEN) == 0)
-            || fl_etag_none_match((const char *) inm->value.data,
-                                  inm->value.len, tag->etag)))
-    {
-        /* a copy: the memo may change before the log phase reads it */
-        body = ngx_pnalloc(r->pool, FL_ETAG_LEN);
-        if (body == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+    m = ngx_http_flags_memo_find(&key);
 
-        ngx_memcpy(body, tag->text, FL_ETAG_LEN);
+    if (m == NULL) {
+        return ngx_http_flags_evaluate_answer(r, project, &key);
+    }
 
-        h = ngx_http_flags_add_header(r, "ETag", body, FL_ETAG_LEN);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
+    text = ngx_http_flags_memo_etag(m, &etag);
 
-        r->headers_out.etag = h;
+    rc = ngx_http_flags_etag_header(r, text);
+    if (rc != NGX_OK) {
+        return rc;
+    }
 
+    if (ngx_http_flags_revalidated(r, text, etag)) {
+        /* the caller holds this answer: nothing evaluated or counted
+         * (docs/decisions.md) */
         return ngx_http_flags_send_not_modified(r);
     }
+
+    return ngx_http_flags_memo_send(r, m);
+}
+
+
+/* The answer computed: the caller from the query, evaluation, counts,
+ * JSON; then kept in the memo under key. */
+
+static ngx_int_t
+ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project, ngx_http_flags_memo_key_t *key)
+{
+    char                        err[256];
+    u_char                     *body, text[FL_ETAG_LEN];
+    size_t                      len;
+    uint64_t                    etag;
+    ngx_int_t                   rc;
+    fl_user_t                   user;
+    fl_alloc_t                  alloc;
+    fl_status_t                 st;
+    ngx_http_flags_answer_t     answer;
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    flcf = key->scope;
 
     alloc.alloc = ngx_http_flags_pool_alloc;
     alloc.ctx = r->pool;
@@ -173,29 +169,14 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
      * percentages, the normalised caller (docs/http-api.md); not the
      * switch, which these bytes do not show */
     etag = fl_answer_etag(project->core, &user, answer.effective, NULL);
+    (void) fl_etag_format(etag, (char *) text);
 
-    rc = ngx_http_flags_set_etag(r, etag);
+    rc = ngx_http_flags_etag_header(r, text);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    if (tag != NULL) {
-        tag->project = project;
-        tag->gen = fmcf->gen;
-        tag->max_traits = flcf->max_traits;
-        tag->version = version;
-        tag->etag = etag;
-        (void) fl_etag_format(etag, (char *) tag->text);
-        tag->len = r->args.len;
-        if (r->args.len) {      /* no query: args.data may be NULL */
-            ngx_memcpy(tag->args, r->args.data, r->args.len);
-        }
-    }
-
-    if (inm != NULL
-        && fl_etag_none_match((const char *) inm->value.data,
-                              inm->value.len, etag))
-    {
+    if (ngx_http_flags_revalidated(r, text, etag)) {
         /* the caller holds this answer: no evaluation, nothing counted,
          * no body built (docs/decisions.md) */
         return ngx_http_flags_send_not_modified(r);
@@ -209,6 +190,8 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     }
 
     len = fl_flags_json(project->core, answer.detail, (char *) body);
+
+    ngx_http_flags_memo_store(key, body, len, &etag, answer.detail, -1);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }

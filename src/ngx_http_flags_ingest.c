@@ -303,6 +303,9 @@ ngx_http_flags_accepted(ngx_http_request_t *r,
 {
     fl_state_snapshot_t  s;
 
+    /* the decision reads the window: this worker's memo hits first */
+    ngx_http_flags_memo_fold();
+
     if (ngx_http_flags_count_error(
             ngx_http_get_module_main_conf(r, ngx_http_flags_module),
             ctx->flag, ctx->source, &s))

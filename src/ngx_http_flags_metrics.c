@@ -49,6 +49,9 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* this worker's answers from its memo are counted before reading */
+    ngx_http_flags_memo_fold();
+
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < fmcf->projects.nelts; i++) {

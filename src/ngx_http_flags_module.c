@@ -604,6 +604,9 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
+    /* the memo's answers not counted yet are, while the zone is ours */
+    ngx_http_flags_memo_exit();
+
     ngx_http_flags_sync_exit_process(fmcf);
     ngx_http_flags_zone_detach(fmcf);
 }

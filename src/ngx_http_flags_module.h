@@ -391,6 +391,35 @@ ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
 void ngx_http_flags_count_evaluation(ngx_http_flags_project_t *project,
     ngx_uint_t i, ngx_uint_t enabled, int64_t now);
 
+/* ngx_http_flags_memo.c: this worker's memo of whole answers */
+typedef struct ngx_http_flags_memo_s  ngx_http_flags_memo_t;
+
+#define NGX_HTTP_FLAGS_MEMO_FLAGS       1     /* GET {base}/flags */
+#define NGX_HTTP_FLAGS_MEMO_OFREP_ONE   2     /* OFREP, one flag */
+#define NGX_HTTP_FLAGS_MEMO_OFREP_BULK  3     /* OFREP, every flag */
+
+typedef struct {
+    ngx_uint_t                  kind;
+    void                       *scope;      /* the location's conf */
+    ngx_http_flags_project_t   *project;
+    ngx_uint_t                  gen;
+    ngx_atomic_uint_t           version;    /* read before the answer */
+    const u_char               *bytes;      /* the caller's */
+    size_t                      len;
+} ngx_http_flags_memo_key_t;
+
+ngx_http_flags_memo_t *ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k);
+void ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
+    size_t len, const uint64_t *etag, const fl_detail_t *detail,
+    ngx_int_t single);
+const u_char *ngx_http_flags_memo_etag(ngx_http_flags_memo_t *m,
+    uint64_t *value);
+ngx_int_t ngx_http_flags_memo_send(ngx_http_request_t *r,
+    ngx_http_flags_memo_t *m);
+void ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m);
+void ngx_http_flags_memo_fold(void);
+void ngx_http_flags_memo_exit(void);
+
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);

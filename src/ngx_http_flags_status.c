@@ -52,6 +52,9 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* this worker's answers from its memo are counted before reading */
+    ngx_http_flags_memo_fold();
+
     now = ngx_http_flags_now_sec();
     p = ngx_cpymem(body, "{\"projects\":[", sizeof("{\"projects\":[") - 1);
 

@@ -363,6 +363,9 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
                                   (const char *) walk->addr->data,
                                   walk->addr->len));
 
+    /* the decision reads the window: this worker's memo hits first */
+    ngx_http_flags_memo_fold();
+
     if (ngx_http_flags_decide_rollback(walk->fmcf, flag, walk->now, &s)) {
         ngx_http_flags_rolled_back(r, project, flag, &s);
     }

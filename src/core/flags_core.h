@@ -451,6 +451,12 @@ void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
 void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
     FL_NOEXCEPT;
 
+/* n evaluations at once, enabled of them answered enabled: what n calls of
+ * fl_count_eval() count, with one atomic operation a counter (a second's
+ * window count saturates at 2^32 - 1 as one at a time would). */
+void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    uint32_t n, uint32_t enabled) FL_NOEXCEPT;
+
 
 /* An upstream error (a status in flags_upstream_errors' range) of a
  * request that read the flag through a variable.  On: an error of the

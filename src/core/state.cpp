@@ -192,7 +192,7 @@ inline uint32_t stamp_of(int64_t now_sec)
 }
 
 /* One event into a bucket word (see the file comment). */
-void bump(uint64_t *word, uint32_t now)
+void bump_by(uint64_t *word, uint32_t now, uint32_t n)
 {
     uint64_t old = load(word);
 
@@ -202,11 +202,13 @@ void bump(uint64_t *word, uint32_t now)
         uint64_t next;
 
         if (count == 0 || static_cast<int32_t>(stamp - now) < 0) {
-            next = (static_cast<uint64_t>(now) << 32) | 1;
+            next = (static_cast<uint64_t>(now) << 32) | n;
         } else if (count == UINT32_MAX) {
             return;
         } else {
-            next = old + 1;
+            /* a second's count saturates rather than wraps */
+            uint32_t c = count > UINT32_MAX - n ? UINT32_MAX : count + n;
+            next = (old & ~static_cast<uint64_t>(UINT32_MAX)) | c;
         }
 
         if (__atomic_compare_exchange_n(word, &old, next, true,
@@ -215,6 +217,11 @@ void bump(uint64_t *word, uint32_t now)
             return;
         }
     }
+}
+
+void bump(uint64_t *word, uint32_t now)
+{
+    bump_by(word, now, 1);
 }
 
 /* Does a word stamped s count at now for a window of w seconds?  Yes when
@@ -320,6 +327,23 @@ void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec, int enabled)
         add(&t->enabled_evaluations, 1);
         uint32_t now = stamp_of(now_sec);
         bump(&buckets(w)[now % block_seconds(w)].enabled, now);
+    }
+}
+
+void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    uint32_t n, uint32_t enabled) noexcept
+{
+    if (n == 0) {
+        return;
+    }
+    if (enabled > n) {
+        enabled = n;
+    }
+    add(&t->evaluations, n);
+    if (enabled) {
+        add(&t->enabled_evaluations, enabled);
+        uint32_t now = stamp_of(now_sec);
+        bump_by(&buckets(w)[now % block_seconds(w)].enabled, now, enabled);
     }
 }
 

@@ -1,0 +1,427 @@
+/*
+ * ngx_http_flags_memo.c - this worker's memo of whole answers.
+ *
+ * An SDK or an OFREP provider asks again and again for the same caller;
+ * between two control changes the answer is the same bytes.  A memo entry
+ * keeps the answer (body, ETag, the value of each flag) under everything
+ * it depends on:
+ *
+ *   the kind of answer and the location's configuration (its project,
+ *   flags_max_traits, the OFREP base), the configuration generation, the
+ *   caller's bytes (the query, or the OFREP body and flag key), and the
+ *   project's answer version, read before the answer was computed.
+ *
+ * Every change of a flag's control state or definition bumps the version
+ * (ngx_http_flags_control.c), so an entry of an older version never
+ * answers.  Evaluation depends on nothing else: no clock, no randomness.
+ *
+ * An answer served from the memo is still an evaluation of every flag it
+ * shows, and is counted as one, by its values: the entry counts its hits
+ * and the hits are folded into the zone's counters at the end of the event
+ * loop's cycle that served them (a posted event), so one fold counts a
+ * burst of hits with one atomic operation a counter.  Readers of the
+ * counters in this worker (flags_status, flags_metrics, the rollback
+ * decision, a sync round) fold first; another worker's hits reach the
+ * zone when its cycle ends, microseconds after it answered.  A worker
+ * killed by a signal loses the hits of its current cycle at most; one that
+ * exits folds them (docs/evaluation.md, "Counting").
+ *
+ * Memory: malloc'd entries in a direct-mapped table, at most
+ * NGX_HTTP_FLAGS_MEMO_BYTES in all; an entry being sent is freed when its
+ * last request is done with it (a pool cleanup), so the body is sent
+ * without a copy.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+#define NGX_HTTP_FLAGS_MEMO_SLOTS     1024          /* a power of two */
+#define NGX_HTTP_FLAGS_MEMO_BYTES     (8 * 1024 * 1024)
+#define NGX_HTTP_FLAGS_MEMO_MAX_KEY   2048
+
+
+struct ngx_http_flags_memo_s {
+    uint64_t                    hash;
+    void                       *scope;
+    ngx_http_flags_project_t   *project;
+    ngx_uint_t                  gen;
+    ngx_atomic_uint_t           version;
+    ngx_uint_t                  kind;
+
+    u_char                     *key;
+    size_t                      key_len;
+
+    u_char                     *body;
+    size_t                      len;
+    u_char                      etag[FL_ETAG_LEN];
+    uint64_t                    etag_value;
+    unsigned                    has_etag:1;
+
+    unsigned                    pending:1;  /* on the fold list */
+    unsigned                    dead:1;     /* out of the table */
+
+    ngx_int_t                   single;     /* flag index, or -1: all */
+    uint8_t                    *enabled;    /* a bit a flag */
+
+    ngx_uint_t                  hits;       /* served, not counted yet */
+    ngx_uint_t                  refs;       /* requests sending body */
+    size_t                      size;       /* bytes, for the budget */
+
+    ngx_http_flags_memo_t      *next_pending;
+};
+
+
+static ngx_http_flags_memo_t  *ngx_http_flags_memo_table[NGX_HTTP_FLAGS_MEMO_SLOTS];
+static ngx_http_flags_memo_t  *ngx_http_flags_memo_pending;
+static size_t                  ngx_http_flags_memo_used;
+static ngx_event_t             ngx_http_flags_memo_fold_event;
+
+
+static uint64_t ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k);
+static ngx_uint_t ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
+    ngx_http_flags_memo_key_t *k, uint64_t hash);
+static void ngx_http_flags_memo_fold_handler(ngx_event_t *ev);
+static void ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m,
+    int64_t now);
+static void ngx_http_flags_memo_release(void *data);
+static void ngx_http_flags_memo_drop(ngx_http_flags_memo_t *m);
+
+
+static uint64_t
+ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k)
+{
+    uint64_t  h;
+
+    h = fl_murmur3_32(k->bytes, k->len, (uint32_t) k->kind);
+    h = h << 32
+        | fl_murmur3_32(&k->scope, sizeof(k->scope),
+                        (uint32_t) (uintptr_t) k->project);
+
+    return h;
+}
+
+
+static ngx_uint_t
+ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
+    ngx_http_flags_memo_key_t *k, uint64_t hash)
+{
+    return m->hash == hash && m->kind == k->kind && m->scope == k->scope
+           && m->project == k->project && m->gen == k->gen
+           && m->version == k->version && m->key_len == k->len
+           && ngx_memcmp(m->key, k->bytes, k->len) == 0;
+}
+
+
+ngx_http_flags_memo_t *
+ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
+{
+    uint64_t                hash;
+    ngx_http_flags_memo_t  *m;
+
+    if (k->project->pversion == NULL
+        || k->len > NGX_HTTP_FLAGS_MEMO_MAX_KEY)
+    {
+        return NULL;
+    }
+
+    hash = ngx_http_flags_memo_hash(k);
+    m = ngx_http_flags_memo_table[hash & (NGX_HTTP_FLAGS_MEMO_SLOTS - 1)];
+
+    if (m == NULL || !ngx_http_flags_memo_same(m, k, hash)) {
+        return NULL;
+    }
+
+    return m;
+}
+
+
+/*
+ * Keeps an answer just computed: body (len bytes), its ETag (NULL: none)
+ * and the value of each flag it shows: detail[i] for every flag of the
+ * project, or detail[0] for flag single (>= 0) alone.  Nothing is
+ * kept when the key or the answer is too large, or memory is short: the
+ * memo is an optimisation, never a cause of failure.
+ */
+
+void
+ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
+    size_t len, const uint64_t *etag, const fl_detail_t *detail,
+    ngx_int_t single)
+{
+    u_char                 *p;
+    size_t                  size, nflags, bits, i;
+    uint64_t                hash;
+    ngx_uint_t              slot;
+    ngx_http_flags_memo_t  *m, *old;
+
+    if (k->project->pversion == NULL
+        || k->len > NGX_HTTP_FLAGS_MEMO_MAX_KEY)
+    {
+        return;
+    }
+
+    nflags = single >= 0 ? 1 : k->project->nflags;
+    bits = (nflags + 7) / 8;
+    size = sizeof(ngx_http_flags_memo_t) + k->len + len + bits;
+
+    hash = ngx_http_flags_memo_hash(k);
+    slot = hash & (NGX_HTTP_FLAGS_MEMO_SLOTS - 1);
+    old = ngx_http_flags_memo_table[slot];
+
+    if (ngx_http_flags_memo_used - (old ? old->size : 0) + size
+        > NGX_HTTP_FLAGS_MEMO_BYTES)
+    {
+        return;
+    }
+
+    m = ngx_alloc(size, ngx_cycle->log);
+    if (m == NULL) {
+        return;
+    }
+
+    if (old) {
+        ngx_http_flags_memo_table[slot] = NULL;
+        ngx_http_flags_memo_drop(old);
+    }
+
+    ngx_memzero(m, sizeof(ngx_http_flags_memo_t));
+
+    p = (u_char *) (m + 1);
+
+    m->hash = hash;
+    m->scope = k->scope;
+    m->project = k->project;
+    m->gen = k->gen;
+    m->version = k->version;
+    m->kind = k->kind;
+    m->size = size;
+    m->single = single;
+
+    m->key = p;
+    m->key_len = k->len;
+    p = ngx_cpymem(p, k->bytes, k->len);
+
+    m->body = p;
+    m->len = len;
+    p = ngx_cpymem(p, body, len);
+
+    m->enabled = p;
+    ngx_memzero(p, bits);
+
+    for (i = 0; i < nflags; i++) {
+        if (detail[i].enabled) {
+            p[i / 8] |= (uint8_t) (1 << (i % 8));
+        }
+    }
+
+    if (etag) {
+        m->etag_value = *etag;
+        (void) fl_etag_format(*etag, (char *) m->etag);
+        m->has_etag = 1;
+    }
+
+    ngx_http_flags_memo_table[slot] = m;
+    ngx_http_flags_memo_used += size;
+}
+
+
+/* m's ETag as sent (FL_ETAG_LEN bytes) and its value, or NULL. */
+
+const u_char *
+ngx_http_flags_memo_etag(ngx_http_flags_memo_t *m, uint64_t *value)
+{
+    if (!m->has_etag) {
+        return NULL;
+    }
+
+    *value = m->etag_value;
+
+    return m->etag;
+}
+
+
+/*
+ * Answers r with m's body (status 200, JSON), counting the answer as the
+ * evaluations it shows.  The body is not copied: r holds m until its pool
+ * goes.
+ */
+
+ngx_int_t
+ngx_http_flags_memo_send(ngx_http_request_t *r, ngx_http_flags_memo_t *m)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_flags_memo_release;
+    cln->data = m;
+    m->refs++;
+
+    ngx_http_flags_memo_hit(m);
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, m->body, m->len);
+}
+
+
+/* One more answer of m to count: at the end of this cycle. */
+
+void
+ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m)
+{
+    ngx_event_t  *ev;
+
+    m->hits++;
+
+    if (!m->pending) {
+        m->pending = 1;
+        m->next_pending = ngx_http_flags_memo_pending;
+        ngx_http_flags_memo_pending = m;
+    }
+
+    ev = &ngx_http_flags_memo_fold_event;
+
+    if (!ev->posted) {
+        ev->handler = ngx_http_flags_memo_fold_handler;
+        ev->log = ngx_cycle->log;
+        ev->data = NULL;
+        ngx_post_event(ev, &ngx_posted_events);
+    }
+}
+
+
+static void
+ngx_http_flags_memo_fold_handler(ngx_event_t *ev)
+{
+    ngx_http_flags_memo_fold();
+}
+
+
+/*
+ * Counts every hit not counted yet.  Readers of the counters call it
+ * first; it costs nothing when there is none.
+ */
+
+void
+ngx_http_flags_memo_fold(void)
+{
+    int64_t                 now;
+    ngx_http_flags_memo_t  *m, *next;
+
+    if (ngx_http_flags_memo_pending == NULL) {
+        return;
+    }
+
+    now = ngx_http_flags_now_sec();
+
+    for (m = ngx_http_flags_memo_pending; m; m = next) {
+        next = m->next_pending;
+
+        ngx_http_flags_memo_fold_one(m, now);
+
+        m->pending = 0;
+        m->next_pending = NULL;
+
+        if (m->dead && m->refs == 0) {
+            ngx_free(m);
+        }
+    }
+
+    ngx_http_flags_memo_pending = NULL;
+}
+
+
+static void
+ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m, int64_t now)
+{
+    size_t                  i, n;
+    uint32_t                hits;
+    ngx_http_flags_flag_t  *flag;
+
+    hits = (uint32_t) m->hits;
+    m->hits = 0;
+
+    if (hits == 0) {
+        return;
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "flags: memo fold: %uD answers of project \"%V\" "
+                   "(flag %i)", hits, &m->project->name, m->single);
+
+    if (m->single >= 0) {
+        flag = &m->project->flags[m->single];
+
+        if (flag->totals) {
+            fl_count_evals(flag->totals, flag->window, now, hits,
+                           (m->enabled[0] & 1) ? hits : 0);
+        }
+
+        return;
+    }
+
+    n = m->project->nflags;
+
+    for (i = 0; i < n; i++) {
+        flag = &m->project->flags[i];
+
+        if (flag->totals) {
+            fl_count_evals(flag->totals, flag->window, now, hits,
+                           (m->enabled[i / 8] & (1 << (i % 8))) ? hits : 0);
+        }
+    }
+}
+
+
+static void
+ngx_http_flags_memo_release(void *data)
+{
+    ngx_http_flags_memo_t  *m = data;
+
+    m->refs--;
+
+    if (m->dead && m->refs == 0 && !m->pending) {
+        ngx_free(m);
+    }
+}
+
+
+/* Out of the table: freed now, or once counted and sent. */
+
+static void
+ngx_http_flags_memo_drop(ngx_http_flags_memo_t *m)
+{
+    ngx_http_flags_memo_used -= m->size;
+    m->dead = 1;
+
+    if (m->refs == 0 && !m->pending) {
+        ngx_free(m);
+    }
+}
+
+
+/* At exit: every hit counted, every entry freed. */
+
+void
+ngx_http_flags_memo_exit(void)
+{
+    ngx_uint_t              i;
+    ngx_http_flags_memo_t  *m;
+
+    ngx_http_flags_memo_fold();
+
+    if (ngx_http_flags_memo_fold_event.posted) {
+        ngx_delete_posted_event(&ngx_http_flags_memo_fold_event);
+    }
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_SLOTS; i++) {
+        m = ngx_http_flags_memo_table[i];
+
+        if (m) {
+            ngx_http_flags_memo_table[i] = NULL;
+            ngx_http_flags_memo_drop(m);
+        }
+    }
+}
