@@ -22,7 +22,10 @@
  *   ngx_http_flags_admin.c     flags_admin
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
- *   ngx_http_flags_push.c      live push: OFREP's SSE stream, flags_websocket
+ *   ngx_http_flags_push.c      live push: the cap, the token, the registry
+ *                              of push connections and its tick
+ *   ngx_http_flags_push_sse.c  OFREP's event stream ({loc}v1/events)
+ *   ngx_http_flags_push_ws.c   flags_websocket: handshake, wslay, messages
  *   ngx_http_flags_variables.c $flag_NAME, $flags_enabled, flags_context
  *   ngx_http_flags_upstream.c  flags_upstream_errors, a log-phase handler
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
@@ -438,16 +441,19 @@ ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 /* ngx_http_flags_ofrep.c: flags_ofrep (docs/ofrep.md) */
 ngx_int_t ngx_http_flags_ofrep_handler(ngx_http_request_t *r);
 
-/* ngx_http_flags_push.c: live push (docs/push.md) */
+/* ngx_http_flags_push.c: live push (docs/push.md); what the push files
+ * share among themselves is in ngx_http_flags_push.h */
 char *ngx_http_flags_push_max_connections(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_flags_push_limit(ngx_cycle_t *cycle);
-ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
 ngx_uint_t ngx_http_flags_push_enabled(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_push_token(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+/* ngx_http_flags_push_sse.c: OFREP's event stream */
 ngx_int_t ngx_http_flags_push_sse(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
+/* ngx_http_flags_push_ws.c: flags_websocket */
+ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
 
 /* ngx_http_flags_variables.c: flags_context, $flag_NAME, $flags_enabled */
 char *ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);

@@ -11,8 +11,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
-use IO::Select;
-use MIME::Base64 qw(encode_base64);
+use FlagsPush;
 use Socket qw(SOL_SOCKET SO_RCVBUF SO_LINGER);
 use Time::HiRes qw(sleep time);
 
@@ -129,66 +128,7 @@ write_file("$dir/conf/nginx.conf", $conf);
 my $master = nginx_start($dir);
 is(scalar(my @w = worker_pids($master)), 1, 'one worker');
 
-sub read_until {
-    my ($s, $buf, $cond, $timeout, $eof) = @_;
-    my $end = time + $timeout;
-    my $sel = IO::Select->new($s);
-    until ($cond->()) {
-        my $left = $end - time;
-        return 0 if $left <= 0;
-        next unless $sel->can_read($left);
-        my $n = sysread($s, my $chunk, 65536);
-        if (!$n) { $$eof = 1 if $eof; return $cond->() }
-        $$buf .= $chunk;
-    }
-    return 1;
-}
-
-# one connection: the request, then its answer's head (and body, when it
-# has a Content-Length); the socket stays open
-sub open_push {
-    my ($req) = @_;
-    my $s = raw_connect();
-    print $s $req;
-    my $c = { s => $s, buf => '', eof => 0 };
-    read_until($s, \$c->{buf}, sub { $c->{buf} =~ /\r\n\r\n/ }, 5, \$c->{eof});
-    my ($head, $rest) = split /\r\n\r\n/, $c->{buf}, 2;
-    $c->{head} = $head // '';
-    $c->{buf} = $rest // '';
-    ($c->{status}) = $c->{head} =~ m{^HTTP/1\.1 (\d+)};
-    $c->{status} //= 0;
-    if ($c->{status} != 101 && $c->{head} =~ /\r\nContent-Length: (\d+)/i) {
-        my $n = $1;
-        read_until($s, \$c->{buf}, sub { length $c->{buf} >= $n }, 5);
-        $c->{body} = substr($c->{buf}, 0, $n, '');
-    }
-    return $c;
-}
-
-sub sse { open_push("GET $_[0] HTTP/1.1\r\nHost: localhost\r\n\r\n") }
-
-sub ws {
-    my ($path) = @_;
-    my $key = encode_base64(join('', map { chr int rand 256 } 1 .. 16), '');
-    return open_push("GET $path HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
-                     . "Connection: Upgrade\r\nSec-WebSocket-Key: $key\r\nSec-WebSocket-Version: 13\r\n\r\n");
-}
-
-sub frame {
-    my ($op, $payload) = @_;
-    my $len = length $payload;
-    my $b = chr(0x80 | $op) . ($len < 126 ? chr(0x80 | $len) : chr(0x80 | 126) . pack('n', $len));
-    my @k = map { int rand 256 } 1 .. 4;
-    my $i = 0;
-    return $b . pack('C4', @k) . join '', map { chr(ord($_) ^ $k[$i++ % 4]) } split //, $payload;
-}
-
-# reads (and drops) what the server sends until it closes, or $timeout
-sub until_closed {
-    my ($c, $timeout) = @_;
-    read_until($c->{s}, \$c->{buf}, sub { 0 }, $timeout, \$c->{eof});
-    return $c->{eof};
-}
+# the clients (Sse, Ws) and read_until: t/helper/FlagsPush.pm
 
 sub error_log { read_file("$dir/logs/error.log") // '' }
 
@@ -199,7 +139,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     # worker's 256 connections, until one is not answered 200 or 101
     my (@open, $e);
     for my $i (1 .. 300) {
-        my $c = $i % 2 ? sse("/ofrep/v1/events?token=$TOKEN") : ws("/ws?token=$TOKEN");
+        my $c = $i % 2 ? Sse->open("/ofrep/v1/events?token=$TOKEN") : Ws->open("/ws?token=$TOKEN");
         if ($c->{status} != 200 && $c->{status} != 101) { $e = $c; last }
         push @open, $c;
     }
@@ -210,7 +150,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     is($e->{status}, 503, '... and the 129th (an event stream) is refused: 503');
     is($e->{body}, '{"errorCode":"GENERAL","errorDetails":"this worker holds flags_push_max_connections streams already"}',
        '... with the OFREP error body');
-    my $x = ws("/ws?token=$TOKEN");
+    my $x = Ws->open("/ws?token=$TOKEN");
     is($x->{status}, 503, 'a WebSocket too: 503');
     is($x->{body}, '{"error":"too_many_connections","message":"this worker holds flags_push_max_connections push connections already"}',
        '... too_many_connections');
@@ -234,7 +174,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     sleep 0.3;
     close $_->{s} for @open[1 .. $#open];
     sleep 0.5;
-    is(sse("/ofrep/v1/events?token=$TOKEN")->{status}, 200, 'closed connections free their places');
+    is(Sse->open("/ofrep/v1/events?token=$TOKEN")->{status}, 200, 'closed connections free their places');
     like(error_log(), qr/\[info\] \d+#\d+: \*\d+ client prematurely closed connection, client: 127\.0\.0\.1, server: localhost, request: "GET \/ofrep\/v1\/events\?token=\*\*\* HTTP\/1\.1", host: "localhost"\n/,
          "nginx's own line for a stream that went away: the token masked");
 }
@@ -249,36 +189,36 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
          '/ws-slow?token=***', '/ofrep/v1/events?token=***');
 
     # the token twice, in another case too: both masked
-    my $c = ws("/ws?a=1&TOKEN=$TOKEN&token=$TOKEN");
+    my $c = Ws->open("/ws?a=1&TOKEN=$TOKEN&token=$TOKEN");
     is($c->{status}, 101, 'WS with the token twice: 101');
-    print { $c->{s} } frame(2, "\x00\x01");
-    ok(until_closed($c, 3), 'a binary message: closed');
+    $c->send(2, "\x00\x01");
+    ok($c->closed(3), 'a binary message: closed');
     like(error_log(), qr/flags push: closing WebSocket with 1003: a binary message, client: 127\.0\.0\.1, server: localhost, $r_twice/,
          'closing with 1003: logged, every token parameter masked');
 
-    $c = ws("/ws?token=$TOKEN");
-    print { $c->{s} } frame(9, 'x' x 126);
-    ok(until_closed($c, 3), 'a ping over 125 bytes: closed');
+    $c = Ws->open("/ws?token=$TOKEN");
+    $c->send(9, 'x' x 126);
+    ok($c->closed(3), 'a ping over 125 bytes: closed');
     like(error_log(), qr/flags push: WebSocket client sent a malformed frame, client: 127\.0\.0\.1, server: localhost, $r_ws/,
          'a malformed frame: logged, masked');
 
-    $c = ws("/ws?token=$TOKEN");
+    $c = Ws->open("/ws?token=$TOKEN");
     read_until($c->{s}, \$c->{buf}, sub { length $c->{buf} > 2 }, 2);
     close $c->{s};
     sleep 0.3;
     like(error_log(), qr/flags push: WebSocket client closed the connection, client: 127\.0\.0\.1, server: localhost, $r_ws/,
          'a client that closes: logged, masked');
 
-    $c = ws("/ws-fast?token=$TOKEN");
-    ok(until_closed($c, 4), 'a client that answers no ping: closed');
+    $c = Ws->open("/ws-fast?token=$TOKEN");
+    ok($c->closed(4), 'a client that answers no ping: closed');
     like(error_log(), qr/flags push: closing WebSocket with 1001: the client sent nothing, not even a pong, for two heartbeats, client: 127\.0\.0\.1, server: localhost, $r_fast/,
          'no pong: logged, masked');
 
     # a WebSocket client that reads nothing (30 KB a message)
-    $c = ws('/ws-slow?token=pub_big_54');
+    $c = Ws->open('/ws-slow?token=pub_big_54');
     setsockopt($c->{s}, SOL_SOCKET, SO_RCVBUF, 4096);
     print { $c->{s} } join '', map {
-        frame(1, qq({"type":"evaluation_batch","evaluations":[{"type":"evaluation","flagName":"x","result":true,"userId":"u$_","traits":{}}]}))
+        Ws::frame_bytes(1, qq({"type":"evaluation_batch","evaluations":[{"type":"evaluation","flagName":"x","result":true,"userId":"u$_","traits":{}}]}))
     } 1 .. 400;
     ok(wait_for(sub { error_log() =~ /flags push: (?:dropping WebSocket client: it does not read what is sent|WebSocket client timed out), client: 127\.0\.0\.1, server: localhost, $r_slow/ }, 5),
        'a WebSocket client that reads nothing: dropped, logged, masked');
@@ -303,7 +243,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     close $c;
 
     # a token no project has: refused (nothing logged), masked in the access log
-    $c = ws("/ws?token=$WRONG");
+    $c = Ws->open("/ws?token=$WRONG");
     is($c->{status}, 401, 'an unknown token: 401');
     close $c->{s};
 }
