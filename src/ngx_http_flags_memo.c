@@ -29,7 +29,10 @@
  * Memory: malloc'd entries in a direct-mapped table, at most
  * NGX_HTTP_FLAGS_MEMO_BYTES in all; an entry being sent is freed when its
  * last request is done with it (a pool cleanup), so the body is sent
- * without a copy.
+ * without a copy.  An answer is kept the second time its key is seen
+ * (a table of key hashes remembers the first): a caller who asks once
+ * costs the memo nothing, and one who polls is answered from it from its
+ * third request on.
  */
 
 #include "ngx_http_flags_module.h"
@@ -38,6 +41,7 @@
 #define NGX_HTTP_FLAGS_MEMO_SLOTS     1024          /* a power of two */
 #define NGX_HTTP_FLAGS_MEMO_BYTES     (8 * 1024 * 1024)
 #define NGX_HTTP_FLAGS_MEMO_MAX_KEY   2048
+#define NGX_HTTP_FLAGS_MEMO_SEEN      4096          /* a power of two */
 
 
 struct ngx_http_flags_memo_s {
@@ -74,6 +78,7 @@ struct ngx_http_flags_memo_s {
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_table[NGX_HTTP_FLAGS_MEMO_SLOTS];
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_pending;
 static size_t                  ngx_http_flags_memo_used;
+static uint64_t                ngx_http_flags_memo_seen[NGX_HTTP_FLAGS_MEMO_SEEN];
 static ngx_event_t             ngx_http_flags_memo_fold_event;
 
 
@@ -165,6 +170,16 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     size = sizeof(ngx_http_flags_memo_t) + k->len + len + bits;
 
     hash = ngx_http_flags_memo_hash(k);
+
+    /* the first sight of a key is only remembered (the version too: an
+     * answer that changed is seen anew) */
+    i = (hash ^ k->version) & (NGX_HTTP_FLAGS_MEMO_SEEN - 1);
+
+    if (ngx_http_flags_memo_seen[i] != (hash ^ k->version)) {
+        ngx_http_flags_memo_seen[i] = hash ^ k->version;
+        return;
+    }
+
     slot = hash & (NGX_HTTP_FLAGS_MEMO_SLOTS - 1);
     old = ngx_http_flags_memo_table[slot];
 
