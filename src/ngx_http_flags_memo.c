@@ -362,9 +362,9 @@ ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m, int64_t now)
         return;
     }
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "flags: memo fold: %uD answers of project \"%V\" "
-                   "(flag %i)", hits, &m->project->name, m->single);
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "flags: memo fold: %uD answers of project \"%V\" counted",
+                   hits, &m->project->name);
 
     if (m->single >= 0) {
         flag = &m->project->flags[m->single];
