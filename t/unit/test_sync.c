@@ -21,11 +21,17 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static fl_sync_elt_t S(const char *s)
+static fl_sync_elt_t elt(fl_sync_elt_type_t type)
 {
     fl_sync_elt_t e;
     memset(&e, 0, sizeof(e));
-    e.type = FL_SYNC_ELT_STRING;
+    e.type = type;
+    return e;
+}
+
+static fl_sync_elt_t S(const char *s)
+{
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_STRING);
     e.str = s;
     e.len = strlen(s);
     return e;
@@ -33,28 +39,21 @@ static fl_sync_elt_t S(const char *s)
 
 static fl_sync_elt_t I(int64_t v)
 {
-    fl_sync_elt_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = FL_SYNC_ELT_INTEGER;
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_INTEGER);
     e.integer = v;
     return e;
 }
 
 static fl_sync_elt_t A(size_t elements)
 {
-    fl_sync_elt_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = FL_SYNC_ELT_ARRAY;
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_ARRAY);
     e.elements = elements;
     return e;
 }
 
 static fl_sync_elt_t NIL(void)
 {
-    fl_sync_elt_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = FL_SYNC_ELT_OTHER;
-    return e;
+    return elt(FL_SYNC_ELT_OTHER);
 }
 
 #define N(v)  (sizeof(v) / sizeof((v)[0]))
@@ -189,16 +188,12 @@ static void test_control_encoding(void **state)
 
 static fl_sync_round_t shop_round(void)
 {
-    fl_sync_round_t r;
-    memset(&r, 0, sizeof(r));
-    r.prefix = "flags:";
-    r.prefix_len = 6;
-    r.project = "shop";
-    r.project_len = 4;
-    r.host = "h1";
-    r.host_len = 2;
-    r.epoch = 1700000000123456ull;
-    r.ver = 7;
+    fl_sync_round_t r = {
+        .prefix = "flags:", .prefix_len = 6,
+        .project = "shop", .project_len = 4,
+        .host = "h1", .host_len = 2,
+        .epoch = 1700000000123456ull, .ver = 7,
+    };
     return r;
 }
 
