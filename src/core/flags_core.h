@@ -1117,8 +1117,9 @@ typedef struct {
 /* sent: the flag's control when its round began, now: its control now
  * (fl_sync_control()).  0 when they differ: the change made here during
  * the round wins and goes out next round; nothing is applied.  Else 1 and
- * *out: the fleet's rollback over none (and its clear over a local one),
- * the fleet's override when it differs from the one here. */
+ * *out: the fleet's rollback when the flag is not rolled back here, a
+ * clear when it is and the fleet holds none, the fleet's override when it
+ * differs from the one here. */
 int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
     fl_sync_action_t *out) FL_NOEXCEPT;
 
