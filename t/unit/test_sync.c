@@ -213,66 +213,74 @@ static fl_sync_flag_t flag(const char *name, uint64_t def, int policy_on)
     return f;
 }
 
+/* Which flags send an entry: with the fleet's state known (epoch set) and
+ * before the first answer (epoch 0: the fleet is taken to say nothing). */
 static void test_plan(void **state)
 {
+    static const struct {
+        const char      *why;
+        int              counted, policy_on;
+        uint64_t         control, known;
+        uint64_t         errors, base_errors, enabled, base_enabled;
+        fl_sync_entry_t  want, want_epoch0;
+    } rows[] = {
+        { "not counted, though it changed", 0, 1, 1, 0, 0, 0, 0, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "deltas, no policy: dropped", 1, 0, 0, 0, 5, 0, 9, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "rolled back (and known so): its deltas dropped", 1, 1, 1, 1,
+          5, 0, 0, 0, FL_SYNC_NO_ENTRY, FL_SYNC_ENTRY_SOURCES },
+        { "enabled evaluations only", 1, 1, 0, 0, 0, 0, 10, 4,
+          FL_SYNC_ENTRY, FL_SYNC_ENTRY },
+        { "an error delta", 1, 1, 0, 0, 3, 2, 0, 0,
+          FL_SYNC_ENTRY_SOURCES, FL_SYNC_ENTRY_SOURCES },
+        { "nothing new under a policy", 1, 1, 0, 0, 8, 8, 0, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "an override set here, no policy", 1, 0, 2, 0, 0, 0, 0, 0,
+          FL_SYNC_ENTRY, FL_SYNC_ENTRY },
+        { "the fleet's rollback cleared here", 1, 0, 0, 1, 0, 0, 0, 0,
+          FL_SYNC_ENTRY, FL_SYNC_NO_ENTRY },
+        { "a wrapped-around baseline is a delta", 1, 1, 0, 0, 8, 9, 0, 0,
+          FL_SYNC_ENTRY_SOURCES, FL_SYNC_ENTRY_SOURCES },
+    };
     fl_sync_round_t r = shop_round();
-    fl_sync_flag_t f[8];
-    size_t sources = 99;
+    fl_sync_flag_t f[N(rows)];
+    size_t i, sources, entries, want, want_sources;
 
     (void) state;
-    /* 0: not counted, though it changed */
-    f[0] = flag("a", 1, 1);
-    f[0].counted = 0;
-    f[0].control = 1;
-    /* 1: deltas, no policy: dropped */
-    f[1] = flag("b", 2, 0);
-    f[1].errors = 5;
-    f[1].enabled = 9;
-    /* 2: deltas under a policy, rolled back (and known so): dropped */
-    f[2] = flag("c", 3, 1);
-    f[2].control = f[2].known = 1;
-    f[2].errors = 5;
-    /* 3: enabled evaluations only: an entry without sources */
-    f[3] = flag("d", 4, 1);
-    f[3].enabled = 10;
-    f[3].base_enabled = 4;
-    /* 4: an error delta: an entry with sources */
-    f[4] = flag("e", 5, 1);
-    f[4].errors = 3;
-    f[4].base_errors = 2;
-    /* 5: nothing new under a policy */
-    f[5] = flag("f", 6, 1);
-    f[5].errors = f[5].base_errors = 8;
-    /* 6: an override set here, no policy */
-    f[6] = flag("g", 7, 0);
-    f[6].control = fl_sync_control(0, FL_OVERRIDE_OFF, 0);
-    /* 7: the fleet said "rolled back", cleared here */
-    f[7] = flag("h", 8, 0);
-    f[7].known = 1;
+    for (int epoch0 = 0; epoch0 < 2; epoch0++) {
+        r.epoch = epoch0 ? 0 : 1700000000123456ull;
+        want = want_sources = 0;
 
-    assert_int_equal(fl_sync_round_plan(&r, f, 8, &sources), 4);
-    assert_int_equal(sources, 1);
-    assert_int_equal(f[0].entry, FL_SYNC_NO_ENTRY);
-    assert_int_equal(f[1].entry, FL_SYNC_NO_ENTRY);
-    assert_int_equal(f[2].entry, FL_SYNC_NO_ENTRY);
-    assert_int_equal(f[3].entry, FL_SYNC_ENTRY);
-    assert_int_equal(f[4].entry, FL_SYNC_ENTRY_SOURCES);
-    assert_int_equal(f[5].entry, FL_SYNC_NO_ENTRY);
-    assert_int_equal(f[6].entry, FL_SYNC_ENTRY);
-    assert_int_equal(f[7].entry, FL_SYNC_ENTRY);
+        for (i = 0; i < N(rows); i++) {
+            f[i] = flag("x", i, rows[i].policy_on);
+            f[i].counted = rows[i].counted;
+            f[i].control = rows[i].control;
+            f[i].known = rows[i].known;
+            f[i].errors = rows[i].errors;
+            f[i].base_errors = rows[i].base_errors;
+            f[i].enabled = rows[i].enabled;
+            f[i].base_enabled = rows[i].base_enabled;
+            f[i].entry = FL_SYNC_ENTRY;     /* the plan sets every one */
+        }
 
-    /* epoch 0: what the fleet said is not known yet; only what is active
-     * here goes out (7 has nothing active: no entry; 2 publishes its
-     * rollback) */
-    r.epoch = 0;
-    assert_int_equal(fl_sync_round_plan(&r, f, 8, NULL), 4);
-    assert_int_equal(f[2].entry, FL_SYNC_ENTRY_SOURCES);
-    assert_int_equal(f[7].entry, FL_SYNC_NO_ENTRY);
+        sources = 99;
+        entries = fl_sync_round_plan(&r, f, N(rows), &sources);
 
-    /* a wrapped-around baseline is a delta like any other */
-    f[5].base_errors = 9;
-    assert_int_equal(fl_sync_round_plan(&r, &f[5], 1, &sources), 1);
-    assert_int_equal(sources, 1);
+        for (i = 0; i < N(rows); i++) {
+            fl_sync_entry_t w = epoch0 ? rows[i].want_epoch0 : rows[i].want;
+            if (f[i].entry != w) {
+                fail_msg("%s (epoch %s): entry %d, want %d", rows[i].why,
+                         epoch0 ? "0" : "known", (int) f[i].entry, (int) w);
+            }
+            want += w != FL_SYNC_NO_ENTRY;
+            want_sources += w == FL_SYNC_ENTRY_SOURCES;
+        }
+        assert_int_equal(entries, want);
+        assert_int_equal(sources, want_sources);
+    }
+
+    assert_int_equal(fl_sync_round_plan(&r, f, N(rows), NULL), want);
 }
 
 /* Four flags: an error delta with sources and a policy; an override set
