@@ -6,7 +6,8 @@
 #   fuzz/run.sh 0               build and replay the regressions only
 #
 # Targets (fuzz/fuzz_<target>.cc): report, query, loader, evaluate,
-# override_state.  FUZZ_TARGETS="query loader" limits the run to some.
+# override_state, sync_reply.  FUZZ_TARGETS="query loader" limits the run
+# to some.
 #
 # The core (src/core/core.mk lists its sources) is compiled again by clang++
 # with -fsanitize=fuzzer-no-link,address,undefined into build/fuzz/obj/ (never
@@ -33,7 +34,7 @@ OUT=$ROOT/build/fuzz
 SECONDS_PER_TARGET=${1:-30}
 JOBS=${JOBS:-$(nproc)}
 CXX=${CXX_FUZZ:-clang++}
-ALL_TARGETS=(report query loader evaluate override_state)
+ALL_TARGETS=(report query loader evaluate override_state sync_reply)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -114,6 +115,7 @@ max_len() {
 dict_for() {
     case $1 in
         query|evaluate) echo "$FUZZ/dict/query.dict" ;;
+        sync_reply) echo "$FUZZ/dict/sync.dict" ;;
         *) echo "$FUZZ/dict/json.dict" ;;
     esac
 }

@@ -29,8 +29,12 @@
  *   ngx_http_flags_variables.c $flag_NAME, $flags_enabled, flags_context
  *   ngx_http_flags_upstream.c  flags_upstream_errors, a log-phase handler
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
- *   ngx_http_flags_sync.c      flags_sync: a fleet through Redis, the
- *                              connection owned by the event loop
+ *   ngx_http_flags_sync.c      flags_sync: a fleet through Redis: the
+ *                              directive, a worker's start and exit
+ *   ngx_http_flags_sync_conn.c its connection, owned by the event loop
+ *   ngx_http_flags_sync_round.c  its round: the zone to the core's
+ *                              encoding, the answer applied to the zone
+ *                              (these three share ngx_http_flags_sync.h)
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_

@@ -72,6 +72,12 @@ ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: report batch of 1 lines
 # (the override below waits for it)
 ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags sync: round of project "shop": 1 of 2 flags sent, \d+ bytes$/m }, FlagsTest::slow(5)),
    'debug: a sync round that sends the one flag with an error delta');
+# the first answer carries the project's control hash (no epoch known yet),
+# and each round says when it is done
+like($log->(), qr/\[debug\] \d+#\d+: flags sync: project "shop" read at version \d+: \d+ fields used, \d+ ignored$/m,
+     'debug: the first answer, its control hash read');
+like($log->(), qr/\[debug\] \d+#\d+: flags sync: round done in \d+ ms$/m,
+     'debug: a sync round done');
 
 # an SSE client of the project, then an admin change: the push tick
 my $sse = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,

@@ -37,6 +37,8 @@ FLAGS_CORE_SRCS = \
 	state.cpp \
 	statefile.cpp \
 	status_json.cpp \
+	sync_reply.cpp \
+	sync_round.cpp \
 	sync_script.cpp \
 	utf8.cpp \
 	variables.cpp

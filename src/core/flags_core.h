@@ -905,6 +905,216 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
  * docs/sync.md); *len is set to its length. */
 const char *fl_sync_script(size_t *len) FL_NOEXCEPT;
 
+/* A host's name in the fleet's records (flags_sync host=, and a name read
+ * back from Redis before a log line shows it): 1 to FL_SYNC_HOST_MAX
+ * bytes of letters, digits, '.', '-', '_' or ':'.  No space: a space ends
+ * a field of a rollback record.  1 when valid. */
+#define FL_SYNC_HOST_MAX  64u
+int fl_sync_host_valid(const char *name, size_t len) FL_NOEXCEPT;
+
+/* A flag's rollback and override as one number, how a round sees that
+ * either changed (src/core/sync_round.cpp): bit 0 rolled back, bits 1-7
+ * the override kind, bits 8 and up its milli-percent (FL_OVERRIDE_PERCENT
+ * only; the others carry 0). */
+uint64_t fl_sync_control(int rolled_back, fl_override_kind_t kind,
+    uint32_t milli) FL_NOEXCEPT;
+
+/*
+ * A round (src/core/sync_round.cpp): one script call a project, whose
+ * KEYS and ARGV the core writes (the glue formats them as a command).
+ * The glue fills one fl_sync_flag_t a flag of the project from the zone,
+ * fl_sync_round_plan() decides which flags send an entry, the glue reads
+ * the window's sources of the entries that want them, and
+ * fl_sync_round_args() writes the arguments.
+ */
+typedef struct {
+    const char         *prefix;         /* flags_sync prefix= */
+    size_t              prefix_len;
+    const char         *project;
+    size_t              project_len;
+    const char         *host;           /* this host's name (host=) */
+    size_t              host_len;
+    uint64_t            epoch;          /* the fleet's state last read: */
+    uint64_t            ver;            /* 0, 0 before the first answer */
+} fl_sync_round_t;
+
+typedef enum {
+    FL_SYNC_NO_ENTRY = 0,       /* not counted, or nothing to say: the
+                                 * deltas are dropped (baseline := totals) */
+    FL_SYNC_ENTRY,              /* an entry, no error delta */
+    FL_SYNC_ENTRY_SOURCES       /* an entry with an error delta: the
+                                 * window's sources go with it */
+} fl_sync_entry_t;
+
+/* One flag of a round: what the zone holds, then what the round decided. */
+typedef struct {
+    const char             *name;
+    size_t                  name_len;
+    uint64_t                def_hash;
+    int                     counted;    /* 0: the zone had no room for it */
+    fl_rollback_policy_t    policy;     /* resolved: mode ON or OFF */
+    uint64_t                control;    /* fl_sync_control() of it now */
+    uint64_t                known;      /* what the fleet last said of it */
+    uint64_t                rb_at_ms;   /* the rollback's record */
+    uint64_t                rb_errors;
+    uint64_t                rb_enabled;
+    uint64_t                rb_sources;
+    uint64_t                errors;     /* the lifetime totals */
+    uint64_t                enabled;    /* enabled evaluations */
+    uint64_t                base_errors;    /* of them, what the fleet */
+    uint64_t                base_enabled;   /* has counted */
+    const uint32_t         *source_keys;    /* FL_SYNC_ENTRY_SOURCES: */
+    const uint32_t         *source_ages;    /* fl_window_source_ages() */
+    size_t                  nsources;       /* at most FL_SOURCE_SLOTS */
+    fl_sync_entry_t         entry;      /* fl_sync_round_plan() sets it */
+} fl_sync_flag_t;
+
+/* The script's arguments an entry, and a round's KEYS and ARGV for
+ * `entries` entries: the control hash, two keys an entry (its window and
+ * its sources), epoch, version, the count and the host, then the
+ * entries'. */
+#define FL_SYNC_ENTRY_ARGS           10u
+#define FL_SYNC_ROUND_ARGC(entries)  (5 + 12 * (size_t) (entries))
+
+/* Sets each flag's entry and returns how many send one; *with_sources
+ * (when not NULL) is set to how many of them want their sources.  A flag
+ * sends an entry when its control differs from what the fleet last said
+ * (taken as none while the epoch is 0) or, under an active policy and not
+ * rolled back, when it has a delta. */
+size_t fl_sync_round_plan(const fl_sync_round_t *r, fl_sync_flag_t *flags,
+    size_t n, size_t *with_sources) FL_NOEXCEPT;
+
+/* Bytes of buf that fl_sync_round_args() may use for these flags. */
+size_t fl_sync_round_bound(const fl_sync_round_t *r,
+    const fl_sync_flag_t *flags, size_t n) FL_NOEXCEPT;
+
+/*
+ * Writes KEYS then ARGV of the round (docs/sync.md, the script) into
+ * argv[]/argvlen[]: the strings point into buf, into r's host and the
+ * flags' names, or to constants.  Keys are PREFIX{project}:ctl, then
+ * PREFIX{project}:w:<def>:<flag> of each entry, then :s:<def>:<flag> of
+ * each; ARGV is epoch, version, entries, host, then per entry its name,
+ * <def> (16 hex digits), the rollback op ("-", "set", "clr") and record
+ * "at_ms errors enabled host sources", the override op ("-", "set",
+ * "del") and value ("off" or milli-percent), the error and enabled
+ * deltas, the policy "min_errors rate_milli window min_sources" ("" when
+ * off) and the sources "key:age ..." (8 hex digits, seconds; "" without
+ * an error delta).  *nkeys is set to the number of keys.  Returns argc,
+ * FL_SYNC_ROUND_ARGC(entries), or 0 when argv_max or buf_len is short.
+ */
+size_t fl_sync_round_args(const fl_sync_round_t *r,
+    const fl_sync_flag_t *flags, size_t n, char *buf, size_t buf_len,
+    const char **argv, size_t *argvlen, size_t argv_max, size_t *nkeys)
+    FL_NOEXCEPT;
+
+/*
+ * A reply (src/core/sync_reply.cpp), as the glue hands it over from
+ * hiredis's reader: its elements in pre-order, each array followed by its
+ * elements (and theirs).  Strings point into the reader's reply.
+ */
+typedef enum {
+    FL_SYNC_ELT_OTHER = 0,      /* nil, a status, an error, RESP3's types:
+                                 * nothing a round reads */
+    FL_SYNC_ELT_INTEGER,
+    FL_SYNC_ELT_STRING,         /* a bulk string */
+    FL_SYNC_ELT_ARRAY
+} fl_sync_elt_type_t;
+
+typedef struct {
+    fl_sync_elt_type_t  type;
+    int64_t             integer;        /* INTEGER */
+    const char         *str;            /* STRING */
+    size_t              len;
+    size_t              elements;       /* ARRAY: how many follow it */
+} fl_sync_elt_t;
+
+typedef enum {
+    FL_SYNC_REPLY_OK = 0,
+    FL_SYNC_REPLY_MALFORMED,    /* not one whole reply: empty, an array
+                                 * with more elements than follow, or
+                                 * elements after its end */
+    FL_SYNC_REPLY_NOT_ARRAY,    /* the reply is not an array */
+    FL_SYNC_REPLY_SHORT,        /* fewer than 2 elements */
+    FL_SYNC_REPLY_EPOCH,        /* the first is no number */
+    FL_SYNC_REPLY_VERSION,      /* the second is no number */
+    FL_SYNC_REPLY_CONTROL       /* the third is not an array of field,
+                                 * value pairs; epoch and ver are read */
+} fl_sync_reply_status_t;
+
+/* The script's answer {epoch, ver[, HGETALL ctl]}. */
+typedef struct {
+    uint64_t    epoch;
+    uint64_t    ver;
+    int         has_control;    /* the control hash follows */
+    int         new_epoch;      /* has_control, and the epoch is not the
+                                 * one known (nor 0): the fleet's state
+                                 * is new, nothing of it is applied */
+    size_t      control;        /* has_control: its index in the view */
+} fl_sync_head_t;
+
+/* Reads the head of a reply; known_epoch is the one this host last read
+ * (0: none).  A number is an integer (a negative one read as its two's
+ * complement, as before) or a string of 1 to 19 digits up to INT64_MAX.
+ * On FL_SYNC_REPLY_OK and FL_SYNC_REPLY_CONTROL, epoch and ver are set
+ * (the deltas sent were counted); has_control only on OK. */
+fl_sync_reply_status_t fl_sync_reply_head(const fl_sync_elt_t *view,
+    size_t n, uint64_t known_epoch, fl_sync_head_t *out) FL_NOEXCEPT;
+
+/* What a status says, for the log: "the reply is not an array", ...; ""
+ * for FL_SYNC_REPLY_OK, "unknown status" for a value not listed. */
+const char *fl_sync_reply_status_text(fl_sync_reply_status_t st) FL_NOEXCEPT;
+
+/* What the control hash says of one flag of this host's definition. */
+typedef struct {
+    int                 rolled_back;    /* an "rb:" record: */
+    uint64_t            at_ms;          /* its numbers, 0 when missing */
+    uint64_t            errors;         /* or not numbers */
+    uint64_t            enabled;
+    uint64_t            sources;
+    fl_override_kind_t  override_kind;  /* "ov:"; NONE when absent */
+    uint32_t            override_milli;
+    const char         *rb_host;        /* who rolled it back, cleared the */
+    size_t              rb_host_len;    /* rollback, set the override: */
+    const char         *cb_host;        /* NULL when not recorded or not */
+    size_t              cb_host_len;    /* a name fl_sync_host_valid() */
+    const char         *ob_host;        /* accepts */
+    size_t              ob_host_len;
+} fl_sync_fleet_t;
+
+/*
+ * Reads the control hash of a reply whose head said has_control into
+ * fleets[i] for the flag i of p (nfleets entries, zeroed first): fields
+ * "rb:", "ov:", "cb:", "ob:" + 16 hex digits of the definition + ":" +
+ * the flag's name, with a string value, for a flag of p of that
+ * definition.  Another definition's, an unknown flag's, a malformed or
+ * non-string field is skipped, counted in *ignored (when not NULL); so
+ * is an "ov:" value neither "off" nor milli-percent.  The hash's own
+ * "epoch" and "ver" are neither.  Returns the fields used.
+ */
+size_t fl_sync_reply_controls(const fl_sync_elt_t *view, size_t n,
+    const fl_sync_head_t *head, const fl_project_t *p,
+    fl_sync_fleet_t *fleets, size_t nfleets, size_t *ignored) FL_NOEXCEPT;
+
+/* What applying the fleet's answer does to one flag. */
+typedef struct {
+    int                 rollback;       /* roll back with fleet's record */
+    int                 clear;          /* clear the rollback here */
+    int                 set_override;   /* set override_kind (NONE:
+                                         * remove the override) */
+    fl_override_kind_t  override_kind;
+    uint32_t            override_milli;
+    uint64_t            known;          /* keep as what the fleet said */
+} fl_sync_action_t;
+
+/* sent: the flag's control when its round began, now: its control now
+ * (fl_sync_control()).  0 when they differ: the change made here during
+ * the round wins and goes out next round; nothing is applied.  Else 1 and
+ * *out: the fleet's rollback when the flag is not rolled back here, a
+ * clear when it is and the fleet holds none, the fleet's override when it
+ * differs from the one here. */
+int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
+    fl_sync_action_t *out) FL_NOEXCEPT;
+
 
 #ifdef __cplusplus
 }

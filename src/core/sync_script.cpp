@@ -13,10 +13,11 @@
  * the window hash of entry i (i from 0 to n - 1) and KEYS[2 + n + i] its
  * sources hash.  ARGV: the epoch and version the host last read, the
  * number of entries n, the calling host's name (flags_sync host=), then
- * NGX_HTTP_FLAGS_SYNC_ARGS a flag: name, definition hash (16 hex digits),
- * rollback op ("-", "set", "clr") and its record ("at_ms errors enabled
- * host"), override op ("-", "set", "del") and its value ("off" or
- * milli-percent), error and enabled-evaluation deltas, the policy as
+ * FL_SYNC_ENTRY_ARGS a flag (sync_round.cpp writes them): name,
+ * definition hash (16 hex digits), rollback op ("-", "set", "clr") and
+ * its record ("at_ms errors enabled host sources"), override op ("-",
+ * "set", "del") and its value ("off" or milli-percent), error and
+ * enabled-evaluation deltas, the policy as
  * "min_errors rate_milli window min_sources" ("" when off), and the
  * sources of the host's window errors as "key:age ..." (8 hex digits and
  * seconds ago; "" when no error goes out).

@@ -1,0 +1,421 @@
+/*
+ * sync_reply.cpp - what a flags_sync round learns from Redis's answer
+ * (docs/sync.md), and what applying it does to a flag.
+ *
+ * hiredis stays the protocol reader (in the glue, which bounds a reply's
+ * size while it reads it); the glue hands the reply tree over as a flat
+ * view (fl_sync_elt_t, pre-order) and the core reads the script's answer
+ * {epoch, ver[, HGETALL ctl]} from it.  Nothing in a reply is trusted:
+ * every element's type, every count, every number and every name is
+ * checked, an array claiming more elements than the view holds is a
+ * malformed reply, and a field that does not fit is skipped.  The work is
+ * linear in the view's size.
+ *
+ * Decisions:
+ *  - numbers are what nginx's ngx_atoof() read before this moved here: 1
+ *    to 19 digits, at most INT64_MAX, nothing else (an integer reply is
+ *    taken as it is, a negative one as its two's complement);
+ *  - a record's numbers that are missing or not numbers read as 0, as a
+ *    record of an older version lacks the host and the sources;
+ *  - a host name is kept only when host= would accept it: no log line
+ *    carries what a hostile server wrote;
+ *  - a field's <def> is 16 hex digits, either case; anything else is not a
+ *    field this host reads.
+ */
+
+#include "flags_core.h"
+#include "text.hpp"
+
+#include <cstring>
+
+namespace {
+
+constexpr size_t bad = static_cast<size_t>(-1);
+
+/* The index after the element at i and everything nested in it, or `bad`
+ * when an array claims more elements than the view holds. */
+size_t skip(const fl_sync_elt_t *v, size_t n, size_t i) noexcept
+{
+    size_t pending = 1;
+
+    while (pending > 0) {
+        if (i >= n) {
+            return bad;
+        }
+        pending--;
+        if (v[i].type == FL_SYNC_ELT_ARRAY) {
+            /* no more than can follow it: pending stays below 2n */
+            if (v[i].elements > n - i - 1) {
+                return bad;
+            }
+            pending += v[i].elements;
+        }
+        i++;
+    }
+
+    return i;
+}
+
+/* Decimal digits only, at most INT64_MAX (nginx's ngx_atoof()). */
+bool decimal(const char *s, size_t len, uint64_t *out) noexcept
+{
+    const uint64_t max = INT64_MAX;
+    uint64_t v = 0;
+
+    if (s == nullptr || len == 0) {
+        return false;
+    }
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c < '0' || c > '9') {
+            return false;
+        }
+        if (v > (max - (c - '0')) / 10) {
+            return false;
+        }
+        v = v * 10 + (c - '0');
+    }
+
+    *out = v;
+    return true;
+}
+
+/* An integer, or a string of digits (what HGET answers). */
+bool number(const fl_sync_elt_t *e, uint64_t *out) noexcept
+{
+    if (e->type == FL_SYNC_ELT_INTEGER) {
+        *out = static_cast<uint64_t>(e->integer);
+        return true;
+    }
+
+    return e->type == FL_SYNC_ELT_STRING && decimal(e->str, e->len, out);
+}
+
+/* Exactly 16 hex digits. */
+bool hex16(const char *s, uint64_t *out) noexcept
+{
+    uint64_t v = 0;
+
+    for (size_t i = 0; i < 16; i++) {
+        int d = fl::hex_value(static_cast<unsigned char>(s[i]));
+        if (d < 0) {
+            return false;
+        }
+        v = (v << 4) | static_cast<uint64_t>(d);
+    }
+
+    *out = v;
+    return true;
+}
+
+/* The next space-separated word of [*p, last); *p moves past it. */
+void word(const char **p, const char *last, const char **w, size_t *len)
+    noexcept
+{
+    const char *sp = static_cast<const char *>(
+        std::memchr(*p, ' ', static_cast<size_t>(last - *p)));
+    const char *end = sp ? sp : last;
+
+    *w = *p;
+    *len = static_cast<size_t>(end - *p);
+    *p = sp ? sp + 1 : last;
+}
+
+/* A host name the log may show, or left as it was. */
+void who(const char *s, size_t len, const char **host, size_t *host_len)
+    noexcept
+{
+    if (fl_sync_host_valid(s, len)) {
+        *host = s;
+        *host_len = len;
+    }
+}
+
+/* "at_ms errors enabled", then the host and the sources (newer versions) */
+void rollback_record(fl_sync_fleet_t *ft, const char *p, size_t len) noexcept
+{
+    const char *last = p + len;
+    const char *w;
+    size_t wlen;
+    uint64_t *num[3] = { &ft->at_ms, &ft->errors, &ft->enabled };
+
+    for (size_t k = 0; k < 3; k++) {
+        word(&p, last, &w, &wlen);
+        if (!decimal(w, wlen, num[k])) {
+            *num[k] = 0;
+        }
+    }
+
+    ft->rolled_back = 1;
+
+    /* the host, then the rest: the fleet's sources */
+    bool more = std::memchr(p, ' ', static_cast<size_t>(last - p)) != nullptr;
+    word(&p, last, &w, &wlen);
+    who(w, wlen, &ft->rb_host, &ft->rb_host_len);
+
+    if (more && !decimal(p, static_cast<size_t>(last - p), &ft->sources)) {
+        ft->sources = 0;
+    }
+}
+
+/* "off" or milli-percent; false for anything else */
+bool override_value(fl_sync_fleet_t *ft, const char *p, size_t len) noexcept
+{
+    uint64_t milli;
+
+    if (len == 3 && std::memcmp(p, "off", 3) == 0) {
+        ft->override_kind = FL_OVERRIDE_OFF;
+        ft->override_milli = 0;
+        return true;
+    }
+
+    if (!decimal(p, len, &milli) || milli > FL_MILLI_MAX) {
+        return false;
+    }
+
+    ft->override_kind = FL_OVERRIDE_PERCENT;
+    ft->override_milli = static_cast<uint32_t>(milli);
+    return true;
+}
+
+/* One field and its value of the control hash: true when used. */
+bool control_field(const fl_sync_elt_t *f, const fl_sync_elt_t *v,
+    const fl_project_t *p, fl_sync_fleet_t *fleets, size_t nfleets) noexcept
+{
+    /* "rb:" <16 hex> ":" <flag>, the name at least one byte */
+    if (f->type != FL_SYNC_ELT_STRING || v->type != FL_SYNC_ELT_STRING
+        || f->str == nullptr || f->len < 3 + 16 + 1 + 1
+        || f->str[2] != ':' || f->str[19] != ':'
+        || (v->str == nullptr && v->len != 0))
+    {
+        return false;
+    }
+
+    const char *s = f->str;
+    char kind = s[0];
+
+    if (!((kind == 'r' && s[1] == 'b') || (kind == 'o' && s[1] == 'v')
+          || (kind == 'c' && s[1] == 'b') || (kind == 'o' && s[1] == 'b')))
+    {
+        return false;
+    }
+
+    uint64_t def;
+    if (!hex16(s + 3, &def)) {
+        return false;
+    }
+
+    long idx = fl_project_find_flag(p, s + 20, f->len - 20);
+    fl_flag_info_t info;
+
+    if (idx < 0 || static_cast<size_t>(idx) >= nfleets
+        || fl_project_flag_info(p, static_cast<size_t>(idx), &info) != 0
+        || info.def_hash != def)
+    {
+        /* another definition's state: not this host's */
+        return false;
+    }
+
+    fl_sync_fleet_t *ft = &fleets[idx];
+    const char *val = v->str ? v->str : "";
+
+    switch (kind) {
+    case 'r':
+        rollback_record(ft, val, v->len);
+        return true;
+    case 'c':
+        who(val, v->len, &ft->cb_host, &ft->cb_host_len);
+        return true;
+    default:
+        if (s[1] == 'b') {
+            who(val, v->len, &ft->ob_host, &ft->ob_host_len);
+            return true;
+        }
+        return override_value(ft, val, v->len);
+    }
+}
+
+/* The hash's own fields, which say nothing of a flag. */
+bool own_field(const fl_sync_elt_t *f) noexcept
+{
+    return f->type == FL_SYNC_ELT_STRING && f->str != nullptr
+           && ((f->len == 5 && std::memcmp(f->str, "epoch", 5) == 0)
+               || (f->len == 3 && std::memcmp(f->str, "ver", 3) == 0));
+}
+
+} // namespace
+
+
+extern "C" int fl_sync_host_valid(const char *name, size_t len) noexcept
+{
+    if (name == nullptr || len == 0 || len > FL_SYNC_HOST_MAX) {
+        return 0;
+    }
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = static_cast<unsigned char>(name[i]);
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9')
+              || c == '.' || c == '-' || c == '_' || c == ':'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+extern "C" fl_sync_reply_status_t fl_sync_reply_head(
+    const fl_sync_elt_t *view, size_t n, uint64_t known_epoch,
+    fl_sync_head_t *out) noexcept
+{
+    std::memset(out, 0, sizeof(*out));
+
+    if (view == nullptr || n == 0 || skip(view, n, 0) != n) {
+        return FL_SYNC_REPLY_MALFORMED;
+    }
+
+    if (view[0].type != FL_SYNC_ELT_ARRAY) {
+        return FL_SYNC_REPLY_NOT_ARRAY;
+    }
+
+    if (view[0].elements < 2) {
+        return FL_SYNC_REPLY_SHORT;
+    }
+
+    /* the view is whole: every skip below stays within it */
+    size_t i = 1;
+
+    if (!number(&view[i], &out->epoch)) {
+        return FL_SYNC_REPLY_EPOCH;
+    }
+
+    i = skip(view, n, i);
+
+    if (!number(&view[i], &out->ver)) {
+        out->epoch = 0;
+        return FL_SYNC_REPLY_VERSION;
+    }
+
+    if (view[0].elements < 3) {
+        return FL_SYNC_REPLY_OK;
+    }
+
+    i = skip(view, n, i);
+
+    if (view[i].type != FL_SYNC_ELT_ARRAY || (view[i].elements & 1)) {
+        return FL_SYNC_REPLY_CONTROL;
+    }
+
+    out->has_control = 1;
+    out->control = i;
+    out->new_epoch = known_epoch != 0 && known_epoch != out->epoch;
+
+    return FL_SYNC_REPLY_OK;
+}
+
+
+extern "C" const char *fl_sync_reply_status_text(fl_sync_reply_status_t st)
+    noexcept
+{
+    switch (st) {
+    case FL_SYNC_REPLY_OK:
+        return "";
+    case FL_SYNC_REPLY_MALFORMED:
+        return "not one whole reply";
+    case FL_SYNC_REPLY_NOT_ARRAY:
+        return "the reply is not an array";
+    case FL_SYNC_REPLY_SHORT:
+        return "fewer than 2 elements";
+    case FL_SYNC_REPLY_EPOCH:
+        return "the epoch is not a number";
+    case FL_SYNC_REPLY_VERSION:
+        return "the version is not a number";
+    case FL_SYNC_REPLY_CONTROL:
+        return "the control hash is not an array of pairs";
+    }
+    return "unknown status";
+}
+
+
+extern "C" size_t fl_sync_reply_controls(const fl_sync_elt_t *view,
+    size_t n, const fl_sync_head_t *head, const fl_project_t *p,
+    fl_sync_fleet_t *fleets, size_t nfleets, size_t *ignored) noexcept
+{
+    size_t used = 0, skipped = 0;
+
+    if (fleets && nfleets) {
+        std::memset(fleets, 0, nfleets * sizeof(fl_sync_fleet_t));
+    }
+
+    if (ignored) {
+        *ignored = 0;
+    }
+
+    if (view == nullptr || head == nullptr || p == nullptr
+        || fleets == nullptr || !head->has_control || head->control >= n
+        || view[head->control].type != FL_SYNC_ELT_ARRAY)
+    {
+        return 0;
+    }
+
+    size_t pairs = view[head->control].elements / 2;
+    size_t i = head->control + 1;
+
+    for (size_t j = 0; j < pairs; j++) {
+        size_t v = skip(view, n, i);
+        size_t next = (v == bad) ? bad : skip(view, n, v);
+
+        if (next == bad) {
+            /* a view that is not whole: the rest is not read */
+            skipped += pairs - j;
+            break;
+        }
+
+        if (control_field(&view[i], &view[v], p, fleets, nfleets)) {
+            used++;
+        } else if (!own_field(&view[i])) {
+            skipped++;
+        }
+
+        i = next;
+    }
+
+    if (ignored) {
+        *ignored = skipped;
+    }
+
+    return used;
+}
+
+
+extern "C" int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent,
+    uint64_t now, fl_sync_action_t *out) noexcept
+{
+    std::memset(out, 0, sizeof(*out));
+
+    /* a change here since the round began wins: it goes next round */
+    if (sent != now) {
+        return 0;
+    }
+
+    uint64_t said = fl_sync_control(fleet->rolled_back,
+                                    fleet->override_kind,
+                                    fleet->override_milli);
+
+    out->rollback = fleet->rolled_back && !(now & 1);
+    out->clear = !fleet->rolled_back && (now & 1);
+
+    if ((said >> 1) != (now >> 1)) {
+        out->set_override = 1;
+        out->override_kind = fleet->override_kind;
+        out->override_milli = fleet->override_kind == FL_OVERRIDE_PERCENT
+                              ? fleet->override_milli : 0;
+    }
+
+    out->known = said;
+
+    return 1;
+}

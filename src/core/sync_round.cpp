@@ -1,0 +1,381 @@
+/*
+ * sync_round.cpp - what one flags_sync round sends (docs/sync.md): which
+ * flags send an entry, and the script call's KEYS and ARGV, byte for byte
+ * what sync_script.cpp reads.  The glue reads the zone into
+ * fl_sync_flag_t, formats the arguments as a Redis command and sends it.
+ *
+ * Decisions:
+ *  - a flag's rollback and override travel as one number
+ *    (fl_sync_control()); a difference from what the fleet last said is a
+ *    change made here, published by the round;
+ *  - while the fleet's state is unknown (epoch 0) the fleet is taken to
+ *    say "nothing": only what is active here is published;
+ *  - deltas go only under an active policy and with no rollback in place;
+ *    otherwise they are dropped (the caller moves the baseline);
+ *  - the sources go with an error delta only.
+ */
+
+#include "flags_core.h"
+
+#include <cstring>
+
+namespace {
+
+/* Bytes of the longest decimal of a uint64_t, and of a uint32_t. */
+constexpr size_t u64_digits = 20;
+constexpr size_t u32_digits = 10;
+
+/* A writer into the caller's buffer: never past its end, and it says so. */
+struct Out {
+    char   *p;
+    char   *end;
+    bool    full = false;
+
+    Out(char *buf, size_t len) noexcept : p(buf), end(buf + len) {}
+
+    void bytes(const char *s, size_t n) noexcept
+    {
+        if (full || static_cast<size_t>(end - p) < n) {
+            full = true;
+            return;
+        }
+        if (n) {
+            std::memcpy(p, s, n);
+        }
+        p += n;
+    }
+
+    void str(const char *s) noexcept { bytes(s, std::strlen(s)); }
+
+    void u64(uint64_t v) noexcept
+    {
+        char d[u64_digits];
+        size_t i = sizeof(d);
+        do {
+            d[--i] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v);
+        bytes(d + i, sizeof(d) - i);
+    }
+
+    /* exactly `digits` lowercase hex digits */
+    void hex(uint64_t v, unsigned digits) noexcept
+    {
+        char d[16];
+        for (unsigned i = digits; i > 0; i--) {
+            d[i - 1] = "0123456789abcdef"[v & 0xf];
+            v >>= 4;
+        }
+        bytes(d, digits);
+    }
+};
+
+/* One argument: what was written since start. */
+struct Args {
+    const char  **argv;
+    size_t       *argvlen;
+    size_t        max;
+    size_t        argc = 0;
+    bool          full = false;
+
+    void add(const char *s, size_t len) noexcept
+    {
+        if (argc >= max) {
+            full = true;
+            return;
+        }
+        argv[argc] = s;
+        argvlen[argc++] = len;
+    }
+
+    void since(const Out &o, const char *start) noexcept
+    {
+        add(start, static_cast<size_t>(o.p - start));
+    }
+};
+
+uint64_t known_of(const fl_sync_round_t *r, const fl_sync_flag_t *f) noexcept
+{
+    return r->epoch ? f->known : 0;
+}
+
+/* the override kind's bits, kept an integer: a caller's control may hold
+ * any value, not only fl_override_kind_t's */
+unsigned kind_of(uint64_t control) noexcept
+{
+    return static_cast<unsigned>((control >> 1) & 0x7f);
+}
+
+/* PREFIX{project}:<what> (no ':' after it for "ctl") */
+void key(Out &o, const fl_sync_round_t *r, const char *what) noexcept
+{
+    o.bytes(r->prefix, r->prefix_len);
+    o.bytes("{", 1);
+    o.bytes(r->project, r->project_len);
+    o.bytes("}:", 2);
+    o.str(what);
+}
+
+/* PREFIX{project}:w:<def>:<flag> or :s: */
+void flag_key(Out &o, const fl_sync_round_t *r, const fl_sync_flag_t *f,
+    const char *what) noexcept
+{
+    key(o, r, what);
+    o.hex(f->def_hash, 16);
+    o.bytes(":", 1);
+    o.bytes(f->name, f->name_len);
+}
+
+/* The keys of every entry of one kind, in the flags' order. */
+void entry_keys(Out &o, Args &a, const fl_sync_round_t *r,
+    const fl_sync_flag_t *flags, size_t n, const char *what) noexcept
+{
+    for (size_t i = 0; i < n; i++) {
+        if (flags[i].entry == FL_SYNC_NO_ENTRY) {
+            continue;
+        }
+        char *start = o.p;
+        flag_key(o, r, &flags[i], what);
+        a.since(o, start);
+    }
+}
+
+void rollback_args(Out &o, Args &a, const fl_sync_round_t *r,
+    const fl_sync_flag_t *f, uint64_t known) noexcept
+{
+    /* published when it changed here */
+    if ((f->control & 1) != (known & 1)) {
+        a.add((f->control & 1) ? "set" : "clr", 3);
+    } else {
+        a.add("-", 1);
+    }
+
+    char *start = o.p;
+    o.u64(f->rb_at_ms);
+    o.bytes(" ", 1);
+    o.u64(f->rb_errors);
+    o.bytes(" ", 1);
+    o.u64(f->rb_enabled);
+    o.bytes(" ", 1);
+    o.bytes(r->host, r->host_len);
+    o.bytes(" ", 1);
+    o.u64(f->rb_sources);
+    a.since(o, start);
+}
+
+void override_args(Out &o, Args &a, const fl_sync_flag_t *f, uint64_t known)
+    noexcept
+{
+    unsigned kind = kind_of(f->control);
+
+    if ((f->control >> 1) != (known >> 1)) {
+        a.add(kind == FL_OVERRIDE_NONE ? "del" : "set", 3);
+    } else {
+        a.add("-", 1);
+    }
+
+    char *start = o.p;
+    if (kind == FL_OVERRIDE_PERCENT) {
+        o.u64(f->control >> 8);
+    } else {
+        o.bytes("off", 3);
+    }
+    a.since(o, start);
+}
+
+void policy_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
+{
+    char *start = o.p;
+    if (f->policy.mode == FL_ROLLBACK_ON) {
+        o.u64(f->policy.min_errors);
+        o.bytes(" ", 1);
+        o.u64(f->policy.rate_milli);
+        o.bytes(" ", 1);
+        o.u64(f->policy.window);
+        o.bytes(" ", 1);
+        o.u64(f->policy.min_sources);
+    }
+    a.since(o, start);
+}
+
+/* "key:age ..." of the window's sources, when errors go out */
+void sources_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
+{
+    char *start = o.p;
+    size_t ns = f->nsources < FL_SOURCE_SLOTS ? f->nsources : FL_SOURCE_SLOTS;
+
+    if (f->errors != f->base_errors && f->source_keys && f->source_ages) {
+        for (size_t k = 0; k < ns; k++) {
+            if (k) {
+                o.bytes(" ", 1);
+            }
+            o.hex(f->source_keys[k], 8);
+            o.bytes(":", 1);
+            o.u64(f->source_ages[k]);
+        }
+    }
+    a.since(o, start);
+}
+
+/* The FL_SYNC_ENTRY_ARGS arguments of one entry. */
+void entry_args(Out &o, Args &a, const fl_sync_round_t *r,
+    const fl_sync_flag_t *f) noexcept
+{
+    uint64_t known = known_of(r, f);
+
+    a.add(f->name, f->name_len);
+
+    char *start = o.p;
+    o.hex(f->def_hash, 16);
+    a.since(o, start);
+
+    rollback_args(o, a, r, f, known);
+    override_args(o, a, f, known);
+
+    start = o.p;
+    o.u64(f->errors - f->base_errors);
+    a.since(o, start);
+
+    start = o.p;
+    o.u64(f->enabled - f->base_enabled);
+    a.since(o, start);
+
+    policy_arg(o, a, f);
+    sources_arg(o, a, f);
+}
+
+} // namespace
+
+
+extern "C" uint64_t fl_sync_control(int rolled_back, fl_override_kind_t kind,
+    uint32_t milli) noexcept
+{
+    return (rolled_back ? 1 : 0)
+           | (static_cast<uint64_t>(kind & 0x7f) << 1)
+           | (static_cast<uint64_t>(kind == FL_OVERRIDE_PERCENT ? milli : 0)
+              << 8);
+}
+
+
+extern "C" size_t fl_sync_round_plan(const fl_sync_round_t *r,
+    fl_sync_flag_t *flags, size_t n, size_t *with_sources) noexcept
+{
+    size_t entries = 0, sources = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        fl_sync_flag_t *f = &flags[i];
+        uint64_t de = f->errors - f->base_errors;
+        uint64_t dn = f->enabled - f->base_enabled;
+
+        f->entry = FL_SYNC_NO_ENTRY;
+
+        if (!f->counted) {
+            continue;
+        }
+
+        if (f->control == known_of(r, f)
+            && (f->policy.mode != FL_ROLLBACK_ON || (f->control & 1)
+                || (de == 0 && dn == 0)))
+        {
+            /* nothing to say: the deltas are dropped with a rollback in
+             * place or no policy to count for */
+            continue;
+        }
+
+        f->entry = de ? FL_SYNC_ENTRY_SOURCES : FL_SYNC_ENTRY;
+        entries++;
+        sources += de ? 1 : 0;
+    }
+
+    if (with_sources) {
+        *with_sources = sources;
+    }
+
+    return entries;
+}
+
+
+extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
+    const fl_sync_flag_t *flags, size_t n) noexcept
+{
+    /* PREFIX{project}: */
+    size_t head = r->prefix_len + r->project_len + 3;
+    /* the control key; epoch, version, entries */
+    size_t b = head + 3 + 3 * u64_digits;
+
+    for (size_t i = 0; i < n; i++) {
+        const fl_sync_flag_t *f = &flags[i];
+
+        if (f->entry == FL_SYNC_NO_ENTRY) {
+            continue;
+        }
+
+        size_t ns = f->nsources < FL_SOURCE_SLOTS ? f->nsources
+                                                  : FL_SOURCE_SLOTS;
+
+        /* two keys: "w:" or "s:", <def>, ':', the name */
+        b += 2 * (head + 2 + 16 + 1 + f->name_len);
+        /* <def>; the record: four numbers, the host, four spaces */
+        b += 16 + 4 * u64_digits + r->host_len + 4;
+        /* the override, two deltas, the policy: four numbers, 3 spaces */
+        b += u64_digits + 2 * u64_digits + 4 * u32_digits + 3;
+        /* each source: 8 hex digits, ':', its age, a space */
+        b += ns * (8 + 1 + u32_digits + 1);
+    }
+
+    return b;
+}
+
+
+extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
+    const fl_sync_flag_t *flags, size_t n, char *buf, size_t buf_len,
+    const char **argv, size_t *argvlen, size_t argv_max, size_t *nkeys)
+    noexcept
+{
+    Out o(buf, buf_len);
+    Args a{argv, argvlen, argv_max};
+    size_t entries = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        entries += flags[i].entry != FL_SYNC_NO_ENTRY ? 1 : 0;
+    }
+
+    /* KEYS: the control hash, the windows, the sources (docs/sync.md) */
+    char *start = o.p;
+    key(o, r, "ctl");
+    a.since(o, start);
+
+    entry_keys(o, a, r, flags, n, "w:");
+    entry_keys(o, a, r, flags, n, "s:");
+
+    /* ARGV: what this host last read, the count, who calls */
+    start = o.p;
+    o.u64(r->epoch);
+    a.since(o, start);
+
+    start = o.p;
+    o.u64(r->ver);
+    a.since(o, start);
+
+    start = o.p;
+    o.u64(entries);
+    a.since(o, start);
+
+    a.add(r->host, r->host_len);
+
+    for (size_t i = 0; i < n; i++) {
+        if (flags[i].entry != FL_SYNC_NO_ENTRY) {
+            entry_args(o, a, r, &flags[i]);
+        }
+    }
+
+    if (o.full || a.full) {
+        return 0;
+    }
+
+    if (nkeys) {
+        *nkeys = 1 + 2 * entries;
+    }
+
+    return a.argc;
+}

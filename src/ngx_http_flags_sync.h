@@ -1,0 +1,126 @@
+/*
+ * ngx_http_flags_sync.h - what the files of flags_sync share (docs/sync.md),
+ * and nothing else includes:
+ *
+ *   ngx_http_flags_sync.c        the directive, a worker's start and exit,
+ *                                what flags_status and flags_metrics show
+ *   ngx_http_flags_sync_conn.c   the connection to Redis, owned by the event
+ *                                loop: the lock, the tick, connect, send,
+ *                                read (hiredis, bounded), the replies to
+ *                                AUTH, SELECT and SCRIPT LOAD, NOSCRIPT
+ *   ngx_http_flags_sync_round.c  a round: the zone read into the core's
+ *                                fl_sync_flag_t, the command sent, the
+ *                                script's answer applied to the zone
+ *
+ * The decisions (which flag sends what, how the answer reads, what it does
+ * to a flag) are the core's: src/core/sync_round.cpp, sync_reply.cpp.
+ */
+
+#ifndef _NGX_HTTP_FLAGS_SYNC_H_INCLUDED_
+#define _NGX_HTTP_FLAGS_SYNC_H_INCLUDED_
+
+
+#include "ngx_http_flags_module.h"
+
+#include <hiredis/hiredis.h>
+
+
+struct ngx_http_flags_sync_conf_s {
+    ngx_str_t                   url;
+    ngx_addr_t                 *addr;
+    ngx_str_t                   host;        /* "host:port", for the log */
+    ngx_str_t                   password;    /* empty: no AUTH */
+    ngx_str_t                   name;        /* this host in the fleet */
+    ngx_uint_t                  db;
+    ngx_msec_t                  interval;
+    ngx_str_t                   prefix;
+};
+
+
+/* a project's last round: per flag what it read and decided (the
+ * baseline moves to what was sent when the answer arrives) */
+typedef struct {
+    fl_sync_flag_t             *flags;
+} ngx_http_flags_sync_project_t;
+
+
+typedef enum {
+    NGX_HTTP_FLAGS_SYNC_OFF = 0,             /* no connection */
+    NGX_HTTP_FLAGS_SYNC_CONNECTING,
+    NGX_HTTP_FLAGS_SYNC_IDLE,                /* connected, no round */
+    NGX_HTTP_FLAGS_SYNC_BUSY                 /* replies awaited */
+} ngx_http_flags_sync_state_e;
+
+
+/* what a reply answers */
+typedef enum {
+    NGX_HTTP_FLAGS_SYNC_R_AUTH = 0,
+    NGX_HTTP_FLAGS_SYNC_R_SELECT,
+    NGX_HTTP_FLAGS_SYNC_R_LOAD,
+    NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index: EVALSHA;
+                                              * + projects + index: EVAL */
+} ngx_http_flags_sync_reply_e;
+
+
+typedef struct {
+    ngx_http_flags_main_conf_t     *fmcf;
+    ngx_http_flags_sync_conf_t     *conf;
+    ngx_log_t                      *log;
+    ngx_event_t                     tick;
+    ngx_event_t                     timeout;
+    ngx_peer_connection_t           pc;
+    redisReader                    *reader;
+    ngx_uint_t                      state;
+    ngx_uint_t                      owner;
+    ngx_uint_t                      lost;    /* the loss was logged */
+    ngx_msec_t                      backoff;
+    ngx_msec_t                      next_try;
+    ngx_msec_t                      round_start;
+
+    u_char                         *out;     /* commands not yet sent */
+    size_t                          out_len;
+    size_t                          out_sent;
+    size_t                          out_size;
+
+    ngx_uint_t                     *expect;  /* replies awaited, in order */
+    ngx_uint_t                      nexpect;
+    ngx_uint_t                      head;
+    ngx_uint_t                      nalloc;
+
+    /* the last EVALSHA of each project, for a NOSCRIPT retry as EVAL */
+    char                          **cmd;
+    size_t                         *cmd_len;
+
+    /* the bound of a reply, and what the one being read holds */
+    size_t                          max_elements;
+    size_t                          max_bytes;
+    size_t                          reply_elements;
+    size_t                          reply_bytes;
+    ngx_uint_t                      too_large;
+
+    u_char                          sha[41];
+    ngx_uint_t                      has_sha;
+    ngx_uint_t                      changed; /* the zone changed: save */
+    ngx_http_flags_sync_project_t  *projects;
+} ngx_http_flags_sync_t;
+
+
+/* ngx_http_flags_sync_conn.c */
+void ngx_http_flags_sync_tick(ngx_event_t *ev);
+void ngx_http_flags_sync_timeout(ngx_event_t *ev);
+ngx_uint_t ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_close(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
+    ngx_str_t *detail);
+ngx_int_t ngx_http_flags_sync_send(ngx_http_flags_sync_t *s, char *cmd,
+    int len, ngx_uint_t kind);
+ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
+
+/* ngx_http_flags_sync_round.c */
+ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
+ngx_int_t ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s,
+    ngx_uint_t pi, redisReply *reply);
+void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
+
+
+#endif /* _NGX_HTTP_FLAGS_SYNC_H_INCLUDED_ */

@@ -1,0 +1,758 @@
+/*
+ * ngx_http_flags_sync_round.c - a flags_sync round (docs/sync.md): every
+ * interval one script call a project, pipelined, and each answer applied
+ * to the zone.
+ *
+ * Glue: the zone's totals, baselines and controls are read into the
+ * core's fl_sync_flag_t; the core decides which flags send an entry and
+ * writes the script's KEYS and ARGV (src/core/sync_round.cpp); hiredis
+ * formats them as EVALSHA (and as EVAL, kept for a NOSCRIPT retry).  An
+ * answer, read by hiredis, goes to the core as a flat view of its
+ * elements; the core reads the fleet's record of each flag and says what
+ * applying it does (src/core/sync_reply.cpp); this file does it to the
+ * zone, logs it, moves the baselines and has the push clients and the
+ * state file told.
+ */
+
+#include "ngx_http_flags_sync.h"
+
+
+static ngx_int_t ngx_http_flags_sync_project(ngx_http_flags_sync_t *s,
+    ngx_uint_t pi, ngx_uint_t rebase);
+
+
+/* ------------------------------------------------------ what it sends */
+
+ngx_int_t
+ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
+{
+    ngx_uint_t  i, rebase;
+
+    s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
+    s->round_start = ngx_current_msec;
+    s->changed = 0;
+
+    /* the first round after Redis was away (for this owner or the last) */
+    rebase = s->fmcf->sh->sync_rebase;
+    s->fmcf->sh->sync_rebase = 0;
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags sync: round begins, %ui projects%s",
+                   s->fmcf->projects.nelts,
+                   rebase ? " (Redis was away: the totals are the baseline)"
+                          : "");
+
+    for (i = 0; i < s->fmcf->projects.nelts; i++) {
+        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    ngx_add_timer(&s->timeout, ngx_max(s->conf->interval * 5, 2000));
+
+    return ngx_http_flags_sync_flush(s);
+}
+
+
+/* A flag's rollback and override as the round sees them (the core's
+ * encoding), from a snapshot of its control. */
+
+static uint64_t
+ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
+    fl_state_snapshot_t *snap)
+{
+    fl_state_snapshot(flag->totals, flag->ctl, 0, 0, 0, snap);
+
+    return fl_sync_control(snap->rolled_back, snap->override_kind,
+                           snap->override_milli);
+}
+
+
+/*
+ * A flag as the round reads it from the zone.  The baseline is taken from
+ * the totals when the flag has none yet, and on the first round after
+ * Redis was away (what was counted meanwhile is not sent).
+ */
+
+static void
+ngx_http_flags_sync_read_flag(ngx_http_flags_flag_t *flag, ngx_uint_t rebase,
+    fl_sync_flag_t *f)
+{
+    fl_state_snapshot_t     snap;
+    ngx_http_flags_node_t  *node;
+
+    ngx_memzero(f, sizeof(fl_sync_flag_t));
+
+    f->name = (const char *) flag->name.data;
+    f->name_len = flag->name.len;
+    f->def_hash = flag->def_hash;
+    f->policy = flag->policy;
+
+    node = flag->node;
+
+    if (node == NULL) {
+        /* the zone had no room for it: nothing counted, nothing sent */
+        return;
+    }
+
+    f->counted = 1;
+    f->errors = flag->totals->errors;
+    f->enabled = flag->totals->enabled_evaluations;
+
+    if (rebase || !node->sync_based) {
+        node->sync_base_errors = f->errors;
+        node->sync_base_enabled = f->enabled;
+        node->sync_based = 1;
+    }
+
+    f->base_errors = node->sync_base_errors;
+    f->base_enabled = node->sync_base_enabled;
+
+    f->control = ngx_http_flags_sync_control(flag, &snap);
+    f->known = flag->version->sync_known;
+    f->rb_at_ms = snap.rollback_at_ms;
+    f->rb_errors = snap.rollback_errors;
+    f->rb_enabled = snap.rollback_enabled;
+    f->rb_sources = snap.rollback_sources;
+}
+
+
+/*
+ * What the core planned, done to the zone: a flag with nothing to say
+ * drops its deltas (its baseline moves to the totals read); an entry with
+ * an error delta reads its window's sources into keys, FL_SOURCE_SLOTS
+ * keys then their ages an entry.
+ */
+
+static void
+ngx_http_flags_sync_prepare(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, fl_sync_flag_t *flags, uint32_t *keys)
+{
+    int64_t                 now;
+    uint32_t               *ages;
+    ngx_uint_t              i;
+    fl_sync_flag_t         *f;
+    ngx_http_flags_flag_t  *flag;
+
+    now = ngx_http_flags_now_sec();
+
+    for (i = 0; i < project->nflags; i++) {
+        f = &flags[i];
+        flag = &project->flags[i];
+
+        if (f->entry == FL_SYNC_NO_ENTRY && f->counted) {
+            flag->node->sync_base_errors = f->errors;
+            flag->node->sync_base_enabled = f->enabled;
+            continue;
+        }
+
+        if (f->entry != FL_SYNC_ENTRY_SOURCES) {
+            continue;
+        }
+
+        ages = keys + FL_SOURCE_SLOTS;
+        f->nsources = ngx_http_flags_source_ages(s->fmcf, flag, now, keys,
+                                                 ages);
+        f->source_keys = keys;
+        f->source_ages = ages;
+        keys += 2 * FL_SOURCE_SLOTS;
+    }
+}
+
+
+/*
+ * The round's command, formatted by hiredis: EVALSHA sha numkeys, then
+ * the core's arguments; the same as EVAL with the script's text is kept
+ * for a NOSCRIPT retry.  Returns the EVALSHA's length, -1 on failure.
+ */
+
+static int
+ngx_http_flags_sync_format(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    const char **argv, size_t *argvlen, size_t argc, size_t nkeys,
+    char **cmd)
+{
+    int     len;
+    u_char  nk[NGX_SIZE_T_LEN];
+
+    argv[0] = "EVALSHA";
+    argvlen[0] = 7;
+    argv[1] = (const char *) s->sha;
+    argvlen[1] = 40;
+    argv[2] = (const char *) nk;
+    argvlen[2] = ngx_sprintf(nk, "%uz", nkeys) - nk;
+
+    len = redisFormatCommandArgv(cmd, (int) argc, argv, argvlen);
+    if (len < 0) {
+        return -1;
+    }
+
+    argv[0] = "EVAL";
+    argvlen[0] = 4;
+    argv[1] = fl_sync_script(&argvlen[1]);
+
+    s->cmd_len[pi] = redisFormatCommandArgv(&s->cmd[pi], (int) argc, argv,
+                                            argvlen);
+
+    if ((int) s->cmd_len[pi] < 0) {
+        s->cmd[pi] = NULL;
+    }
+
+    return len;
+}
+
+
+/*
+ * The project's KEYS and ARGV as the core writes them, into memory of
+ * the core's bound, then the command.  The sources read for it are not
+ * kept past it.
+ */
+
+static int
+ngx_http_flags_sync_call(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    fl_sync_round_t *round, size_t entries, char **cmd)
+{
+    int                        len;
+    char                      *buf;
+    size_t                     argc, bound, nkeys, *argvlen;
+    const char               **argv;
+    fl_sync_flag_t            *flags;
+    ngx_http_flags_project_t  *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    flags = s->projects[pi].flags;
+
+    /* EVALSHA sha numkeys, then the core's */
+    argc = 3 + FL_SYNC_ROUND_ARGC(entries);
+    bound = fl_sync_round_bound(round, flags, project->nflags);
+
+    argv = ngx_alloc(argc * (sizeof(char *) + sizeof(size_t)) + bound,
+                     s->log);
+    if (argv == NULL) {
+        return -1;
+    }
+
+    argvlen = (size_t *) (argv + argc);
+    buf = (char *) (argvlen + argc);
+    nkeys = 0;
+
+    if (fl_sync_round_args(round, flags, project->nflags, buf, bound,
+                           argv + 3, argvlen + 3, argc - 3, &nkeys)
+        != argc - 3)
+    {
+        len = -1;
+
+    } else {
+        len = ngx_http_flags_sync_format(s, pi, argv, argvlen, argc, nkeys,
+                                         cmd);
+    }
+
+    ngx_free(argv);
+
+    return len;
+}
+
+
+/* The command queued: EVALSHA, or EVAL when no SHA is known. */
+
+static ngx_int_t
+ngx_http_flags_sync_queue(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    char *cmd, int len)
+{
+    ngx_int_t  rc;
+
+    if (!s->has_sha) {
+        /* no SHA yet (cannot happen after SCRIPT LOAD): EVAL at once */
+        redisFreeCommand(cmd);
+
+        if (s->cmd[pi] == NULL) {
+            return NGX_ERROR;
+        }
+
+        return ngx_http_flags_sync_send(s, s->cmd[pi], s->cmd_len[pi],
+                                        NGX_HTTP_FLAGS_SYNC_R_EVAL
+                                        + s->fmcf->projects.nelts + pi);
+    }
+
+    rc = ngx_http_flags_sync_send(s, cmd, len,
+                                  NGX_HTTP_FLAGS_SYNC_R_EVAL + pi);
+    redisFreeCommand(cmd);
+
+    return rc;
+}
+
+
+/*
+ * One project's script call: an entry for each flag with new deltas or a
+ * control that changed here (a rollback tripped or cleared, an override
+ * set or removed) since the fleet last said (the core decides which).
+ */
+
+static ngx_int_t
+ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    ngx_uint_t rebase)
+{
+    int                         len;
+    char                       *cmd;
+    size_t                      entries, sources;
+    uint32_t                   *keys;
+    ngx_uint_t                  i, n;
+    fl_sync_flag_t             *flags;
+    fl_sync_round_t             round;
+    ngx_http_flags_sync_conf_t *sc;
+    ngx_http_flags_project_t   *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    flags = s->projects[pi].flags;
+    sc = s->conf;
+    n = project->nflags;
+
+    if (s->cmd[pi]) {
+        redisFreeCommand(s->cmd[pi]);
+        s->cmd[pi] = NULL;
+    }
+
+    if (project->pversion == NULL) {
+        return NGX_OK;
+    }
+
+    round.prefix = (const char *) sc->prefix.data;
+    round.prefix_len = sc->prefix.len;
+    round.project = (const char *) project->name.data;
+    round.project_len = project->name.len;
+    round.host = (const char *) sc->name.data;
+    round.host_len = sc->name.len;
+    round.epoch = project->pversion->sync_epoch;
+    round.ver = project->pversion->sync_ver;
+
+    for (i = 0; i < n; i++) {
+        ngx_http_flags_sync_read_flag(&project->flags[i], rebase, &flags[i]);
+    }
+
+    entries = fl_sync_round_plan(&round, flags, n, &sources);
+
+    keys = ngx_alloc((sources ? sources : 1) * 2 * FL_SOURCE_SLOTS
+                     * sizeof(uint32_t), s->log);
+    if (keys == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_flags_sync_prepare(s, project, flags, keys);
+
+    len = ngx_http_flags_sync_call(s, pi, &round, entries, &cmd);
+
+    for (i = 0; i < n; i++) {
+        flags[i].source_keys = NULL;
+        flags[i].source_ages = NULL;
+    }
+
+    ngx_free(keys);
+
+    if (len < 0) {
+        return NGX_ERROR;
+    }
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags sync: round of project \"%V\": %uz of %ui flags "
+                   "sent, %d bytes", &project->name, entries, n, len);
+
+    return ngx_http_flags_sync_queue(s, pi, cmd, len);
+}
+
+
+/* ------------------------------------------------- what the answer does */
+
+/*
+ * The reply as the core reads it: its elements in pre-order.  Returns how
+ * many it has; only the first max are written (max 0: a count).  hiredis
+ * nests replies at most 7 deep, so the recursion is bounded.
+ */
+
+static size_t
+ngx_http_flags_sync_view(redisReply *r, fl_sync_elt_t *view, size_t max,
+    size_t i)
+{
+    size_t          k;
+    fl_sync_elt_t  *e;
+
+    if (i < max) {
+        e = &view[i];
+        ngx_memzero(e, sizeof(fl_sync_elt_t));
+
+        switch (r->type) {
+
+        case REDIS_REPLY_INTEGER:
+            e->type = FL_SYNC_ELT_INTEGER;
+            e->integer = r->integer;
+            break;
+
+        case REDIS_REPLY_STRING:
+            e->type = FL_SYNC_ELT_STRING;
+            e->str = r->str;
+            e->len = r->len;
+            break;
+
+        case REDIS_REPLY_ARRAY:
+            e->type = FL_SYNC_ELT_ARRAY;
+            e->elements = r->elements;
+            break;
+
+        default:
+            e->type = FL_SYNC_ELT_OTHER;
+            break;
+        }
+    }
+
+    i++;
+
+    if (r->type == REDIS_REPLY_ARRAY) {
+        for (k = 0; k < r->elements; k++) {
+            i = ngx_http_flags_sync_view(r->element[k], view, max, i);
+        }
+    }
+
+    return i;
+}
+
+
+/* The deltas sent are counted by the fleet: the baseline moves (not when
+ * another worker took the lock meanwhile: it owns it now). */
+
+static void
+ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, fl_sync_flag_t *flags)
+{
+    ngx_uint_t              i;
+    ngx_http_flags_node_t  *node;
+
+    for (i = 0; ngx_http_flags_sync_owns(s) && i < project->nflags; i++) {
+        node = project->flags[i].node;
+
+        if (node == NULL || flags[i].entry == FL_SYNC_NO_ENTRY) {
+            continue;
+        }
+
+        node->sync_base_errors = flags[i].errors;
+        node->sync_base_enabled = flags[i].enabled;
+    }
+}
+
+
+/* A new epoch (Redis restarted empty, or this host's first contact after
+ * another host's): the host forgets what the fleet said, so the next
+ * round publishes what is active here and the fleet converges. */
+
+static void
+ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, uint64_t epoch)
+{
+    ngx_uint_t  i;
+
+    ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
+                  "flags_sync: project \"%V\": redis holds a new state "
+                  "(restarted empty?): this host publishes its active "
+                  "rollbacks and overrides at the next round",
+                  &project->name);
+
+    for (i = 0; i < project->nflags; i++) {
+        if (project->flags[i].node) {
+            project->flags[i].version->sync_known = 0;
+        }
+    }
+
+    project->pversion->sync_epoch = epoch;
+    project->pversion->sync_ver = 0;      /* the next answer carries it */
+}
+
+
+
+/*
+ * A rollback took effect on this host, decided by the fleet: the one
+ * place that says so (and where counting it belongs).  "host" is who
+ * decided (whose deltas crossed the threshold) or published its local
+ * rollback; empty for a record of an older version, which has no host.
+ */
+
+static void
+ngx_http_flags_sync_rolled_back(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    uint64_t errors, uint64_t enabled, ngx_str_t *host)
+{
+    /* flags_rollbacks_total{by="fleet"}: every host that applies the
+     * fleet's rollback counts it, so the alert pages for each */
+    fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
+
+    if (host->len) {
+        ngx_log_error(s->fmcf->log_level, s->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet (decided on host \"%V\": %uL errors, %uL "
+                      "enabled evaluations in %uD s)", &flag->name,
+                      &project->name, host, errors, enabled,
+                      flag->policy.window);
+        return;
+    }
+
+    ngx_log_error(s->fmcf->log_level, s->log, 0,
+                  "flags: flag \"%V\" of project \"%V\" rolled back by the "
+                  "fleet (no host recorded: %uL errors, %uL enabled "
+                  "evaluations in %uD s)",
+                  &flag->name, &project->name, errors, enabled,
+                  flag->policy.window);
+}
+
+
+/* "host \"NAME\"" or "no host recorded", what a log line of the fleet's
+ * changes says of who made it */
+
+static ngx_str_t *
+ngx_http_flags_sync_by(ngx_str_t *by, u_char *buf, size_t size,
+    const char *host, size_t len)
+{
+    by->data = buf;
+
+    if (len == 0) {
+        by->len = ngx_cpymem(buf, "no host recorded", 16) - buf;
+        return by;
+    }
+
+    by->len = ngx_snprintf(buf, size, "host \"%*s\"", len, host) - buf;
+
+    return by;
+}
+
+
+/* One flag: what the core says the fleet's answer does, done here.
+ * Returns 1 when the flag's control changed. */
+
+static ngx_uint_t
+ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    fl_sync_fleet_t *ft, uint64_t sent)
+{
+    ngx_str_t            host, by;
+    ngx_uint_t           changed;
+    fl_sync_action_t     act;
+    fl_state_snapshot_t  snap;
+    u_char               buf[FL_SYNC_HOST_MAX + 16];
+
+    if (!fl_sync_action(ft, sent, ngx_http_flags_sync_control(flag, &snap),
+                        &act))
+    {
+        /* changed here during the round: that goes out next round */
+        return 0;
+    }
+
+    changed = 0;
+
+    if (act.rollback
+        && fl_control_try_rollback(flag->ctl, ft->at_ms, ft->errors,
+                                   ft->enabled, ft->sources,
+                                   FL_DECIDED_FLEET))
+    {
+        changed = 1;
+        host.data = (u_char *) ft->rb_host;
+        host.len = ft->rb_host_len;
+        ngx_http_flags_sync_rolled_back(s, project, flag, ft->errors,
+                                        ft->enabled, &host);
+    }
+
+    if (act.clear && ngx_http_flags_clear_rollback(s->fmcf, flag)) {
+        changed = 1;
+        ngx_log_error(s->fmcf->log_level, s->log, 0,
+                      "flags: rollback of flag \"%V\" of project \"%V\" "
+                      "cleared by the fleet (%V)", &flag->name,
+                      &project->name,
+                      ngx_http_flags_sync_by(&by, buf, sizeof(buf),
+                                             ft->cb_host, ft->cb_host_len));
+    }
+
+    if (act.set_override) {
+        ngx_http_flags_set_override(flag, act.override_kind,
+                                    act.override_milli);
+        changed = 1;
+        ngx_log_error(s->fmcf->log_level, s->log, 0,
+                      "flags: override of flag \"%V\" of project \"%V\" %s "
+                      "by the fleet (%V)", &flag->name, &project->name,
+                      act.override_kind != FL_OVERRIDE_NONE
+                      ? "set" : "removed",
+                      ngx_http_flags_sync_by(&by, buf, sizeof(buf),
+                                             ft->ob_host, ft->ob_host_len));
+    }
+
+    flag->version->sync_known = act.known;
+
+    return changed;
+}
+
+
+/*
+ * The control hash, when the fleet's state moved: "rb:<def>:<flag>" ->
+ * "at_ms errors enabled [host [sources]]", "ov:<def>:<flag>" -> "off" or
+ * milli-percent, "cb:" and "ob:" -> the host that last cleared the
+ * rollback, last changed the override.  Applied to each flag whose
+ * definition is the same here and whose control did not change here
+ * since the round began (that change is published next round).
+ */
+
+static ngx_int_t
+ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    fl_sync_elt_t *view, size_t n, fl_sync_head_t *head)
+{
+    size_t                     used, ignored;
+    ngx_uint_t                 i, changed;
+    fl_sync_flag_t            *flags;
+    fl_sync_fleet_t           *fleets;
+    ngx_http_flags_project_t  *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    flags = s->projects[pi].flags;
+
+    fleets = ngx_alloc((project->nflags + 1) * sizeof(fl_sync_fleet_t),
+                       s->log);
+    if (fleets == NULL) {
+        return NGX_ERROR;
+    }
+
+    used = fl_sync_reply_controls(view, n, head, project->core, fleets,
+                                  project->nflags, &ignored);
+
+    changed = 0;
+
+    for (i = 0; i < project->nflags; i++) {
+        if (project->flags[i].node == NULL) {
+            continue;
+        }
+
+        changed |= ngx_http_flags_sync_apply_flag(s, project,
+                                                  &project->flags[i],
+                                                  &fleets[i],
+                                                  flags[i].control);
+    }
+
+    ngx_free(fleets);
+
+    project->pversion->sync_epoch = head->epoch;
+    project->pversion->sync_ver = head->ver;
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags sync: project \"%V\" read at version %uL: %uz "
+                   "fields used, %uz ignored%s", &project->name, head->ver,
+                   used, ignored, changed ? ", controls changed" : "");
+
+    if (changed) {
+        ngx_http_flags_answer_changed(project);
+        s->changed = 1;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The fleet's answer for a project {epoch, ver[, control hash]}: the
+ * deltas sent are now counted; when the project's epoch or version moved,
+ * the control hash is applied.  A new epoch applies nothing (see
+ * ngx_http_flags_sync_forget()).  NGX_ERROR: a reply the core refuses
+ * fails the round.
+ */
+
+ngx_int_t
+ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    redisReply *reply)
+{
+    size_t                      n;
+    ngx_int_t                   rc;
+    fl_sync_elt_t              *view;
+    fl_sync_head_t              head;
+    fl_sync_reply_status_t      st;
+    ngx_http_flags_project_t   *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+
+    if (project->pversion == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_http_flags_sync_view(reply, NULL, 0, 0);
+
+    view = ngx_alloc(n * sizeof(fl_sync_elt_t), s->log);
+    if (view == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_http_flags_sync_view(reply, view, n, 0);
+
+    st = fl_sync_reply_head(view, n, project->pversion->sync_epoch, &head);
+
+    if (st != FL_SYNC_REPLY_OK && st != FL_SYNC_REPLY_CONTROL) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                       "flags sync: answer of project \"%V\": %s",
+                       &project->name, fl_sync_reply_status_text(st));
+        ngx_free(view);
+        return NGX_ERROR;
+    }
+
+    ngx_http_flags_sync_counted(s, project, s->projects[pi].flags);
+
+    if (st == FL_SYNC_REPLY_CONTROL) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                       "flags sync: answer of project \"%V\": %s",
+                       &project->name, fl_sync_reply_status_text(st));
+        rc = NGX_ERROR;
+
+    } else if (!head.has_control) {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                       "flags sync: project \"%V\" is at version %uL: "
+                       "nothing new", &project->name, head.ver);
+        rc = NGX_OK;
+
+    } else if (head.new_epoch) {
+        ngx_http_flags_sync_forget(s, project, head.epoch);
+        rc = NGX_OK;
+
+    } else {
+        rc = ngx_http_flags_sync_controls(s, pi, view, n, &head);
+    }
+
+    ngx_free(view);
+
+    return rc;
+}
+
+
+void
+ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s)
+{
+    uint64_t                 now;
+    ngx_http_flags_shctx_t  *sh;
+
+    sh = s->fmcf->sh;
+    now = ngx_http_flags_now_ms();
+
+    if (s->timeout.timer_set) {
+        ngx_del_timer(&s->timeout);
+    }
+
+    s->state = NGX_HTTP_FLAGS_SYNC_IDLE;
+    s->backoff = 0;
+
+    sh->sync_connected = 1;
+    sh->sync_last_ok_ms = now;
+    sh->sync_round_ms = ngx_current_msec - s->round_start;
+    (void) ngx_atomic_fetch_add(&sh->sync_rounds, 1);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags sync: round done in %M ms%s",
+                   (ngx_msec_t) (ngx_current_msec - s->round_start),
+                   s->changed ? ", the state file is rewritten" : "");
+
+    if (s->lost) {
+        s->lost = 0;
+        ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
+                      "flags_sync: redis at %V is back", &s->conf->host);
+    }
+
+    if (s->changed) {
+        s->changed = 0;
+        (void) ngx_http_flags_state_changed(s->fmcf, s->log, NULL, NULL);
+    }
+}

@@ -1,0 +1,937 @@
+/*
+ * test_sync.c - flags_sync's decisions in the core (docs/sync.md): which
+ * flags a round sends and the script's KEYS and ARGV byte for byte
+ * (sync_round.cpp), what a reply says and what applying it does to a flag
+ * (sync_reply.cpp), and the exact refusal of each kind of broken reply.
+ *
+ * Replies are written as the glue hands them over: a flat view of the
+ * hiredis tree in pre-order, built here with the S/I/A/NIL helpers.
+ */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static fl_sync_elt_t elt(fl_sync_elt_type_t type)
+{
+    fl_sync_elt_t e;
+    memset(&e, 0, sizeof(e));
+    e.type = type;
+    return e;
+}
+
+static fl_sync_elt_t S(const char *s)
+{
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_STRING);
+    e.str = s;
+    e.len = strlen(s);
+    return e;
+}
+
+static fl_sync_elt_t I(int64_t v)
+{
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_INTEGER);
+    e.integer = v;
+    return e;
+}
+
+static fl_sync_elt_t A(size_t elements)
+{
+    fl_sync_elt_t e = elt(FL_SYNC_ELT_ARRAY);
+    e.elements = elements;
+    return e;
+}
+
+static fl_sync_elt_t NIL(void)
+{
+    return elt(FL_SYNC_ELT_OTHER);
+}
+
+#define N(v)  (sizeof(v) / sizeof((v)[0]))
+
+static fl_sync_reply_status_t head_of(const fl_sync_elt_t *v, size_t n,
+    uint64_t known, fl_sync_head_t *h)
+{
+    return fl_sync_reply_head(v, n, known, h);
+}
+
+static fl_project_t *shop;
+static uint64_t def_risky, def_calm;
+
+static int load_shop(void **state)
+{
+    static const char json[] =
+        "{\"flags\":["
+        "{\"name\":\"risky\",\"enabled\":true,\"rolloutPercentage\":100},"
+        "{\"name\":\"calm\",\"enabled\":true,\"rolloutPercentage\":50},"
+        "{\"name\":\"other\",\"enabled\":false,\"rolloutPercentage\":0}"
+        "]}";
+    char err[256];
+    fl_flag_info_t info;
+
+    (void) state;
+    if (fl_project_load_buffer(json, sizeof(json) - 1, "shop.json", &shop,
+                               err, sizeof(err)) != FL_OK)
+    {
+        fprintf(stderr, "load: %s\n", err);
+        return -1;
+    }
+    if (fl_project_flag_info(shop, 0, &info) != 0) {
+        return -1;
+    }
+    def_risky = info.def_hash;
+    if (fl_project_flag_info(shop, 1, &info) != 0) {
+        return -1;
+    }
+    def_calm = info.def_hash;
+    return 0;
+}
+
+static int free_shop(void **state)
+{
+    (void) state;
+    fl_project_free(shop);
+    shop = NULL;
+    return 0;
+}
+
+/* "rb:<def>:<flag>" in buf */
+static const char *field(char *buf, size_t size, const char *kind,
+    uint64_t def, const char *flag)
+{
+    snprintf(buf, size, "%s:%016llx:%s", kind, (unsigned long long) def,
+             flag);
+    return buf;
+}
+
+/* The control hash {pairs} as the third element of an answer. */
+static size_t answer(fl_sync_elt_t *v, const fl_sync_elt_t *pairs,
+    size_t npairs)
+{
+    v[0] = A(3);
+    v[1] = S("1700000000123456");
+    v[2] = S("9");
+    v[3] = A(npairs);
+    memcpy(&v[4], pairs, npairs * sizeof(fl_sync_elt_t));
+    return 4 + npairs;
+}
+
+static size_t controls(const fl_sync_elt_t *pairs, size_t npairs,
+    fl_sync_fleet_t *fleets, size_t *ignored)
+{
+    fl_sync_elt_t v[64];
+    fl_sync_head_t h;
+    size_t n = answer(v, pairs, npairs);
+
+    assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.has_control);
+    return fl_sync_reply_controls(v, n, &h, shop, fleets, 3, ignored);
+}
+
+static void host_is(const char *got, size_t len, const char *want)
+{
+    if (want == NULL) {
+        assert_null(got);
+        assert_int_equal(len, 0);
+        return;
+    }
+    assert_non_null(got);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(got, want, len);
+}
+
+/* ------------------------------------------------------ names, control */
+
+static void test_host_valid(void **state)
+{
+    char big[FL_SYNC_HOST_MAX + 2];
+
+    (void) state;
+    assert_true(fl_sync_host_valid("h1", 2));
+    assert_true(fl_sync_host_valid("web-01.eu_west:2", 16));
+    assert_false(fl_sync_host_valid("", 0));
+    assert_false(fl_sync_host_valid(NULL, 3));
+    assert_false(fl_sync_host_valid("a b", 3));
+    assert_false(fl_sync_host_valid("a\0b", 3));
+    assert_false(fl_sync_host_valid("h\xc3\xa9", 3));
+    assert_false(fl_sync_host_valid("a@b", 3));
+
+    memset(big, 'a', sizeof(big));
+    assert_true(fl_sync_host_valid(big, FL_SYNC_HOST_MAX));
+    assert_false(fl_sync_host_valid(big, FL_SYNC_HOST_MAX + 1));
+}
+
+static void test_control_encoding(void **state)
+{
+    (void) state;
+    assert_true(fl_sync_control(0, FL_OVERRIDE_NONE, 0) == 0);
+    assert_true(fl_sync_control(1, FL_OVERRIDE_NONE, 777) == 1);
+    /* only a percentage carries its value */
+    assert_true(fl_sync_control(0, FL_OVERRIDE_OFF, 555) == 2);
+    assert_true(fl_sync_control(1, FL_OVERRIDE_OFF, 0) == 3);
+    assert_true(fl_sync_control(0, FL_OVERRIDE_PERCENT, 25000)
+                == (4 | ((uint64_t) 25000 << 8)));
+    assert_true(fl_sync_control(7, FL_OVERRIDE_PERCENT, 100000)
+                == (5 | ((uint64_t) 100000 << 8)));
+}
+
+/* --------------------------------------------------------- the round */
+
+static fl_sync_round_t shop_round(void)
+{
+    fl_sync_round_t r = {
+        .prefix = "flags:", .prefix_len = 6,
+        .project = "shop", .project_len = 4,
+        .host = "h1", .host_len = 2,
+        .epoch = 1700000000123456ull, .ver = 7,
+    };
+    return r;
+}
+
+static fl_sync_flag_t flag(const char *name, uint64_t def, int policy_on)
+{
+    fl_sync_flag_t f;
+    memset(&f, 0, sizeof(f));
+    f.name = name;
+    f.name_len = strlen(name);
+    f.def_hash = def;
+    f.counted = 1;
+    f.policy.mode = policy_on ? FL_ROLLBACK_ON : FL_ROLLBACK_OFF;
+    f.policy.min_errors = 5;
+    f.policy.rate_milli = 10000;
+    f.policy.window = 60;
+    f.policy.min_sources = 3;
+    return f;
+}
+
+/* Which flags send an entry: with the fleet's state known (epoch set) and
+ * before the first answer (epoch 0: the fleet is taken to say nothing). */
+static void test_plan(void **state)
+{
+    static const struct {
+        const char      *why;
+        int              counted, policy_on;
+        uint64_t         control, known;
+        uint64_t         errors, base_errors, enabled, base_enabled;
+        fl_sync_entry_t  want, want_epoch0;
+    } rows[] = {
+        { "not counted, though it changed", 0, 1, 1, 0, 0, 0, 0, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "deltas, no policy: dropped", 1, 0, 0, 0, 5, 0, 9, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "rolled back (and known so): its deltas dropped", 1, 1, 1, 1,
+          5, 0, 0, 0, FL_SYNC_NO_ENTRY, FL_SYNC_ENTRY_SOURCES },
+        { "enabled evaluations only", 1, 1, 0, 0, 0, 0, 10, 4,
+          FL_SYNC_ENTRY, FL_SYNC_ENTRY },
+        { "an error delta", 1, 1, 0, 0, 3, 2, 0, 0,
+          FL_SYNC_ENTRY_SOURCES, FL_SYNC_ENTRY_SOURCES },
+        { "nothing new under a policy", 1, 1, 0, 0, 8, 8, 0, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "an override set here, no policy", 1, 0, 2, 0, 0, 0, 0, 0,
+          FL_SYNC_ENTRY, FL_SYNC_ENTRY },
+        { "the fleet's rollback cleared here", 1, 0, 0, 1, 0, 0, 0, 0,
+          FL_SYNC_ENTRY, FL_SYNC_NO_ENTRY },
+        { "a wrapped-around baseline is a delta", 1, 1, 0, 0, 8, 9, 0, 0,
+          FL_SYNC_ENTRY_SOURCES, FL_SYNC_ENTRY_SOURCES },
+    };
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f[N(rows)];
+    size_t i, sources, entries, want, want_sources;
+
+    (void) state;
+    for (int epoch0 = 0; epoch0 < 2; epoch0++) {
+        r.epoch = epoch0 ? 0 : 1700000000123456ull;
+        want = want_sources = 0;
+
+        for (i = 0; i < N(rows); i++) {
+            f[i] = flag("x", i, rows[i].policy_on);
+            f[i].counted = rows[i].counted;
+            f[i].control = rows[i].control;
+            f[i].known = rows[i].known;
+            f[i].errors = rows[i].errors;
+            f[i].base_errors = rows[i].base_errors;
+            f[i].enabled = rows[i].enabled;
+            f[i].base_enabled = rows[i].base_enabled;
+            f[i].entry = FL_SYNC_ENTRY;     /* the plan sets every one */
+        }
+
+        sources = 99;
+        entries = fl_sync_round_plan(&r, f, N(rows), &sources);
+
+        for (i = 0; i < N(rows); i++) {
+            fl_sync_entry_t w = epoch0 ? rows[i].want_epoch0 : rows[i].want;
+            if (f[i].entry != w) {
+                fail_msg("%s (epoch %s): entry %d, want %d", rows[i].why,
+                         epoch0 ? "0" : "known", (int) f[i].entry, (int) w);
+            }
+            want += w != FL_SYNC_NO_ENTRY;
+            want_sources += w == FL_SYNC_ENTRY_SOURCES;
+        }
+        assert_int_equal(entries, want);
+        assert_int_equal(sources, want_sources);
+    }
+
+    assert_int_equal(fl_sync_round_plan(&r, f, N(rows), NULL), want);
+}
+
+/* Four flags: an error delta with sources and a policy; an override set
+ * here; nothing to say; a rollback published with its record. */
+static size_t round_flags(fl_sync_flag_t *f, uint32_t *keys, uint32_t *ages)
+{
+    f[0] = flag("risky", 0x00c0ffee12345678ull, 1);
+    f[0].errors = 10;
+    f[0].base_errors = 4;
+    f[0].enabled = 100;
+    f[0].base_enabled = 40;
+    keys[0] = 0xdeadbeef;
+    ages[0] = 3;
+    keys[1] = 0x1;
+    ages[1] = 0;
+    f[0].source_keys = keys;
+    f[0].source_ages = ages;
+    f[0].nsources = 2;
+
+    f[1] = flag("calm", 0xabcdef0123456789ull, 0);
+    f[1].control = fl_sync_control(0, FL_OVERRIDE_PERCENT, 25000);
+
+    f[2] = flag("idle", 0x2, 1);
+
+    f[3] = flag("back", 0x1, 1);
+    f[3].control = 1;
+    f[3].rb_at_ms = 1700000000000ull;
+    f[3].rb_errors = 6;
+    f[3].rb_enabled = 40;
+    f[3].rb_sources = 2;
+    f[3].known = fl_sync_control(0, FL_OVERRIDE_OFF, 0);
+    return 4;
+}
+
+static void test_round_args(void **state)
+{
+    static const char *want[] = {
+        "flags:{shop}:ctl",
+        "flags:{shop}:w:00c0ffee12345678:risky",
+        "flags:{shop}:w:abcdef0123456789:calm",
+        "flags:{shop}:w:0000000000000001:back",
+        "flags:{shop}:s:00c0ffee12345678:risky",
+        "flags:{shop}:s:abcdef0123456789:calm",
+        "flags:{shop}:s:0000000000000001:back",
+        "1700000000123456", "7", "3", "h1",
+        "risky", "00c0ffee12345678", "-", "0 0 0 h1 0", "-", "off",
+        "6", "60", "5 10000 60 3", "deadbeef:3 00000001:0",
+        "calm", "abcdef0123456789", "-", "0 0 0 h1 0", "set", "25000",
+        "0", "0", "", "",
+        "back", "0000000000000001", "set", "1700000000000 6 40 h1 2",
+        "del", "off", "0", "0", "5 10000 60 3", "",
+    };
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f[4];
+    uint32_t keys[2], ages[2];
+    const char *argv[64];
+    size_t argvlen[64], nkeys = 0, n, bound, argc, i;
+    char *buf;
+
+    (void) state;
+    n = round_flags(f, keys, ages);
+    assert_int_equal(fl_sync_round_plan(&r, f, n, NULL), 3);
+
+    bound = fl_sync_round_bound(&r, f, n);
+    buf = malloc(bound);
+    assert_non_null(buf);
+
+    argc = fl_sync_round_args(&r, f, n, buf, bound, argv, argvlen, 64,
+                              &nkeys);
+    assert_int_equal(argc, FL_SYNC_ROUND_ARGC(3));
+    assert_int_equal(argc, N(want));
+    assert_int_equal(nkeys, 7);
+
+    for (i = 0; i < argc; i++) {
+        if (argvlen[i] != strlen(want[i])
+            || memcmp(argv[i], want[i], argvlen[i]) != 0)
+        {
+            fail_msg("argument %zu: \"%.*s\", want \"%s\"", i,
+                     (int) argvlen[i], argv[i], want[i]);
+        }
+    }
+
+    /* the whole of it fits the bound, and one byte less than what it
+     * wrote fails whole (0), never writes past buf_len */
+    size_t used = 0;
+    for (i = 0; i < argc; i++) {
+        if (argv[i] >= buf && argv[i] < buf + bound) {
+            used += argvlen[i];
+        }
+    }
+    assert_true(used <= bound);
+    assert_int_equal(fl_sync_round_args(&r, f, n, buf, used - 1, argv,
+                                        argvlen, 64, &nkeys), 0);
+    assert_int_equal(fl_sync_round_args(&r, f, n, buf, bound, argv,
+                                        argvlen, argc - 1, &nkeys), 0);
+    free(buf);
+}
+
+static void test_round_empty(void **state)
+{
+    static const char *want[] = {
+        "p{q}:ctl", "0", "0", "0", "h1",
+    };
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f = flag("x", 1, 1);
+    const char *argv[8];
+    size_t argvlen[8], nkeys = 9, i;
+    char buf[256];
+
+    (void) state;
+    r.prefix = "p";
+    r.prefix_len = 1;
+    r.project = "q";
+    r.project_len = 1;
+    r.epoch = 0;
+    r.ver = 0;
+
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 0);
+    assert_true(fl_sync_round_bound(&r, &f, 1) <= sizeof(buf));
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, sizeof(buf), argv,
+                                        argvlen, 8, &nkeys),
+                     FL_SYNC_ROUND_ARGC(0));
+    assert_int_equal(nkeys, 1);
+    for (i = 0; i < N(want); i++) {
+        assert_int_equal(argvlen[i], strlen(want[i]));
+        assert_memory_equal(argv[i], want[i], argvlen[i]);
+    }
+}
+
+/* The largest numbers and every source slot fit the bound. */
+static void test_round_bound(void **state)
+{
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f = flag("n", UINT64_MAX, 1);
+    uint32_t keys[FL_SOURCE_SLOTS + 5], ages[FL_SOURCE_SLOTS + 5];
+    const char *argv[32];
+    size_t argvlen[32], nkeys, bound, i;
+    char *buf;
+
+    (void) state;
+    for (i = 0; i < N(keys); i++) {
+        keys[i] = UINT32_MAX;
+        ages[i] = UINT32_MAX;
+    }
+    f.errors = UINT64_MAX;
+    f.enabled = UINT64_MAX;
+    f.rb_at_ms = f.rb_errors = f.rb_enabled = f.rb_sources = UINT64_MAX;
+    f.control = UINT64_MAX;         /* any value, not only the encoding's */
+    f.policy.min_errors = f.policy.rate_milli = UINT32_MAX;
+    f.policy.window = f.policy.min_sources = UINT32_MAX;
+    f.source_keys = keys;
+    f.source_ages = ages;
+    f.nsources = N(keys);           /* more than a window holds: capped */
+
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
+    bound = fl_sync_round_bound(&r, &f, 1);
+    buf = malloc(bound);
+    assert_non_null(buf);
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv,
+                                        argvlen, 32, &nkeys),
+                     FL_SYNC_ROUND_ARGC(1));
+    /* the sources: FL_SOURCE_SLOTS of "ffffffff:4294967295" */
+    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 1],
+                     FL_SOURCE_SLOTS * 20 - 1);
+    free(buf);
+}
+
+/* ------------------------------------------------------ a reply's head */
+
+static void test_head_good(void **state)
+{
+    fl_sync_head_t h;
+    fl_sync_elt_t two[] = { A(2), S("1700000000123456"), S("7") };
+    fl_sync_elt_t ints[] = { A(2), I(42), I(-1) };
+    fl_sync_elt_t max[] = { A(2), S("9223372036854775807"), S("0") };
+    fl_sync_elt_t three[] = { A(3), S("5"), S("6"), A(0) };
+    fl_sync_elt_t extra[] = { A(4), S("5"), S("6"), A(2), S("a"), S("b"),
+                              A(1), NIL() };
+
+    (void) state;
+    assert_int_equal(head_of(two, N(two), 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.epoch == 1700000000123456ull);
+    assert_true(h.ver == 7);
+    assert_false(h.has_control);
+    assert_false(h.new_epoch);
+
+    /* integers as they are, a negative one as its two's complement */
+    assert_int_equal(head_of(ints, N(ints), 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.epoch == 42);
+    assert_true(h.ver == UINT64_MAX);
+
+    assert_int_equal(head_of(max, N(max), 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.epoch == INT64_MAX);
+
+    /* the control hash: new epoch only when another one was known */
+    assert_int_equal(head_of(three, N(three), 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.has_control);
+    assert_int_equal(h.control, 3);
+    assert_false(h.new_epoch);
+    assert_int_equal(head_of(three, N(three), 5, &h), FL_SYNC_REPLY_OK);
+    assert_false(h.new_epoch);
+    assert_int_equal(head_of(three, N(three), 4, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.new_epoch);
+
+    /* elements after the control hash are not read */
+    assert_int_equal(head_of(extra, N(extra), 0, &h), FL_SYNC_REPLY_OK);
+    assert_true(h.has_control);
+    assert_int_equal(h.control, 3);
+}
+
+static void expect_head(const fl_sync_elt_t *v, size_t n,
+    fl_sync_reply_status_t want)
+{
+    fl_sync_head_t h;
+    fl_sync_reply_status_t st = head_of(v, n, 0, &h);
+
+    if (st != want) {
+        fail_msg("status %d (%s), want %d (%s)", (int) st,
+                 fl_sync_reply_status_text(st), (int) want,
+                 fl_sync_reply_status_text(want));
+    }
+    if (st != FL_SYNC_REPLY_OK) {
+        assert_false(h.has_control);
+    }
+    if (st != FL_SYNC_REPLY_OK && st != FL_SYNC_REPLY_CONTROL) {
+        assert_true(h.epoch == 0 && h.ver == 0);
+    }
+}
+
+static void test_head_broken(void **state)
+{
+    fl_sync_elt_t v[8];
+    fl_sync_head_t h;
+
+    (void) state;
+    /* not one whole reply */
+    expect_head(NULL, 3, FL_SYNC_REPLY_MALFORMED);
+    v[0] = A(2);
+    expect_head(v, 0, FL_SYNC_REPLY_MALFORMED);
+    v[1] = S("1");
+    expect_head(v, 2, FL_SYNC_REPLY_MALFORMED);         /* short array */
+    v[0] = A(SIZE_MAX);
+    v[2] = S("2");
+    expect_head(v, 3, FL_SYNC_REPLY_MALFORMED);         /* huge count */
+    v[0] = A(2);
+    v[3] = S("3");
+    expect_head(v, 4, FL_SYNC_REPLY_MALFORMED);         /* trailing */
+    v[0] = A(2);
+    v[1] = A(1);                                        /* nested short */
+    expect_head(v, 3, FL_SYNC_REPLY_MALFORMED);
+
+    /* types and counts */
+    v[0] = S("OK");
+    expect_head(v, 1, FL_SYNC_REPLY_NOT_ARRAY);
+    v[0] = I(3);
+    expect_head(v, 1, FL_SYNC_REPLY_NOT_ARRAY);
+    v[0] = NIL();
+    expect_head(v, 1, FL_SYNC_REPLY_NOT_ARRAY);
+    v[0] = A(0);
+    expect_head(v, 1, FL_SYNC_REPLY_SHORT);
+    v[0] = A(1);
+    v[1] = S("1");
+    expect_head(v, 2, FL_SYNC_REPLY_SHORT);
+
+    /* the epoch */
+    const char *bad[] = { "", "abc", "12a", "-5", "+5", " 5", "5 ", "1.5",
+                          "9223372036854775808", "18446744073709551616",
+                          "99999999999999999999999" };
+    for (size_t i = 0; i < N(bad); i++) {
+        v[0] = A(2);
+        v[1] = S(bad[i]);
+        v[2] = S("1");
+        expect_head(v, 3, FL_SYNC_REPLY_EPOCH);
+        v[1] = S("1");
+        v[2] = S(bad[i]);
+        expect_head(v, 3, FL_SYNC_REPLY_VERSION);
+    }
+    v[0] = A(2);
+    v[1] = NIL();
+    v[2] = S("1");
+    expect_head(v, 3, FL_SYNC_REPLY_EPOCH);
+    v[1] = A(1);
+    v[2] = S("1");
+    v[3] = S("1");
+    expect_head(v, 4, FL_SYNC_REPLY_EPOCH);
+    v[1] = S("1");
+    v[2] = A(0);
+    expect_head(v, 3, FL_SYNC_REPLY_VERSION);
+    /* a string with no bytes behind it */
+    v[1].type = FL_SYNC_ELT_STRING;
+    v[1].str = NULL;
+    v[1].len = 4;
+    v[2] = S("1");
+    expect_head(v, 3, FL_SYNC_REPLY_EPOCH);
+
+    /* the control hash: epoch and version are read */
+    v[0] = A(3);
+    v[1] = S("11");
+    v[2] = S("12");
+    v[3] = S("rb:x");
+    assert_int_equal(head_of(v, 4, 0, &h), FL_SYNC_REPLY_CONTROL);
+    assert_true(h.epoch == 11 && h.ver == 12);
+    assert_false(h.has_control);
+    v[3] = A(1);
+    v[4] = S("odd");
+    expect_head(v, 5, FL_SYNC_REPLY_CONTROL);
+    v[3] = NIL();
+    expect_head(v, 4, FL_SYNC_REPLY_CONTROL);
+
+    /* every status has its words */
+    assert_string_equal(fl_sync_reply_status_text(FL_SYNC_REPLY_OK), "");
+    for (int st = FL_SYNC_REPLY_MALFORMED; st <= FL_SYNC_REPLY_CONTROL;
+         st++)
+    {
+        assert_true(strlen(fl_sync_reply_status_text(
+                        (fl_sync_reply_status_t) st)) > 0);
+    }
+    assert_string_equal(fl_sync_reply_status_text(FL_SYNC_REPLY_EPOCH),
+                        "the epoch is not a number");
+}
+
+/* 10,000 nested arrays: read without recursion, the whole walk linear. */
+static void test_head_deep(void **state)
+{
+    size_t depth = 10000, n = depth + 4, i;
+    fl_sync_elt_t *v = calloc(n, sizeof(fl_sync_elt_t));
+    fl_sync_head_t h;
+
+    (void) state;
+    assert_non_null(v);
+    v[0] = A(2);
+    for (i = 1; i <= depth; i++) {
+        v[i] = A(1);
+    }
+    v[depth] = A(0);
+    v[depth + 1] = S("1");
+    assert_int_equal(head_of(v, depth + 2, 0, &h), FL_SYNC_REPLY_EPOCH);
+    v[depth] = A(1);
+    assert_int_equal(head_of(v, depth + 2, 0, &h), FL_SYNC_REPLY_MALFORMED);
+
+    /* as the value of a control field: skipped */
+    v[0] = A(3);
+    v[1] = S("1");
+    v[2] = S("2");
+    v[3] = A(2);
+    v[4] = S("ov:0000000000000000:risky");
+    for (i = 5; i < n; i++) {
+        v[i] = A(1);
+    }
+    v[n - 1] = S("x");
+    assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
+    fl_sync_fleet_t fleets[3];
+    size_t ignored = 0;
+    assert_int_equal(fl_sync_reply_controls(v, n, &h, shop, fleets, 3,
+                                            &ignored), 0);
+    assert_int_equal(ignored, 1);
+    free(v);
+}
+
+/* ---------------------------------------------------- the control hash */
+
+static void test_controls_good(void **state)
+{
+    char f0[64], f1[64], f2[64], f3[64], f4[64], f5[64];
+    fl_sync_elt_t pairs[] = {
+        S("epoch"), S("1700000000123456"),
+        S("ver"), S("9"),
+        S(field(f0, sizeof(f0), "rb", def_risky, "risky")),
+        S("1700000000000 6 40 h1 3"),
+        S(field(f1, sizeof(f1), "cb", def_risky, "risky")), S("h2"),
+        S(field(f2, sizeof(f2), "ov", def_calm, "calm")), S("25000"),
+        S(field(f3, sizeof(f3), "ob", def_calm, "calm")), S("h3"),
+        S(field(f4, sizeof(f4), "ov", def_risky, "risky")), S("off"),
+        S(field(f5, sizeof(f5), "ob", def_risky, "risky")), S("h:4"),
+    };
+    fl_sync_fleet_t fl[3];
+    size_t ignored = 99;
+
+    (void) state;
+    assert_int_equal(controls(pairs, N(pairs), fl, &ignored), 6);
+    assert_int_equal(ignored, 0);
+
+    assert_true(fl[0].rolled_back);
+    assert_true(fl[0].at_ms == 1700000000000ull);
+    assert_true(fl[0].errors == 6);
+    assert_true(fl[0].enabled == 40);
+    assert_true(fl[0].sources == 3);
+    host_is(fl[0].rb_host, fl[0].rb_host_len, "h1");
+    host_is(fl[0].cb_host, fl[0].cb_host_len, "h2");
+    host_is(fl[0].ob_host, fl[0].ob_host_len, "h:4");
+    assert_int_equal(fl[0].override_kind, FL_OVERRIDE_OFF);
+    assert_int_equal(fl[0].override_milli, 0);
+
+    assert_false(fl[1].rolled_back);
+    assert_int_equal(fl[1].override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(fl[1].override_milli, 25000);
+    host_is(fl[1].ob_host, fl[1].ob_host_len, "h3");
+    host_is(fl[1].rb_host, fl[1].rb_host_len, NULL);
+    host_is(fl[1].cb_host, fl[1].cb_host_len, NULL);
+
+    /* a flag the hash does not name: nothing */
+    assert_false(fl[2].rolled_back);
+    assert_int_equal(fl[2].override_kind, FL_OVERRIDE_NONE);
+    host_is(fl[2].ob_host, fl[2].ob_host_len, NULL);
+}
+
+/* Records of older versions, and records a server mangled. */
+static void test_controls_records(void **state)
+{
+    static const struct {
+        const char *record;
+        uint64_t    at_ms, errors, enabled, sources;
+        const char *host;
+    } cases[] = {
+        { "1700000000000 6 40", 1700000000000ull, 6, 40, 0, NULL },
+        { "1700000000000 6 40 h0", 1700000000000ull, 6, 40, 0, "h0" },
+        { "1 2 3 h1 4", 1, 2, 3, 4, "h1" },
+        { "1 2 3 b@d 4", 1, 2, 3, 4, NULL },
+        { "1 2 3 h1 4 5", 1, 2, 3, 0, "h1" },
+        { "1 2 3 h1 x", 1, 2, 3, 0, "h1" },
+        { "1 2 3  4", 1, 2, 3, 4, NULL },
+        { "x y z", 0, 0, 0, 0, NULL },
+        { "", 0, 0, 0, 0, NULL },
+        { "   ", 0, 0, 0, 0, NULL },
+        { "-1 99999999999999999999 9223372036854775807", 0, 0,
+          9223372036854775807ull, 0, NULL },
+        { "1 2", 1, 2, 0, 0, NULL },
+    };
+    char f0[64];
+
+    (void) state;
+    for (size_t i = 0; i < N(cases); i++) {
+        fl_sync_elt_t pairs[] = {
+            S(field(f0, sizeof(f0), "rb", def_risky, "risky")),
+            S(cases[i].record),
+        };
+        fl_sync_fleet_t fl[3];
+        size_t ignored = 99;
+
+        assert_int_equal(controls(pairs, N(pairs), fl, &ignored), 1);
+        assert_int_equal(ignored, 0);
+        assert_true(fl[0].rolled_back);
+        if (fl[0].at_ms != cases[i].at_ms || fl[0].errors != cases[i].errors
+            || fl[0].enabled != cases[i].enabled
+            || fl[0].sources != cases[i].sources)
+        {
+            fail_msg("record \"%s\" read as %llu %llu %llu %llu",
+                     cases[i].record, (unsigned long long) fl[0].at_ms,
+                     (unsigned long long) fl[0].errors,
+                     (unsigned long long) fl[0].enabled,
+                     (unsigned long long) fl[0].sources);
+        }
+        host_is(fl[0].rb_host, fl[0].rb_host_len, cases[i].host);
+    }
+}
+
+/* Fields this host does not read: each skipped, counted, nothing set. */
+static void test_controls_ignored(void **state)
+{
+    char f[16][96];
+    char upper[64];
+    fl_sync_elt_t pairs[] = {
+        /* another definition of the flag, an unknown flag */
+        S(field(f[0], 96, "rb", def_risky ^ 1, "risky")), S("1 2 3"),
+        S(field(f[1], 96, "rb", def_risky, "nosuch")), S("1 2 3"),
+        /* malformed names */
+        S("rb:x"), S("1 2 3"),
+        S(field(f[2], 96, "xx", def_risky, "risky")), S("1 2 3"),
+        S(field(f[3], 96, "rv", def_risky, "risky")), S("1 2 3"),
+        S(field(f[4], 96, "rb", def_risky, "")), S("1 2 3"),
+        S("rb:00000000000000zz:risky"), S("1 2 3"),
+        S("rb-0000000000000000:risky"), S("1 2 3"),
+        S("rb:0000000000000000-risky"), S("1 2 3"),
+        /* not strings */
+        I(5), S("1 2 3"),
+        S(field(f[5], 96, "rb", def_risky, "risky")), I(5),
+        S(field(f[6], 96, "rb", def_risky, "risky")), NIL(),
+        S(field(f[7], 96, "rb", def_risky, "risky")), A(0),
+        /* overrides neither "off" nor milli-percent */
+        S(field(f[8], 96, "ov", def_calm, "calm")), S("100001"),
+        S(field(f[9], 96, "ov", def_calm, "calm")), S("-1"),
+        S(field(f[10], 96, "ov", def_calm, "calm")), S("12.5"),
+        S(field(f[11], 96, "ov", def_calm, "calm")), S(""),
+        S(field(f[12], 96, "ov", def_calm, "calm")), S("OFF"),
+    };
+    fl_sync_fleet_t fl[3];
+    size_t ignored = 0;
+
+    (void) state;
+    assert_int_equal(controls(pairs, N(pairs), fl, &ignored), 0);
+    assert_int_equal(ignored, N(pairs) / 2);
+    for (int i = 0; i < 3; i++) {
+        assert_false(fl[i].rolled_back);
+        assert_int_equal(fl[i].override_kind, FL_OVERRIDE_NONE);
+    }
+
+    /* either case of hex digits; hosts a log line must not show */
+    snprintf(upper, sizeof(upper), "ob:%016llX:calm",
+             (unsigned long long) def_calm);
+    fl_sync_elt_t more[] = {
+        S(upper), S("bad host"),
+        S(field(f[13], 96, "ov", def_calm, "calm")), S("100000"),
+        S(field(f[14], 96, "cb", def_calm, "calm")), S(""),
+    };
+    assert_int_equal(controls(more, N(more), fl, &ignored), 3);
+    assert_int_equal(ignored, 0);
+    assert_int_equal(fl[1].override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(fl[1].override_milli, 100000);
+    host_is(fl[1].ob_host, fl[1].ob_host_len, NULL);
+    host_is(fl[1].cb_host, fl[1].cb_host_len, NULL);
+}
+
+/* Calls that cannot be answered: nothing read, fleets zeroed. */
+static void test_controls_refused(void **state)
+{
+    fl_sync_elt_t v[] = { A(3), S("1"), S("2"), A(2), S("a"), S("b") };
+    fl_sync_head_t h;
+    fl_sync_fleet_t fl[3];
+    size_t ignored = 7;
+
+    (void) state;
+    memset(fl, 0xff, sizeof(fl));
+    memset(&h, 0, sizeof(h));
+    assert_int_equal(fl_sync_reply_controls(v, N(v), &h, shop, fl, 3,
+                                            &ignored), 0);
+    assert_int_equal(ignored, 0);
+    assert_false(fl[0].rolled_back);
+    assert_null(fl[2].ob_host);
+
+    h.has_control = 1;
+    h.control = 99;                 /* out of the view */
+    assert_int_equal(fl_sync_reply_controls(v, N(v), &h, shop, fl, 3,
+                                            NULL), 0);
+    h.control = 1;                  /* not an array */
+    assert_int_equal(fl_sync_reply_controls(v, N(v), &h, shop, fl, 3,
+                                            NULL), 0);
+    h.control = 3;
+    assert_int_equal(fl_sync_reply_controls(v, N(v), &h, NULL, fl, 3,
+                                            NULL), 0);
+    /* fewer fleets than the project has flags: the others are skipped */
+    char f0[64];
+    fl_sync_elt_t w[] = { A(3), S("1"), S("2"), A(2),
+                          S(field(f0, sizeof(f0), "rb", def_calm, "calm")),
+                          S("1 2 3") };
+    assert_int_equal(head_of(w, N(w), 0, &h), FL_SYNC_REPLY_OK);
+    assert_int_equal(fl_sync_reply_controls(w, N(w), &h, shop, fl, 1,
+                                            &ignored), 0);
+    assert_int_equal(ignored, 1);
+    assert_int_equal(fl_sync_reply_controls(w, N(w), &h, shop, fl, 2,
+                                            &ignored), 1);
+    assert_true(fl[1].rolled_back);
+
+    /* a view that is not whole: the pairs past its end are not read */
+    fl_sync_elt_t cut[] = { A(3), S("1"), S("2"), A(4),
+                            S(field(f0, sizeof(f0), "rb", def_calm, "calm")),
+                            S("1 2 3"), S("ver") };
+    h.has_control = 1;
+    h.control = 3;
+    assert_int_equal(fl_sync_reply_controls(cut, N(cut), &h, shop, fl, 3,
+                                            &ignored), 1);
+    assert_int_equal(ignored, 1);
+}
+
+/* ---------------------------------------------------------- an action */
+
+static fl_sync_fleet_t fleet(int rolled_back, fl_override_kind_t kind,
+    uint32_t milli)
+{
+    fl_sync_fleet_t f;
+    memset(&f, 0, sizeof(f));
+    f.rolled_back = rolled_back;
+    f.override_kind = kind;
+    f.override_milli = milli;
+    return f;
+}
+
+static void test_action(void **state)
+{
+    fl_sync_action_t a;
+    fl_sync_fleet_t f;
+    uint64_t off = fl_sync_control(0, FL_OVERRIDE_OFF, 0);
+    uint64_t pct = fl_sync_control(0, FL_OVERRIDE_PERCENT, 25000);
+
+    (void) state;
+    /* changed here during the round: nothing, known kept */
+    f = fleet(1, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_sync_action(&f, 0, 1, &a), 0);
+    assert_false(a.rollback || a.clear || a.set_override);
+
+    /* the fleet's rollback over none here */
+    assert_int_equal(fl_sync_action(&f, 0, 0, &a), 1);
+    assert_true(a.rollback);
+    assert_false(a.clear || a.set_override);
+    assert_true(a.known == 1);
+
+    /* already rolled back here: nothing to do */
+    assert_int_equal(fl_sync_action(&f, 1, 1, &a), 1);
+    assert_false(a.rollback || a.clear || a.set_override);
+
+    /* the fleet has none: the one here is cleared */
+    f = fleet(0, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_sync_action(&f, 1, 1, &a), 1);
+    assert_true(a.clear);
+    assert_false(a.rollback || a.set_override);
+    assert_true(a.known == 0);
+
+    /* overrides: set, changed, removed; a rollback leaves them be */
+    f = fleet(0, FL_OVERRIDE_PERCENT, 25000);
+    assert_int_equal(fl_sync_action(&f, off, off, &a), 1);
+    assert_true(a.set_override);
+    assert_int_equal(a.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(a.override_milli, 25000);
+    assert_true(a.known == pct);
+
+    assert_int_equal(fl_sync_action(&f, pct | 1, pct | 1, &a), 1);
+    assert_false(a.set_override);
+    assert_true(a.clear);
+
+    f = fleet(0, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_sync_action(&f, pct, pct, &a), 1);
+    assert_true(a.set_override);
+    assert_int_equal(a.override_kind, FL_OVERRIDE_NONE);
+    assert_int_equal(a.override_milli, 0);
+
+    /* an "off" override's value is 0 whatever the fleet struct holds */
+    f = fleet(1, FL_OVERRIDE_OFF, 777);
+    assert_int_equal(fl_sync_action(&f, 0, 0, &a), 1);
+    assert_true(a.rollback && a.set_override);
+    assert_int_equal(a.override_kind, FL_OVERRIDE_OFF);
+    assert_int_equal(a.override_milli, 0);
+    assert_true(a.known == (off | 1));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host_valid),
+        cmocka_unit_test(test_control_encoding),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_round_args),
+        cmocka_unit_test(test_round_empty),
+        cmocka_unit_test(test_round_bound),
+        cmocka_unit_test(test_head_good),
+        cmocka_unit_test(test_head_broken),
+        cmocka_unit_test(test_head_deep),
+        cmocka_unit_test(test_controls_good),
+        cmocka_unit_test(test_controls_records),
+        cmocka_unit_test(test_controls_ignored),
+        cmocka_unit_test(test_controls_refused),
+        cmocka_unit_test(test_action),
+    };
+
+    return cmocka_run_group_tests(tests, load_shop, free_shop);
+}
