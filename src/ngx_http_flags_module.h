@@ -17,7 +17,9 @@
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
- *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
+ *   ngx_http_flags_ingest.c    POST /ingest/errors
+ *   ngx_http_flags_reportlog.c flags_error_log: the report log's file and
+ *                              its batch, one write(2) an event-loop pass
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
@@ -217,7 +219,6 @@ typedef struct {
     fl_rollback_policy_t        rollback;    /* the http-level policy */
 
     ngx_open_file_t            *error_log;   /* NULL when "off" */
-    ngx_str_t                   error_log_name;
     ngx_str_t                   project_file; /* of the first flags_project */
     ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
@@ -360,8 +361,18 @@ off_t ngx_http_flags_body_size(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
     ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx);
 
-/* ngx_http_flags_ingest.c: writes the report-log batch now */
-void ngx_http_flags_batch_flush(void);
+/* ngx_http_flags_reportlog.c: flags_error_log (the report log) */
+char *ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_flags_report_log_conf(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf);
+/* a report's line was written (rc NGX_OK) or not (NGX_ERROR): the result
+ * finalizes the request */
+typedef ngx_int_t (*ngx_http_flags_logged_pt)(ngx_http_request_t *r,
+    ngx_int_t rc);
+ngx_int_t ngx_http_flags_report_log(ngx_http_request_t *r, ngx_str_t *project,
+    fl_report_t *report, ngx_http_flags_logged_pt logged);
+
 /* ngx_http_flags_ingest.c: a report after its token and method
  * (flags_sdk's report route too) */
 ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
