@@ -8,7 +8,8 @@
 
 
 static ngx_int_t ngx_http_flags_auth(ngx_http_request_t *r,
-    ngx_http_flags_project_t **project, ngx_str_t *token, ngx_uint_t bare);
+    ngx_http_flags_project_t **project, ngx_str_t *token, ngx_uint_t bare,
+    ngx_uint_t count);
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
     const char *code, const char *challenge, const char *message,
     ngx_uint_t bare);
@@ -61,7 +62,21 @@ ngx_int_t
 ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project)
 {
-    return ngx_http_flags_auth(r, project, NULL, 0);
+    return ngx_http_flags_auth(r, project, NULL, 0, 0);
+}
+
+
+/*
+ * The same for a report: a refusal is counted for flags_metrics, by why
+ * it was refused (FL_REFUSED_UNAUTHORIZED: no Bearer token,
+ * FL_REFUSED_INVALID_TOKEN: a token of no project).
+ */
+
+ngx_int_t
+ngx_http_flags_authenticate_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project)
+{
+    return ngx_http_flags_auth(r, project, NULL, 0, 1);
 }
 
 
@@ -74,25 +89,27 @@ ngx_int_t
 ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_str_t *token)
 {
-    return ngx_http_flags_auth(r, project, token, 1);
+    return ngx_http_flags_auth(r, project, token, 1, 0);
 }
 
 
+/* count: a refused token is counted for flags_metrics (reports) */
+
 static ngx_int_t
 ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
-    ngx_str_t *out, ngx_uint_t bare)
+    ngx_str_t *out, ngx_uint_t bare, ngx_uint_t count)
 {
     u_char           *p, *last, *token;
     size_t            len;
+    const char       *message;
     ngx_table_elt_t  *h;
 
     *project = NULL;
     h = r->headers_in.authorization;
 
     if (h == NULL) {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "an \"Authorization: Bearer <token>\" header is required",
-                   bare);
+        message = "an \"Authorization: Bearer <token>\" header is required";
+        goto unauthorized;
     }
 
     p = h->value.data;
@@ -109,8 +126,8 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     if (last - p < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
         || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization scheme must be Bearer", bare);
+        message = "the Authorization scheme must be Bearer";
+        goto unauthorized;
     }
 
     for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
@@ -124,14 +141,17 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     for ( /* void */ ; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
 
     if (len == 0 || p != last) {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization header must carry exactly one token",
-                   bare);
+        message = "the Authorization header must carry exactly one token";
+        goto unauthorized;
     }
 
     *project = ngx_http_flags_token_project(r, token, len);
 
     if (*project == NULL) {
+        if (count) {
+            ngx_http_flags_refused(r, FL_REFUSED_INVALID_TOKEN);
+        }
+
         return ngx_http_flags_refuse_token(r, bare);
     }
 
@@ -141,6 +161,15 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     }
 
     return NGX_OK;
+
+unauthorized:
+
+    if (count) {
+        ngx_http_flags_refused(r, FL_REFUSED_UNAUTHORIZED);
+    }
+
+    return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer", message,
+                                       bare);
 }
 
 

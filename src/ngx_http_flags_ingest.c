@@ -38,7 +38,6 @@ static ngx_int_t ngx_http_flags_logged(ngx_http_request_t *r,
     ngx_int_t rc);
 static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx);
-static ngx_uint_t ngx_http_flags_auth_reason(ngx_http_request_t *r);
 
 
 ngx_int_t
@@ -47,9 +46,9 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     ngx_int_t                  rc;
     ngx_http_flags_project_t  *project;
 
-    rc = ngx_http_flags_authenticate(r, &project);
+    /* a refused token is counted by why (flags_metrics) */
+    rc = ngx_http_flags_authenticate_report(r, &project);
     if (project == NULL) {
-        ngx_http_flags_refused(r, ngx_http_flags_auth_reason(r));
         return rc;
     }
 
@@ -59,32 +58,6 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     }
 
     return ngx_http_flags_ingest_report(r, project);
-}
-
-
-/*
- * Why the token was refused (flags_metrics), from the challenge just
- * answered: "Bearer error=\"invalid_token\"" for a token of no project,
- * a bare "Bearer" otherwise (docs/http-api.md).
- */
-
-static ngx_uint_t
-ngx_http_flags_auth_reason(ngx_http_request_t *r)
-{
-    ngx_table_elt_t  *h;
-
-    h = r->headers_out.www_authenticate;
-
-    if (h != NULL
-        && ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
-                            (u_char *) "invalid_token",
-                            sizeof("invalid_token") - 2)
-           != NULL)
-    {
-        return FL_REFUSED_INVALID_TOKEN;
-    }
-
-    return FL_REFUSED_UNAUTHORIZED;
 }
 
 

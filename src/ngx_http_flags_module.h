@@ -326,6 +326,8 @@ ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+ngx_int_t ngx_http_flags_authenticate_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project);
 ngx_http_flags_project_t *ngx_http_flags_token_project(ngx_http_request_t *r,
     const u_char *token, size_t len);
 ngx_int_t ngx_http_flags_refuse_token(ngx_http_request_t *r, ngx_uint_t bare);
