@@ -15,7 +15,7 @@
  *   ngx_http_flags_shm.c       the zone, a library of it: generations,
  *                              reload, commit, attach/detach, counting
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
- *   ngx_http_flags_http.c      token, request body, JSON answers
+ *   ngx_http_flags_http.c      token, route, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
  *   ngx_http_flags_ingest.c    POST /ingest/errors
  *   ngx_http_flags_reportlog.c flags_error_log: the report log's file and
@@ -343,6 +343,7 @@ ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
+ngx_int_t ngx_http_flags_route(ngx_http_request_t *r, ngx_str_t *route);
 ngx_int_t ngx_http_flags_route_not_found(ngx_http_request_t *r,
     const char *route1, const char *route2);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
@@ -353,6 +354,10 @@ ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
 ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 ngx_int_t ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
     const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post);
+ngx_int_t ngx_http_flags_read_body(ngx_http_request_t *r, void *ctx,
+    ngx_http_client_body_handler_pt post);
+ngx_int_t ngx_http_flags_body_whole(ngx_http_request_t *r, size_t max,
+    ngx_str_t *body);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status);
