@@ -305,7 +305,7 @@ void fl_evaluate(const fl_project_t *p, const fl_user_t *u,
 }
 
 /* OFREP (docs/ofrep.md): the same evaluation with the reason.
- * fl_answer_etag() (ofrep.cpp) hashes every input read here and in
+ * fl_answer_etag() (etag.cpp) hashes every input read here and in
  * fl_evaluate(): keep the two in step. */
 void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
