@@ -1,5 +1,7 @@
 /*
- * ngx_http_flags_module.c - directives and configuration.
+ * ngx_http_flags_module.c - directives, configuration and the lifecycle
+ * (the zone's init, init module, a process's start and exit), which calls
+ * the zone, the state file and flags_sync in their order.
  *
  * Flags files are parsed here, once per configuration cycle, so that a bad
  * file fails "nginx -t" (and a reload keeps the old configuration) with the
@@ -36,6 +38,8 @@ static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_flags_init_shm_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
 static ngx_int_t ngx_http_flags_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 static void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
@@ -365,7 +369,7 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    fmcf->shm_zone->init = ngx_http_flags_init_zone;
+    fmcf->shm_zone->init = ngx_http_flags_init_shm_zone;
     fmcf->shm_zone->data = fmcf;
 
     return ngx_http_flags_init_thread_pool(cf, fmcf);
@@ -505,6 +509,42 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The zone's init (nginx calls it for every cycle that adds the zone, also
+ * under "nginx -t"): the state file's directory is checked now that the
+ * worker user is known, the zone prepares this configuration's generation,
+ * and a new zone (not one kept across a reload) takes back the rollbacks
+ * and overrides of the state file.
+ */
+
+static ngx_int_t
+ngx_http_flags_init_shm_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_int_t                    rc;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = shm_zone->data;
+
+    if (ngx_http_flags_check_state_dir(fmcf, (ngx_cycle_t *) ngx_cycle,
+                                       shm_zone->shm.log)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_flags_init_zone(shm_zone, data);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (data == NULL && !shm_zone->shm.exists) {
+        ngx_http_flags_restore_state(fmcf, shm_zone->shm.log);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1110,8 +1150,8 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* the directory is checked once the worker user is known (init_zone);
-     * its messages name this place */
+    /* the directory is checked once the worker user is known (the
+     * zone's init); its messages name this place */
 
     p = ngx_pnalloc(cf->pool, cf->conf_file->file.name.len + NGX_INT_T_LEN
                               + 2);

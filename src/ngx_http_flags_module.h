@@ -8,7 +8,9 @@
  *
  * One file per nginx concern:
  *   ngx_http_flags_module.c    the module, its directives, configuration,
- *                              and its lifecycle: init_module commits the
+ *                              and its lifecycle: the zone's init checks
+ *                              the state file's directory and restores a
+ *                              new zone from it, init_module commits the
  *                              zone and writes the state file, a worker's
  *                              start and exit attach it to the zone and
  *                              start or stop flags_sync
@@ -30,6 +32,30 @@
  *   ngx_http_flags_metrics.c   flags_metrics: Prometheus text format
  *   ngx_http_flags_sync.c      flags_sync: a fleet through Redis, the
  *                              connection owned by the event loop
+ *
+ * Layers.  A file calls only the files below it (and the core); a lower
+ * file calls up only through a callback the caller handed it (the report
+ * log's ngx_http_flags_logged_pt, the state file's done):
+ *
+ *   module     ngx_http_flags_module.c: nginx's hooks (directives,
+ *              configuration, init module, process start and exit) call
+ *              each file's directive, handler and lifecycle entries
+ *   handlers   evaluate, ingest, status, metrics, admin, ofrep, sdk, push,
+ *              variables, upstream: what nginx runs for a request (content
+ *              handlers, variables, the log phase).  A handler calls no
+ *              other handler, except where one serves the other's path:
+ *                sdk -> ingest      POST {loc}report is the report path
+ *                sdk -> evaluate    the counted evaluation of GET /flags
+ *                ofrep -> push      {loc}v1/events is the SSE stream
+ *                upstream -> variables  the flags the request read
+ *                upstream -> ingest     what follows a rollback
+ *                                       (ngx_http_flags_rolled_back)
+ *   services   sync, reportlog, then statefile (sync saves through it):
+ *              the fleet, the report log, the state file
+ *   http       ngx_http_flags_http.c: what handlers and services share
+ *              (token, route, body, answers, find_project, pool_alloc)
+ *   zone       ngx_http_flags_shm.c: the zone, a library of it
+ *   core       flags_core.h: every decision; it calls no glue
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_

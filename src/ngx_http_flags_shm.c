@@ -95,7 +95,6 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_http_flags_main_conf_t  *ofmcf = data;
 
     size_t                       len;
-    ngx_int_t                    rc;
     ngx_slab_pool_t             *shpool;
     ngx_http_flags_shctx_t      *sh;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -103,13 +102,6 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     fmcf = shm_zone->data;
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
     fmcf->shpool = shpool;
-
-    if (ngx_http_flags_check_state_dir(fmcf, (ngx_cycle_t *) ngx_cycle,
-                                       shm_zone->shm.log)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
 
     if (ofmcf) {
         /* a reload with the same zone: prepare beside the old state */
@@ -156,14 +148,7 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                       : ", rollbacks and overrides were cleared");
     }
 
-    rc = ngx_http_flags_reconcile(fmcf, shm_zone->shm.log);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_flags_restore_state(fmcf, shm_zone->shm.log);
-
-    return NGX_OK;
+    return ngx_http_flags_reconcile(fmcf, shm_zone->shm.log);
 }
 
 

@@ -115,7 +115,7 @@ static void ngx_http_flags_state_answer(ngx_http_flags_state_waiter_t *w,
 
 
 /*
- * At configuration time (init_zone, also under "nginx -t"), once the
+ * At configuration time (the zone's init, also under "nginx -t"), once the
  * "user" directive is known: the directory must let the worker user
  * create and rename files, and an existing state or lock file must be a
  * regular file that user can use.  Otherwise every change would be
