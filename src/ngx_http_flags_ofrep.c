@@ -475,7 +475,7 @@ ngx_http_flags_ofrep_error(ngx_http_request_t *r, ngx_uint_t status,
                               (char *) body);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "flags ofrep: %ui %s", status, code);
+                   "flags: OFREP %ui %s", status, code);
 
     return ngx_http_flags_send_json(r, status, body, len);
 }

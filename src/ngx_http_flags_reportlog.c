@@ -253,7 +253,8 @@ ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
 
     if (ngx_close_file(fd) == NGX_FILE_ERROR) {
         ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_close_file_n " \"%V\" failed", &file->name);
+                      "flags: " ngx_close_file_n " \"%V\" failed",
+                      &file->name);
     }
 }
 

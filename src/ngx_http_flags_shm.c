@@ -141,7 +141,7 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (ngx_http_flags_zone_existed(shm_zone)) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                      "flags zone \"%V\" changed size: counters were reset%s",
+                      "flags: zone \"%V\" changed size: counters were reset%s",
                       &shm_zone->shm.name,
                       fmcf->state_file.len
                       ? ", rollbacks and overrides come from the state file"
@@ -242,7 +242,7 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 
     if (unbound) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "flags zone \"%V\" is full: %ui flags are evaluated "
+                      "flags: zone \"%V\" is full: %ui flags are evaluated "
                       "but not counted and cannot be rolled back; "
                       "increase the flags_zone size",
                       &fmcf->zone_name, unbound);
@@ -658,7 +658,7 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     w = ngx_http_flags_new_window(shpool, window);
     if (w == NULL) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "flags zone \"%V\" is full: flag \"%V\" keeps its "
+                      "flags: zone \"%V\" is full: flag \"%V\" keeps its "
                       "window of %uD s", &fmcf->zone_name, &flag->name,
                       fl_window_seconds(
                           ngx_http_flags_window_block(v->windows)));
@@ -890,7 +890,7 @@ ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 
     if (free == NULL) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
-                      "flags zone \"%V\": more than %d worker processes, "
+                      "flags: zone \"%V\": more than %d worker processes, "
                       "memory of removed flags is no longer reused",
                       &fmcf->zone_name, NGX_HTTP_FLAGS_MAX_PROCS);
     }

@@ -708,7 +708,7 @@ ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
 {
     if (job->chown_err) {
         ngx_log_error(NGX_LOG_WARN, log, job->chown_err,
-                      "fchown(\"%s\") failed", job->lock_name);
+                      "flags: fchown(\"%s\") failed", job->lock_name);
     }
 
     if (job->op == NULL) {
@@ -730,12 +730,12 @@ ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
         && ngx_strcmp(job->op, ngx_rename_file_n) == 0)
     {
         ngx_log_error(NGX_LOG_ALERT, log, job->err,
-                      ngx_rename_file_n " \"%s\" to \"%s\" failed",
+                      "flags: " ngx_rename_file_n " \"%s\" to \"%s\" failed",
                       job->tmp_name, job->path);
         return;
     }
 
-    ngx_log_error(NGX_LOG_ALERT, log, job->err, "%s \"%s\" failed",
+    ngx_log_error(NGX_LOG_ALERT, log, job->err, "flags: %s \"%s\" failed",
                   job->op, job->op_name);
 }
 
