@@ -85,8 +85,6 @@ typedef struct {
 
 
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p,
-    size_t len);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx, const char *what,
@@ -116,31 +114,20 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     u_char                      *p, *last, *slash;
     long                         idx;
     ngx_int_t                    rc;
-    ngx_str_t                    project_name, flag_name;
+    ngx_str_t                    route, project_name, flag_name;
     ngx_uint_t                   kind;
-    ngx_http_core_loc_conf_t    *clcf;
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_flags_admin_ctx_t  *ctx;
     ngx_http_flags_project_t    *project;
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    p = r->uri.data;
-    last = p + r->uri.len;
-
     /* the location is a prefix such as "/flags-admin/" */
-    if (r->uri.len < clcf->name.len
-        || ngx_strncmp(p, clcf->name.data, clcf->name.len) != 0)
-    {
+    if (ngx_http_flags_route(r, &route) != NGX_OK) {
         goto not_found;
     }
 
-    p += clcf->name.len;
-
-    if (p < last && *p == '/') {
-        p++;
-    }
+    p = route.data;
+    last = p + route.len;
 
     if ((size_t) (last - p) > sizeof("rollbacks/") - 1
         && ngx_strncmp(p, "rollbacks/", sizeof("rollbacks/") - 1) == 0)
@@ -208,7 +195,6 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
 
     ctx->project = project;
     ctx->flag = &project->flags[idx];
-    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
 
     if (r->method == NGX_HTTP_PUT) {
         flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
@@ -221,13 +207,7 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
                                          "the override body is too large");
         }
 
-        rc = ngx_http_read_client_request_body(r,
-                                               ngx_http_flags_override_body);
-        if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-            return rc;
-        }
-
-        return NGX_DONE;
+        return ngx_http_flags_read_body(r, ctx, ngx_http_flags_override_body);
     }
 
     rc = ngx_http_discard_request_body(r);
@@ -290,17 +270,6 @@ ngx_http_flags_admin_unknown(ngx_http_request_t *r, const char *code,
 }
 
 
-static ngx_int_t
-ngx_http_flags_copy_piece(void *ctx, u_char *p, size_t len)
-{
-    ngx_str_t  *body = ctx;
-
-    body->len = ngx_cpymem(body->data + body->len, p, len) - body->data;
-
-    return NGX_OK;
-}
-
-
 static void
 ngx_http_flags_override_body(ngx_http_request_t *r)
 {
@@ -312,8 +281,8 @@ static ngx_int_t
 ngx_http_flags_override_put(ngx_http_request_t *r)
 {
     char                         err[256];
-    off_t                        size;
     uint32_t                     milli;
+    ngx_int_t                    rc;
     ngx_str_t                    body;
     fl_status_t                  st;
     fl_override_kind_t           kind;
@@ -323,24 +292,15 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
-    size = ngx_http_flags_body_size(r);
+    rc = ngx_http_flags_body_whole(r, flcf->max_report_size, &body);
 
-    if (size > (off_t) flcf->max_report_size) {
+    if (rc == NGX_DECLINED) {
         return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
                                          "payload_too_large",
                                          "the override body is too large");
     }
 
-    body.data = ngx_pnalloc(r->pool, (size_t) size + 1);
-    if (body.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    body.len = 0;
-
-    if (ngx_http_flags_body_pieces(r, ngx_http_flags_copy_piece, &body)
-        != NGX_OK)
-    {
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

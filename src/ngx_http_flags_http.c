@@ -1,19 +1,29 @@
 /*
  * ngx_http_flags_http.c - what every handler of the module shares: the
- * Bearer token, reading the request body, and JSON answers (errors are
- * JSON too: returning a status would make nginx send its HTML page).
+ * Bearer token, the route under a location, reading the request body, and
+ * JSON answers (errors are JSON too: returning a status would make nginx
+ * send its HTML page).
  */
 
 #include "ngx_http_flags_module.h"
 
 
+/* the request body, copied into a buffer of the size measured */
+typedef struct {
+    u_char                     *pos;
+    u_char                     *end;
+} ngx_http_flags_copy_t;
+
+
 static ngx_int_t ngx_http_flags_auth(ngx_http_request_t *r,
-    ngx_http_flags_project_t **project, ngx_str_t *token, ngx_uint_t bare);
+    ngx_http_flags_project_t **project, ngx_str_t *token, ngx_uint_t bare,
+    ngx_uint_t count);
 static ngx_int_t ngx_http_flags_unauthorized(ngx_http_request_t *r,
     const char *code, const char *challenge, const char *message,
     ngx_uint_t bare);
 static ngx_table_elt_t *ngx_http_flags_add_header_z(ngx_http_request_t *r,
     const char *name, const char *value);
+static ngx_int_t ngx_http_flags_copy_piece(void *ctx, u_char *p, size_t len);
 
 
 void *
@@ -61,7 +71,21 @@ ngx_int_t
 ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project)
 {
-    return ngx_http_flags_auth(r, project, NULL, 0);
+    return ngx_http_flags_auth(r, project, NULL, 0, 0);
+}
+
+
+/*
+ * The same for a report: a refusal is counted for flags_metrics, by why
+ * it was refused (FL_REFUSED_UNAUTHORIZED: no Bearer token,
+ * FL_REFUSED_INVALID_TOKEN: a token of no project).
+ */
+
+ngx_int_t
+ngx_http_flags_authenticate_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project)
+{
+    return ngx_http_flags_auth(r, project, NULL, 0, 1);
 }
 
 
@@ -74,25 +98,27 @@ ngx_int_t
 ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
     ngx_http_flags_project_t **project, ngx_str_t *token)
 {
-    return ngx_http_flags_auth(r, project, token, 1);
+    return ngx_http_flags_auth(r, project, token, 1, 0);
 }
 
 
+/* count: a refused token is counted for flags_metrics (reports) */
+
 static ngx_int_t
 ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
-    ngx_str_t *out, ngx_uint_t bare)
+    ngx_str_t *out, ngx_uint_t bare, ngx_uint_t count)
 {
     u_char           *p, *last, *token;
     size_t            len;
+    const char       *message;
     ngx_table_elt_t  *h;
 
     *project = NULL;
     h = r->headers_in.authorization;
 
     if (h == NULL) {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "an \"Authorization: Bearer <token>\" header is required",
-                   bare);
+        message = "an \"Authorization: Bearer <token>\" header is required";
+        goto unauthorized;
     }
 
     p = h->value.data;
@@ -109,8 +135,8 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     if (last - p < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
         || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization scheme must be Bearer", bare);
+        message = "the Authorization scheme must be Bearer";
+        goto unauthorized;
     }
 
     for (p += 6; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
@@ -124,14 +150,17 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     for ( /* void */ ; p < last && (*p == ' ' || *p == '\t'); p++) { /* void */ }
 
     if (len == 0 || p != last) {
-        return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer",
-                   "the Authorization header must carry exactly one token",
-                   bare);
+        message = "the Authorization header must carry exactly one token";
+        goto unauthorized;
     }
 
     *project = ngx_http_flags_token_project(r, token, len);
 
     if (*project == NULL) {
+        if (count) {
+            ngx_http_flags_refused(r, FL_REFUSED_INVALID_TOKEN);
+        }
+
         return ngx_http_flags_refuse_token(r, bare);
     }
 
@@ -141,6 +170,15 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
     }
 
     return NGX_OK;
+
+unauthorized:
+
+    if (count) {
+        ngx_http_flags_refused(r, FL_REFUSED_UNAUTHORIZED);
+    }
+
+    return ngx_http_flags_unauthorized(r, "unauthorized", "Bearer", message,
+                                       bare);
 }
 
 
@@ -237,6 +275,42 @@ ngx_http_flags_method_not_allowed(ngx_http_request_t *r, const char *allow)
     return ngx_http_flags_send_error(r, NGX_HTTP_NOT_ALLOWED,
                                      "method_not_allowed",
                                      "this method is not allowed here");
+}
+
+
+/*
+ * The route of a handler that serves several (flags_admin, flags_sdk,
+ * flags_ofrep): what follows its location's name in r->uri, less the '/'
+ * between them when the name has none at its end ("location /api/sdk"
+ * routes "/api/sdk/flags" as "location /api/sdk/" does); r->uri up to
+ * route->data is the location's part.  NGX_DECLINED when r->uri does not
+ * start with the name (a regular expression or a named location).
+ */
+
+ngx_int_t
+ngx_http_flags_route(ngx_http_request_t *r, ngx_str_t *route)
+{
+    size_t                     n;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    n = clcf->name.len;
+
+    if (r->uri.len < n || ngx_strncmp(r->uri.data, clcf->name.data, n) != 0) {
+        return NGX_DECLINED;
+    }
+
+    if (n < r->uri.len && r->uri.data[n] == '/'
+        && (n == 0 || r->uri.data[n - 1] != '/'))
+    {
+        n++;
+    }
+
+    route->data = r->uri.data + n;
+    route->len = r->uri.len - n;
+
+    return NGX_OK;
 }
 
 
@@ -568,6 +642,70 @@ ngx_http_flags_body_pieces(ngx_http_request_t *r,
 
 
 /*
+ * The request body in one piece, as the core's readers take it: the
+ * buffer nginx read it into when there is only one, else a copy of its
+ * pieces in the request's pool.  NGX_DECLINED when it is over max bytes
+ * (what arrived is measured: a chunked body declares no length),
+ * NGX_ERROR when it cannot be read.
+ */
+
+ngx_int_t
+ngx_http_flags_body_whole(ngx_http_request_t *r, size_t max, ngx_str_t *body)
+{
+    off_t                  size;
+    ngx_chain_t           *cl;
+    ngx_http_flags_copy_t  copy;
+
+    size = ngx_http_flags_body_size(r);
+
+    if (size > (off_t) max) {
+        return NGX_DECLINED;
+    }
+
+    cl = r->request_body ? r->request_body->bufs : NULL;
+
+    if (cl != NULL && cl->next == NULL && ngx_buf_in_memory(cl->buf)) {
+        body->data = cl->buf->pos;
+        body->len = cl->buf->last - cl->buf->pos;
+        return NGX_OK;
+    }
+
+    body->data = ngx_pnalloc(r->pool, (size_t) size + 1);
+    if (body->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    copy.pos = body->data;
+    copy.end = body->data + size;
+
+    if (ngx_http_flags_body_pieces(r, ngx_http_flags_copy_piece, &copy)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    body->len = copy.pos - body->data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_copy_piece(void *ctx, u_char *p, size_t len)
+{
+    ngx_http_flags_copy_t  *copy = ctx;
+
+    if (len > (size_t) (copy->end - copy->pos)) {
+        return NGX_ERROR;               /* more than was measured */
+    }
+
+    copy->pos = ngx_cpymem(copy->pos, p, len);
+
+    return NGX_OK;
+}
+
+
+/*
  * The ETag header, known to nginx as such (the gzip filter weakens it when
  * it compresses).  The handlers turn nginx's own conditional filter off
  * (r->disable_not_modified): it would take "If-None-Match: *" as a match
@@ -688,7 +826,6 @@ ngx_int_t
 ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
     const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post)
 {
-    ngx_int_t                   rc;
     ngx_http_flags_loc_conf_t  *flcf;
 
     if (!ngx_http_flags_is_json(r->headers_in.content_type)) {
@@ -707,6 +844,21 @@ ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
     if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
         return ngx_http_flags_too_large(r, flcf->max_report_size, what, count);
     }
+
+    return ngx_http_flags_read_body(r, ctx, post);
+}
+
+
+/*
+ * ctx becomes the request's and the body is read; post runs once it is
+ * in.  NGX_DONE, or the status of an error nginx met reading it.
+ */
+
+ngx_int_t
+ngx_http_flags_read_body(ngx_http_request_t *r, void *ctx,
+    ngx_http_client_body_handler_pt post)
+{
+    ngx_int_t  rc;
 
     ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
 

@@ -2,63 +2,25 @@
  * ngx_http_flags_ingest.c - POST {base}/ingest/errors.
  *
  * Checks in the order of the spec (token, method, Content-Type, size, JSON,
- * fields, flag), appends the report's line to flags_error_log before
- * answering 204, then counts the error and lets the core decide on a
- * rollback.
- *
- * The lines of all reports accepted in one pass of the event loop go into
- * one write(2): each accepted report appends its line to this worker's
- * batch and its request waits (r->main->count++, NGX_DONE, as while a body
- * is read); a posted event, run once the pass has handled every ready
- * connection, writes the batch and only then counts and answers each
- * report, in order.  So a 204 still means the line is in the kernel, and
- * the lines of one batch are one O_APPEND write: never interleaved with
- * another worker's.  A write that fails or is cut short fails the whole
- * batch: every report in it is answered 500 and none is counted, and the
- * written part is cut off again.  A batch over NGX_HTTP_FLAGS_BATCH_MAX
- * bytes is written before the next line is added.  A client that closes
- * while its report waits changes nothing: the line is written and the
- * report counted, only the 204 goes nowhere.  The batch is always written
- * before the event loop's pass ends, hence before the report log is
- * reopened (USR1) or the worker exits; the report log's flush callback
- * writes it too, should anything be left.
+ * fields, flag), hands the report's line to flags_error_log
+ * (ngx_http_flags_reportlog.c), and once it is written counts the error,
+ * lets the core decide on a rollback and answers 204.  A line that could
+ * not be written is answered 500 and not counted.
  */
 
 #include "ngx_http_flags_module.h"
 
 
-#define NGX_HTTP_FLAGS_BATCH_MAX  65536
-
-
-typedef struct ngx_http_flags_ingest_ctx_s  ngx_http_flags_ingest_ctx_t;
-
-struct ngx_http_flags_ingest_ctx_s {
+typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;      /* of the accepted report */
     uint32_t                      source;    /* fl_source_key() */
-    ngx_http_request_t           *request;
-    ngx_http_flags_ingest_ctx_t  *next;      /* in the batch */
-};
+} ngx_http_flags_ingest_ctx_t;
 
-
-/* A worker's batch: lines not yet written, and their requests. */
-typedef struct {
-    u_char                       *buf;       /* buf[0]: room for a '\n' */
-    size_t                        len;       /* of the lines, from buf + 1 */
-    size_t                        size;
-    ngx_http_flags_ingest_ctx_t  *first;
-    ngx_http_flags_ingest_ctx_t **last;
-    ngx_uint_t                    n;
-    ngx_event_t                   event;     /* posted: writes the batch */
-    ngx_http_flags_main_conf_t   *fmcf;
-} ngx_http_flags_batch_t;
-
-
-static ngx_http_flags_batch_t  ngx_http_flags_batch;
 
 /*
  * The parser's memory (yajl's buffers, the report's strings) is needed
- * only until the report's line is in the batch.  Taking it from one pool a
+ * only until the report's line is in the report log's batch.  Taking it from one pool a
  * worker reuses, not from the request's pool, keeps the requests that wait
  * for the batch small: 32 waiting requests with parsers of their own grew
  * and trimmed the heap (brk) on every pass.
@@ -72,14 +34,10 @@ static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
-static ngx_int_t ngx_http_flags_batch_add(ngx_http_request_t *r,
-    ngx_http_flags_ingest_ctx_t *ctx, fl_report_t *report);
-static void ngx_http_flags_batch_event(ngx_event_t *ev);
-static ngx_int_t ngx_http_flags_batch_write(ngx_http_flags_batch_t *b,
-    ngx_log_t *log);
+static ngx_int_t ngx_http_flags_logged(ngx_http_request_t *r,
+    ngx_int_t rc);
 static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx);
-static ngx_uint_t ngx_http_flags_auth_reason(ngx_http_request_t *r);
 
 
 ngx_int_t
@@ -88,9 +46,9 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     ngx_int_t                  rc;
     ngx_http_flags_project_t  *project;
 
-    rc = ngx_http_flags_authenticate(r, &project);
+    /* a refused token is counted by why (flags_metrics) */
+    rc = ngx_http_flags_authenticate_report(r, &project);
     if (project == NULL) {
-        ngx_http_flags_refused(r, ngx_http_flags_auth_reason(r));
         return rc;
     }
 
@@ -100,32 +58,6 @@ ngx_http_flags_ingest_handler(ngx_http_request_t *r)
     }
 
     return ngx_http_flags_ingest_report(r, project);
-}
-
-
-/*
- * Why the token was refused (flags_metrics), from the challenge just
- * answered: "Bearer error=\"invalid_token\"" for a token of no project,
- * a bare "Bearer" otherwise (docs/http-api.md).
- */
-
-static ngx_uint_t
-ngx_http_flags_auth_reason(ngx_http_request_t *r)
-{
-    ngx_table_elt_t  *h;
-
-    h = r->headers_out.www_authenticate;
-
-    if (h != NULL
-        && ngx_strlcasestrn(h->value.data, h->value.data + h->value.len,
-                            (u_char *) "invalid_token",
-                            sizeof("invalid_token") - 2)
-           != NULL)
-    {
-        return FL_REFUSED_INVALID_TOKEN;
-    }
-
-    return FL_REFUSED_UNAUTHORIZED;
 }
 
 
@@ -200,7 +132,6 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     fl_report_parser_t           *rp;
     ngx_http_flags_project_t     *project;
     ngx_http_flags_loc_conf_t    *flcf;
-    ngx_http_flags_main_conf_t   *fmcf;
     ngx_http_flags_ingest_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
@@ -277,21 +208,35 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     }
 
     ctx->flag = &project->flags[idx];
-    ctx->request = r;
     /* the user when the report names one, else $remote_addr (real_ip
      * applies): what min_sources counts */
     ctx->source = fl_source_key(report.user_id, report.user_id_len,
                                 (const char *) r->connection->addr_text.data,
                                 r->connection->addr_text.len);
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    return ngx_http_flags_report_log(r, &project->name, &report,
+                                     ngx_http_flags_logged);
+}
 
-    if (fmcf->error_log == NULL) {
-        /* nothing to write: counted and answered at once */
-        return ngx_http_flags_accepted(r, ctx);
+
+/* flags_error_log has the report's line (ngx_http_flags_report_log()) */
+
+static ngx_int_t
+ngx_http_flags_logged(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_http_flags_ingest_ctx_t  *ctx;
+
+    if (rc != NGX_OK) {
+        /* not written: 500, and the report is not counted */
+        ngx_http_flags_refused(r, FL_REFUSED_INTERNAL_ERROR);
+        return ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
+                                         "internal_error",
+                                         "the report could not be stored");
     }
 
-    return ngx_http_flags_batch_add(r, ctx, &report);
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+
+    return ngx_http_flags_accepted(r, ctx);
 }
 
 
@@ -322,227 +267,6 @@ ngx_http_flags_feed_piece(void *ctx, u_char *p, size_t len)
 {
     /* after a syntax error the parser ignores the rest: stop reading */
     return fl_report_parser_feed(ctx, p, len) == FL_OK ? NGX_OK : NGX_DONE;
-}
-
-
-/*
- * An accepted report: its line joins the batch and its request waits for
- * the write.  Returns NGX_DONE (the request is answered later) or an error
- * to answer now.
- */
-
-static ngx_int_t
-ngx_http_flags_batch_add(ngx_http_request_t *r,
-    ngx_http_flags_ingest_ctx_t *ctx, fl_report_t *report)
-{
-    u_char                  *buf;
-    size_t                   bound, size;
-    ngx_http_flags_batch_t  *b;
-
-    b = &ngx_http_flags_batch;
-
-    if (b->fmcf == NULL) {
-        b->fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-        b->first = NULL;
-        b->last = &b->first;
-        b->event.handler = ngx_http_flags_batch_event;
-        b->event.data = b;
-        b->event.log = ngx_cycle->log;
-    }
-
-    bound = fl_report_log_bound(report, ctx->project->name.len);
-
-    /* a full batch is written first: memory stays bounded */
-    if (b->len && b->len + bound > NGX_HTTP_FLAGS_BATCH_MAX) {
-        ngx_http_flags_batch_flush();
-    }
-
-    if (b->size < 1 + b->len + bound) {
-        size = ngx_max(1 + b->len + bound, NGX_HTTP_FLAGS_BATCH_MAX + 1);
-
-        buf = ngx_alloc(size, r->connection->log);
-        if (buf == NULL) {
-            ngx_http_flags_refused(r, FL_REFUSED_INTERNAL_ERROR);
-            return ngx_http_flags_send_error(r,
-                                             NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                             "internal_error",
-                                             "the report could not be "
-                                             "stored");
-        }
-
-        if (b->len) {
-            ngx_memcpy(buf + 1, b->buf + 1, b->len);
-        }
-
-        ngx_free(b->buf);
-        b->buf = buf;
-        b->size = size;
-    }
-
-    b->len += fl_report_log_line(report, (const char *) ctx->project->name.data,
-                                 ctx->project->name.len,
-                                 ngx_http_flags_now_ms(),
-                                 (char *) b->buf + 1 + b->len);
-
-    ctx->next = NULL;
-    *b->last = ctx;
-    b->last = &ctx->next;
-    b->n++;
-
-    r->main->count++;
-
-    if (!b->event.posted) {
-        ngx_post_event(&b->event, &ngx_posted_events);
-    }
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_http_flags_batch_event(ngx_event_t *ev)
-{
-    ngx_http_flags_batch_flush();
-}
-
-
-/*
- * Writes the batch, then counts and answers its reports in the order they
- * came; on failure each is answered 500 and none is counted.
- */
-
-void
-ngx_http_flags_batch_flush(void)
-{
-    ngx_int_t                     rc;
-    ngx_connection_t             *c;
-    ngx_http_request_t           *r;
-    ngx_http_flags_batch_t       *b;
-    ngx_http_flags_ingest_ctx_t  *ctx, *next;
-
-    b = &ngx_http_flags_batch;
-
-    if (b->n == 0) {
-        return;
-    }
-
-    if (b->event.posted) {
-        ngx_delete_posted_event(&b->event);
-    }
-
-    rc = ngx_http_flags_batch_write(b, ngx_cycle->log);
-
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
-                   "flags: report batch of %ui lines, %uz bytes: %s",
-                   b->n, b->len, rc == NGX_OK ? "written" : "failed");
-
-    /* answering may run more requests: they start a new batch */
-    ctx = b->first;
-    b->first = NULL;
-    b->last = &b->first;
-    b->len = 0;
-    b->n = 0;
-
-    for ( /* void */ ; ctx; ctx = next) {
-        next = ctx->next;
-        r = ctx->request;
-        c = r->connection;
-
-        if (rc == NGX_OK) {
-            ngx_http_finalize_request(r, ngx_http_flags_accepted(r, ctx));
-
-        } else {
-            ngx_http_flags_refused(r, FL_REFUSED_INTERNAL_ERROR);
-            ngx_http_finalize_request(r,
-                ngx_http_flags_send_error(r, NGX_HTTP_INTERNAL_SERVER_ERROR,
-                                          "internal_error",
-                                          "the report could not be stored"));
-        }
-
-        ngx_http_run_posted_requests(c);
-    }
-}
-
-
-/*
- * One write(2) on a file opened with O_APPEND: lines from different
- * workers never interleave.
- *
- * A full disk (or file size limit) can take only part of a batch.  The
- * fragment is cut off again so that the next line starts on a line of its
- * own; where that is impossible (an append-only file), the zone remembers
- * it and the next writer starts with a newline.
- */
-
-static ngx_int_t
-ngx_http_flags_batch_write(ngx_http_flags_batch_t *b, ngx_log_t *log)
-{
-    u_char                      *start;
-    off_t                        end;
-    size_t                       len;
-    ssize_t                      n;
-    ngx_err_t                    err;
-    ngx_file_info_t              fi;
-    ngx_open_file_t             *file;
-    ngx_http_flags_shctx_t      *sh;
-
-    /* the descriptor nginx holds now: USR1 replaces it between passes */
-    file = b->fmcf->error_log;
-    sh = b->fmcf->sh;
-
-    start = b->buf + 1;
-    len = b->len;
-
-    if (sh && sh->log_torn) {
-        *b->buf = '\n';
-        start = b->buf;
-        len++;
-    }
-
-    n = ngx_write_fd(file->fd, start, len);
-
-    if (n == (ssize_t) len) {
-        if (start == b->buf) {
-            (void) ngx_atomic_cmp_set(&sh->log_torn, 1, 0);
-        }
-
-        return NGX_OK;
-    }
-
-    if (n == -1) {
-        err = ngx_errno;
-        ngx_log_error(NGX_LOG_ALERT, log, err,
-                      "flags: writing a report to \"%V\" failed; %ui "
-                      "reports answered 500", &file->name, b->n);
-        return NGX_ERROR;
-    }
-
-    /* a short write: the file system is full or the file at its limit */
-
-    ngx_log_error(NGX_LOG_ALERT, log, 0,
-                  "flags: writing a report to \"%V\" failed: only %z of "
-                  "%uz bytes were written (file system full or file size "
-                  "limit reached); %ui reports answered 500",
-                  &file->name, n, len, b->n);
-
-    end = lseek(file->fd, 0, SEEK_CUR);
-
-    if (n > 0
-        && (end == -1
-            || ngx_fd_info(file->fd, &fi) == NGX_FILE_ERROR
-            || ngx_file_size(&fi) != end
-            || ftruncate(file->fd, end - n) == -1))
-    {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "flags: could not remove the partial line from \"%V\"",
-                      &file->name);
-
-        if (sh) {
-            sh->log_torn = 1;
-        }
-    }
-
-    return NGX_ERROR;
 }
 
 

@@ -110,7 +110,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     len = fl_metrics_write(mp, fmcf->projects.nelts, &m, (char *) body);
     if (len == 0) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "flags_metrics: the core could not write the metrics");
+                      "flags: the core could not write the metrics");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

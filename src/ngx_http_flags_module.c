@@ -1,5 +1,7 @@
 /*
- * ngx_http_flags_module.c - directives and configuration.
+ * ngx_http_flags_module.c - directives, configuration and the lifecycle
+ * (the zone's init, init module, a process's start and exit), which calls
+ * the zone, the state file and flags_sync in their order.
  *
  * Flags files are parsed here, once per configuration cycle, so that a bad
  * file fails "nginx -t" (and a reload keeps the old configuration) with the
@@ -28,19 +30,16 @@ static char *ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf);
-static ngx_int_t ngx_http_flags_open_log(ngx_conf_t *cf,
-    ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name);
-static void ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_flags_init_shm_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
 static ngx_int_t ngx_http_flags_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_flags_init_process(ngx_cycle_t *cycle);
 static void ngx_http_flags_exit_process(ngx_cycle_t *cycle);
@@ -311,7 +310,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     ngx_http_flags_main_conf_t *fmcf = conf;
 
     size_t                     i, n;
-    ngx_str_t                  name;
     fl_flag_info_t             info;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_project_t  *project;
@@ -327,11 +325,13 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     /* push connections one worker holds: set at init module, once
      * worker_connections is known (ngx_http_flags_push_limit) */
 
+    /* the report log (ngx_http_flags_reportlog.c) */
+    if (ngx_http_flags_report_log_conf(cf, fmcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     if (fmcf->projects.nelts == 0) {
-        /* the module is loaded but unused: open no files, add no zone */
-        if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
-            fmcf->error_log = NULL;
-        }
+        /* the module is loaded but unused: add no zone */
         return NGX_CONF_OK;
     }
 
@@ -347,14 +347,6 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
 
             fl_rollback_policy_resolve(&info.rollback, &fmcf->rollback,
                                        &flag->policy);
-        }
-    }
-
-    if (fmcf->error_log == NGX_CONF_UNSET_PTR) {
-        ngx_str_null(&name);
-
-        if (ngx_http_flags_open_log(cf, fmcf, &name) != NGX_OK) {
-            return NGX_CONF_ERROR;
         }
     }
 
@@ -377,7 +369,7 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    fmcf->shm_zone->init = ngx_http_flags_init_zone;
+    fmcf->shm_zone->init = ngx_http_flags_init_shm_zone;
     fmcf->shm_zone->data = fmcf;
 
     return ngx_http_flags_init_thread_pool(cf, fmcf);
@@ -517,6 +509,42 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The zone's init (nginx calls it for every cycle that adds the zone, also
+ * under "nginx -t"): the state file's directory is checked now that the
+ * worker user is known, the zone prepares this configuration's generation,
+ * and a new zone (not one kept across a reload) takes back the rollbacks
+ * and overrides of the state file.
+ */
+
+static ngx_int_t
+ngx_http_flags_init_shm_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_int_t                    rc;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = shm_zone->data;
+
+    if (ngx_http_flags_check_state_dir(fmcf, (ngx_cycle_t *) ngx_cycle,
+                                       shm_zone->shm.log)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    rc = ngx_http_flags_init_zone(shm_zone, data);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (data == NULL && !shm_zone->shm.exists) {
+        ngx_http_flags_restore_state(fmcf, shm_zone->shm.log);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1098,172 +1126,6 @@ invalid:
 }
 
 
-/* flags_error_log path | off; */
-
-static char *
-ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_flags_main_conf_t *fmcf = conf;
-
-    ngx_str_t  *value;
-
-    if (fmcf->error_log != NGX_CONF_UNSET_PTR) {
-        return "is duplicate";
-    }
-
-    value = cf->args->elts;
-
-    if (ngx_strcmp(value[1].data, "off") == 0) {
-        fmcf->error_log = NULL;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_http_flags_open_log(cf, fmcf, &value[1]) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-/*
- * The report log, name given or (empty name) the default: the file beside
- * nginx's compiled-in access log (on Debian /var/log/nginx/), since the
- * prefix's logs/ may not exist.  Resolved against the prefix and reopened
- * on USR1 like access_log.
- *
- * nginx opens its log files itself after the configuration is read, and
- * creates them 0644; reports hold personal data, so a missing file is
- * created here first, 0640 (less the umask).  An existing file keeps its
- * mode: an operator who chose one is not overruled.  Creating it also
- * proves now, with the directive's line, that the file can be written,
- * where nginx's own failure would name neither.
- */
-
-static ngx_int_t
-ngx_http_flags_open_log(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
-    ngx_str_t *name)
-{
-    u_char           *p, errstr[NGX_MAX_ERROR_STR];
-    size_t            len;
-    ngx_fd_t          fd;
-    ngx_err_t         err;
-    ngx_str_t         path;
-    ngx_open_file_t  *file;
-
-    path = *name;
-
-    if (path.len == 0) {
-        len = sizeof(NGX_HTTP_LOG_PATH) - 1;
-
-        while (len && NGX_HTTP_LOG_PATH[len - 1] != '/') {
-            len--;
-        }
-
-        path.len = len + sizeof(NGX_HTTP_FLAGS_ERROR_LOG) - 1;
-        path.data = ngx_pnalloc(cf->pool, path.len + 1);
-        if (path.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        p = ngx_cpymem(path.data, NGX_HTTP_LOG_PATH, len);
-        ngx_memcpy(p, NGX_HTTP_FLAGS_ERROR_LOG,
-                   sizeof(NGX_HTTP_FLAGS_ERROR_LOG));
-    }
-
-    /* the full, NUL-terminated name is file->name */
-    file = ngx_conf_open_file(cf->cycle, &path);
-    if (file == NULL) {
-        return NGX_ERROR;
-    }
-
-    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
-                       NGX_FILE_CREATE_OR_OPEN,
-                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
-
-    if (fd == NGX_INVALID_FILE) {
-        err = ngx_errno;
-        p = ngx_strerror(err, errstr, sizeof(errstr));
-
-        if (name->len) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_error_log \"%V\" cannot be opened: "
-                               "%*s (set flags_error_log to a writable file "
-                               "or \"off\")",
-                               &file->name, p - errstr, errstr);
-
-        } else {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "the default flags_error_log \"%V\" cannot be "
-                          "opened: %*s (set flags_error_log to a writable "
-                          "file or \"off\") in %V:%ui",
-                          &file->name, p - errstr, errstr,
-                          &fmcf->project_file, fmcf->project_line);
-        }
-
-        return NGX_ERROR;
-    }
-
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
-        ngx_conf_log_error(NGX_LOG_ALERT, cf, ngx_errno,
-                           ngx_close_file_n " \"%V\" failed", &file->name);
-    }
-
-    /*
-     * A file shared with a buffered access_log keeps that log's flush:
-     * its buffer matters more than the mode of a file it created anyway.
-     */
-    if (file->flush == NULL) {
-        file->flush = ngx_http_flags_log_flush;
-    }
-
-    fmcf->error_log = file;
-
-    return NGX_OK;
-}
-
-
-/*
- * ngx_reopen_files() calls this right before it reopens the file on USR1:
- * the log was usually just renamed away, and nginx would create the new
- * one 0644.  It is called at process exit too (ngx_conf_flush_files),
- * where nothing is reopened: then it does nothing.  Otherwise it only
- * creates a missing file (a worker that may not create it leaves that to
- * the master, which reopens first); apart from the batch of report lines
- * it never writes, truncates or changes an existing file, and it never
- * holds a descriptor.
- */
-
-static void
-ngx_http_flags_log_flush(ngx_open_file_t *file, ngx_log_t *log)
-{
-    ngx_fd_t  fd;
-
-    /* reports waiting for their line go to the file still open (the
-     * batch is written before each pass of the event loop ends, so this
-     * finds it empty) */
-    ngx_http_flags_batch_flush();
-
-    if (ngx_exiting || ngx_quit || ngx_terminate) {
-        return;
-    }
-
-    fd = ngx_open_file(file->name.data, NGX_FILE_APPEND,
-                       NGX_FILE_CREATE_OR_OPEN,
-                       NGX_HTTP_FLAGS_ERROR_LOG_ACCESS);
-
-    if (fd == NGX_INVALID_FILE) {
-        /* nginx's own open() right after reports the failure */
-        return;
-    }
-
-    if (ngx_close_file(fd) == NGX_FILE_ERROR) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_close_file_n " \"%V\" failed", &file->name);
-    }
-}
-
-
 /* flags_state_file path | off; */
 
 static char *
@@ -1291,8 +1153,8 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* the directory is checked once the worker user is known (init_zone);
-     * its messages name this place */
+    /* the directory is checked once the worker user is known (the
+     * zone's init); its messages name this place */
 
     p = ngx_pnalloc(cf->pool, cf->conf_file->file.name.len + NGX_INT_T_LEN
                               + 2);

@@ -8,16 +8,20 @@
  *
  * One file per nginx concern:
  *   ngx_http_flags_module.c    the module, its directives, configuration,
- *                              and its lifecycle: init_module commits the
+ *                              and its lifecycle: the zone's init checks
+ *                              the state file's directory and restores a
+ *                              new zone from it, init_module commits the
  *                              zone and writes the state file, a worker's
  *                              start and exit attach it to the zone and
  *                              start or stop flags_sync
  *   ngx_http_flags_shm.c       the zone, a library of it: generations,
  *                              reload, commit, attach/detach, counting
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
- *   ngx_http_flags_http.c      token, request body, JSON answers
+ *   ngx_http_flags_http.c      token, route, request body, JSON answers
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
- *   ngx_http_flags_ingest.c    POST /ingest/errors, the report-log batch
+ *   ngx_http_flags_ingest.c    POST /ingest/errors
+ *   ngx_http_flags_reportlog.c flags_error_log: the report log's file and
+ *                              its batch, one write(2) an event-loop pass
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
@@ -35,6 +39,30 @@
  *   ngx_http_flags_sync_round.c  its round: the zone to the core's
  *                              encoding, the answer applied to the zone
  *                              (these three share ngx_http_flags_sync.h)
+ *
+ * Layers.  A file calls only the files below it (and the core); a lower
+ * file calls up only through a callback the caller handed it (the report
+ * log's ngx_http_flags_logged_pt, the state file's done):
+ *
+ *   module     ngx_http_flags_module.c: nginx's hooks (directives,
+ *              configuration, init module, process start and exit) call
+ *              each file's directive, handler and lifecycle entries
+ *   handlers   evaluate, ingest, status, metrics, admin, ofrep, sdk, push,
+ *              variables, upstream: what nginx runs for a request (content
+ *              handlers, variables, the log phase).  A handler calls no
+ *              other handler, except where one serves the other's path:
+ *                sdk -> ingest      POST {loc}report is the report path
+ *                sdk -> evaluate    the counted evaluation of GET /flags
+ *                ofrep -> push      {loc}v1/events is the SSE stream
+ *                upstream -> variables  the flags the request read
+ *                upstream -> ingest     what follows a rollback
+ *                                       (ngx_http_flags_rolled_back)
+ *   services   sync, reportlog, then statefile (sync saves through it):
+ *              the fleet, the report log, the state file
+ *   http       ngx_http_flags_http.c: what handlers and services share
+ *              (token, route, body, answers, find_project, pool_alloc)
+ *   zone       ngx_http_flags_shm.c: the zone, a library of it
+ *   core       flags_core.h: every decision; it calls no glue
  */
 
 #ifndef _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_
@@ -224,7 +252,6 @@ typedef struct {
     fl_rollback_policy_t        rollback;    /* the http-level policy */
 
     ngx_open_file_t            *error_log;   /* NULL when "off" */
-    ngx_str_t                   error_log_name;
     ngx_str_t                   project_file; /* of the first flags_project */
     ngx_uint_t                  project_line;
     ngx_str_t                   state_file;  /* empty when off */
@@ -332,6 +359,8 @@ ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
+ngx_int_t ngx_http_flags_authenticate_report(ngx_http_request_t *r,
+    ngx_http_flags_project_t **project);
 ngx_http_flags_project_t *ngx_http_flags_token_project(ngx_http_request_t *r,
     const u_char *token, size_t len);
 ngx_int_t ngx_http_flags_refuse_token(ngx_http_request_t *r, ngx_uint_t bare);
@@ -347,6 +376,7 @@ ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
 ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
+ngx_int_t ngx_http_flags_route(ngx_http_request_t *r, ngx_str_t *route);
 ngx_int_t ngx_http_flags_route_not_found(ngx_http_request_t *r,
     const char *route1, const char *route2);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
@@ -357,6 +387,10 @@ ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
 ngx_int_t ngx_http_flags_is_json(ngx_table_elt_t *h);
 ngx_int_t ngx_http_flags_read_json_body(ngx_http_request_t *r, void *ctx,
     const char *what, ngx_uint_t count, ngx_http_client_body_handler_pt post);
+ngx_int_t ngx_http_flags_read_body(ngx_http_request_t *r, void *ctx,
+    ngx_http_client_body_handler_pt post);
+ngx_int_t ngx_http_flags_body_whole(ngx_http_request_t *r, size_t max,
+    ngx_str_t *body);
 ngx_int_t ngx_http_flags_send_json(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_send_empty(ngx_http_request_t *r, ngx_uint_t status);
@@ -367,8 +401,18 @@ off_t ngx_http_flags_body_size(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_body_pieces(ngx_http_request_t *r,
     ngx_int_t (*fn)(void *ctx, u_char *p, size_t len), void *ctx);
 
-/* ngx_http_flags_ingest.c: writes the report-log batch now */
-void ngx_http_flags_batch_flush(void);
+/* ngx_http_flags_reportlog.c: flags_error_log (the report log) */
+char *ngx_http_flags_error_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_flags_report_log_conf(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf);
+/* a report's line was written (rc NGX_OK) or not (NGX_ERROR): the result
+ * finalizes the request */
+typedef ngx_int_t (*ngx_http_flags_logged_pt)(ngx_http_request_t *r,
+    ngx_int_t rc);
+ngx_int_t ngx_http_flags_report_log(ngx_http_request_t *r, ngx_str_t *project,
+    fl_report_t *report, ngx_http_flags_logged_pt logged);
+
 /* ngx_http_flags_ingest.c: a report after its token and method
  * (flags_sdk's report route too) */
 ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,

@@ -25,19 +25,12 @@ typedef struct {
 } ngx_http_flags_ofrep_ctx_t;
 
 
-typedef struct {
-    u_char                      *pos;
-} ngx_http_flags_ofrep_copy_t;
-
-
 static ngx_int_t ngx_http_flags_ofrep_route(ngx_http_request_t *r,
     ngx_str_t *base, ngx_str_t *rest);
 static ngx_uint_t ngx_http_flags_ofrep_push(ngx_http_request_t *r);
 static void ngx_http_flags_ofrep_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     ngx_http_flags_ofrep_ctx_t *ctx);
-static ngx_int_t ngx_http_flags_ofrep_copy(void *data, u_char *p,
-    size_t len);
 static ngx_int_t ngx_http_flags_ofrep_single(ngx_http_request_t *r,
     ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user);
 static ngx_int_t ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
@@ -175,23 +168,15 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
                    "the request body is larger than flags_max_report_size");
     }
 
-    ngx_http_set_ctx(r, ctx, ngx_http_flags_module);
-
-    rc = ngx_http_read_client_request_body(r, ngx_http_flags_ofrep_body);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        return rc;
-    }
-
-    return NGX_DONE;
+    return ngx_http_flags_read_body(r, ctx, ngx_http_flags_ofrep_body);
 }
 
 
 /*
  * Splits r->uri into {loc} and what follows.  In a prefix location {loc}
- * is the location's name (with a '/' added when the name has none at its
- * end and the URI has one there); in any other (a regular expression, an
- * exact or a named location) it is the URI up to the first "v1/" that
+ * is the location's name (with the '/' after it when the name has none at
+ * its end: ngx_http_flags_route()); in any other (a regular expression,
+ * an exact or a named location) it is the URI up to the first "v1/" that
  * starts an OFREP path after a '/'.
  */
 
@@ -200,7 +185,6 @@ ngx_http_flags_ofrep_route(ngx_http_request_t *r, ngx_str_t *base,
     ngx_str_t *rest)
 {
     u_char                    *p, *last;
-    size_t                     n;
     ngx_uint_t                 prefix;
     ngx_http_core_loc_conf_t  *clcf;
 
@@ -211,14 +195,11 @@ ngx_http_flags_ofrep_route(ngx_http_request_t *r, ngx_str_t *base,
     prefix = prefix && clcf->regex == NULL;
 #endif
 
-    if (prefix && r->uri.len >= clcf->name.len
-        && ngx_strncmp(r->uri.data, clcf->name.data, clcf->name.len) == 0)
-    {
-        n = clcf->name.len;
-
-    } else {
-        n = r->uri.len;
+    if (!prefix || ngx_http_flags_route(r, rest) != NGX_OK) {
         last = r->uri.data + r->uri.len;
+
+        rest->data = last;
+        rest->len = 0;
 
         for (p = r->uri.data; p < last; p++) {
             if (p[0] != '/' || (size_t) (last - p) < sizeof("/v1/") - 1
@@ -235,22 +216,15 @@ ngx_http_flags_ofrep_route(ngx_http_request_t *r, ngx_str_t *base,
                     && ngx_strncmp(p + 1, ngx_http_flags_ofrep_events.data,
                                    ngx_http_flags_ofrep_events.len) == 0))
             {
-                n = p + 1 - r->uri.data;
+                rest->data = p + 1;
+                rest->len = last - rest->data;
                 break;
             }
         }
     }
 
-    if (n < r->uri.len && r->uri.data[n] == '/'
-        && (n == 0 || r->uri.data[n - 1] != '/'))
-    {
-        n++;
-    }
-
     base->data = r->uri.data;
-    base->len = n;
-    rest->data = r->uri.data + n;
-    rest->len = r->uri.len - n;
+    base->len = rest->data - r->uri.data;
 
     return NGX_OK;
 }
@@ -284,51 +258,33 @@ ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     ngx_http_flags_ofrep_ctx_t *ctx)
 {
     char                          err[256];
-    off_t                         size;
-    u_char                       *body;
-    ngx_str_t                    *key;
+    ngx_int_t                     rc;
+    ngx_str_t                    *key, body;
     fl_user_t                     user;
     fl_alloc_t                    alloc;
     fl_status_t                   st;
     ngx_http_flags_loc_conf_t    *flcf;
-    ngx_http_flags_ofrep_copy_t   copy;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     key = ctx->bulk ? NULL : &ctx->key;
 
-    /* a chunked body has no declared length: measure what arrived */
-    size = ngx_http_flags_body_size(r);
+    /* the JSON reader wants the body in one piece */
+    rc = ngx_http_flags_body_whole(r, flcf->max_report_size, &body);
 
-    if (size > (off_t) flcf->max_report_size) {
+    if (rc == NGX_DECLINED) {
         return ngx_http_flags_ofrep_error(r,
                    NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, key, "GENERAL",
                    "the request body is larger than flags_max_report_size");
     }
 
-    /* the JSON reader wants the body in one piece */
-    body = NULL;
-
-    if (size > 0) {
-        body = ngx_pnalloc(r->pool, (size_t) size);
-        if (body == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        copy.pos = body;
-
-        if (ngx_http_flags_body_pieces(r, ngx_http_flags_ofrep_copy, &copy)
-            != NGX_OK)
-        {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        size = copy.pos - body;
+    if (rc != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     alloc.alloc = ngx_http_flags_pool_alloc;
     alloc.ctx = r->pool;
 
-    st = fl_ofrep_parse_context((const char *) body, (size_t) size,
+    st = fl_ofrep_parse_context((const char *) body.data, body.len,
                                 flcf->max_traits, &alloc, &user,
                                 err, sizeof(err));
 
@@ -354,18 +310,6 @@ ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     }
 
     return ngx_http_flags_ofrep_single(r, ctx, &user);
-}
-
-
-static ngx_int_t
-ngx_http_flags_ofrep_copy(void *data, u_char *p, size_t len)
-{
-    ngx_http_flags_ofrep_copy_t  *copy = data;
-
-    /* ngx_http_flags_body_size() counted every piece: they all fit */
-    copy->pos = ngx_cpymem(copy->pos, p, len);
-
-    return NGX_OK;
 }
 
 
@@ -496,7 +440,7 @@ ngx_http_flags_ofrep_error(ngx_http_request_t *r, ngx_uint_t status,
                               (char *) body);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "flags ofrep: %ui %s", status, code);
+                   "flags: OFREP %ui %s", status, code);
 
     return ngx_http_flags_send_json(r, status, body, len);
 }

@@ -23,28 +23,19 @@ typedef struct {
 } ngx_http_flags_sdk_ctx_t;
 
 
-/* the body in one piece, as the core reads it */
-typedef struct {
-    u_char                     *data;
-    size_t                      len;
-    size_t                      size;
-} ngx_http_flags_sdk_body_t;
-
-
 static void ngx_http_flags_sdk_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_sdk_flags(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_sdk_copy(void *ctx, u_char *p, size_t len);
 
 
 ngx_int_t
 ngx_http_flags_sdk_handler(ngx_http_request_t *r)
 {
-    u_char                     *p, *last;
+    u_char                     *p;
     size_t                      len;
     ngx_int_t                   rc;
+    ngx_str_t                   route;
     ngx_http_flags_sdk_ctx_t   *ctx;
     ngx_http_flags_project_t   *project;
-    ngx_http_core_loc_conf_t   *clcf;
 
     /* the token is checked before anything else (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
@@ -52,35 +43,24 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
-
-    p = r->uri.data;
-    last = p + r->uri.len;
-
-    if (r->uri.len < clcf->name.len
-        || ngx_strncmp(p, clcf->name.data, clcf->name.len) != 0)
-    {
+    if (ngx_http_flags_route(r, &route) != NGX_OK) {
         goto not_found;
     }
 
-    p += clcf->name.len;
+    p = route.data;
+    len = route.len;
 
-    if (p == last) {
+    if (len == 0) {
         /* "location = /api/sdk/report": the route is the last segment */
         while (p > r->uri.data && p[-1] != '/') {
             p--;
+            len++;
         }
 
-    } else if (clcf->name.data[clcf->name.len - 1] != '/') {
-        /* "location /api/sdk" as well as "location /api/sdk/" */
-        if (*p != '/') {
-            goto not_found;
-        }
-
-        p++;
+    } else if (p == r->uri.data || p[-1] != '/') {
+        /* "location /api/sdk" takes "/api/sdk/flags", not "/api/sdkflags" */
+        goto not_found;
     }
-
-    len = last - p;
 
     if (len == sizeof("report") - 1
         && ngx_strncmp(p, "report", sizeof("report") - 1) == 0)
@@ -136,15 +116,15 @@ static ngx_int_t
 ngx_http_flags_sdk_flags(ngx_http_request_t *r)
 {
     char                        err[256];
-    off_t                       size;
     size_t                      len;
     u_char                     *out;
+    ngx_int_t                   rc;
+    ngx_str_t                   body;
     fl_user_t                   user;
     fl_alloc_t                  alloc;
     fl_status_t                 st;
     ngx_http_flags_sdk_ctx_t   *ctx;
     ngx_http_flags_answer_t     answer;
-    ngx_http_flags_sdk_body_t   body;
     ngx_http_flags_project_t   *project;
     ngx_http_flags_loc_conf_t  *flcf;
 
@@ -152,23 +132,14 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     project = ctx->project;
 
-    /* a chunked body has no declared length: measure what arrived */
-    size = ngx_http_flags_body_size(r);
-    if (size > (off_t) flcf->max_report_size) {
+    rc = ngx_http_flags_body_whole(r, flcf->max_report_size, &body);
+
+    if (rc == NGX_DECLINED) {
         return ngx_http_flags_too_large(r, flcf->max_report_size,
                                         "the request body", 0);
     }
 
-    body.len = 0;
-    body.size = (size_t) size;
-    body.data = ngx_pnalloc(r->pool, body.size + 1);
-    if (body.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    if (ngx_http_flags_body_pieces(r, ngx_http_flags_sdk_copy, &body)
-        != NGX_OK)
-    {
+    if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -212,19 +183,4 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
                             (char *) out);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, out, len);
-}
-
-
-static ngx_int_t
-ngx_http_flags_sdk_copy(void *ctx, u_char *p, size_t len)
-{
-    ngx_http_flags_sdk_body_t  *body = ctx;
-
-    if (len > body->size - body->len) {
-        return NGX_ERROR;               /* more than was measured */
-    }
-
-    body->len = ngx_cpymem(body->data + body->len, p, len) - body->data;
-
-    return NGX_OK;
 }

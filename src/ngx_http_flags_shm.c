@@ -95,7 +95,6 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_http_flags_main_conf_t  *ofmcf = data;
 
     size_t                       len;
-    ngx_int_t                    rc;
     ngx_slab_pool_t             *shpool;
     ngx_http_flags_shctx_t      *sh;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -103,13 +102,6 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     fmcf = shm_zone->data;
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
     fmcf->shpool = shpool;
-
-    if (ngx_http_flags_check_state_dir(fmcf, (ngx_cycle_t *) ngx_cycle,
-                                       shm_zone->shm.log)
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
 
     if (ofmcf) {
         /* a reload with the same zone: prepare beside the old state */
@@ -149,21 +141,14 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (ngx_http_flags_zone_existed(shm_zone)) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                      "flags zone \"%V\" changed size: counters were reset%s",
+                      "flags: zone \"%V\" changed size: counters were reset%s",
                       &shm_zone->shm.name,
                       fmcf->state_file.len
                       ? ", rollbacks and overrides come from the state file"
                       : ", rollbacks and overrides were cleared");
     }
 
-    rc = ngx_http_flags_reconcile(fmcf, shm_zone->shm.log);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    ngx_http_flags_restore_state(fmcf, shm_zone->shm.log);
-
-    return NGX_OK;
+    return ngx_http_flags_reconcile(fmcf, shm_zone->shm.log);
 }
 
 
@@ -257,7 +242,7 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 
     if (unbound) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "flags zone \"%V\" is full: %ui flags are evaluated "
+                      "flags: zone \"%V\" is full: %ui flags are evaluated "
                       "but not counted and cannot be rolled back; "
                       "increase the flags_zone size",
                       &fmcf->zone_name, unbound);
@@ -673,7 +658,7 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     w = ngx_http_flags_new_window(shpool, window);
     if (w == NULL) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "flags zone \"%V\" is full: flag \"%V\" keeps its "
+                      "flags: zone \"%V\" is full: flag \"%V\" keeps its "
                       "window of %uD s", &fmcf->zone_name, &flag->name,
                       fl_window_seconds(
                           ngx_http_flags_window_block(v->windows)));
@@ -905,7 +890,7 @@ ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 
     if (free == NULL) {
         ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
-                      "flags zone \"%V\": more than %d worker processes, "
+                      "flags: zone \"%V\": more than %d worker processes, "
                       "memory of removed flags is no longer reused",
                       &fmcf->zone_name, NGX_HTTP_FLAGS_MAX_PROCS);
     }

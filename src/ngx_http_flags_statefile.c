@@ -115,7 +115,7 @@ static void ngx_http_flags_state_answer(ngx_http_flags_state_waiter_t *w,
 
 
 /*
- * At configuration time (init_zone, also under "nginx -t"), once the
+ * At configuration time (the zone's init, also under "nginx -t"), once the
  * "user" directive is known: the directory must let the worker user
  * create and rename files, and an existing state or lock file must be a
  * regular file that user can use.  Otherwise every change would be
@@ -708,7 +708,7 @@ ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
 {
     if (job->chown_err) {
         ngx_log_error(NGX_LOG_WARN, log, job->chown_err,
-                      "fchown(\"%s\") failed", job->lock_name);
+                      "flags: fchown(\"%s\") failed", job->lock_name);
     }
 
     if (job->op == NULL) {
@@ -730,12 +730,12 @@ ngx_http_flags_state_report(ngx_http_flags_state_job_t *job, ngx_log_t *log)
         && ngx_strcmp(job->op, ngx_rename_file_n) == 0)
     {
         ngx_log_error(NGX_LOG_ALERT, log, job->err,
-                      ngx_rename_file_n " \"%s\" to \"%s\" failed",
+                      "flags: " ngx_rename_file_n " \"%s\" to \"%s\" failed",
                       job->tmp_name, job->path);
         return;
     }
 
-    ngx_log_error(NGX_LOG_ALERT, log, job->err, "%s \"%s\" failed",
+    ngx_log_error(NGX_LOG_ALERT, log, job->err, "flags: %s \"%s\" failed",
                   job->op, job->op_name);
 }
 

@@ -150,7 +150,7 @@ like($log->(), qr/\[warn\].*flags: ignoring state file ".*flags-state\.json": /,
 # --- a changed zone size resets counters and says so --------------------------
 conf(zone => 'flags:4m');
 nginx_signal($master, 'HUP');
-ok(wait_for(sub { $log->() =~ /flags zone "flags" changed size: counters were reset, rollbacks and overrides come from the state file/ }, 10),
+ok(wait_for(sub { $log->() =~ /flags: zone "flags" changed size: counters were reset, rollbacks and overrides come from the state file/ }, 10),
    'zone size change is logged');
 
 unlike($log->(), qr/\[(alert|crit|emerg)\]/, 'no alert, crit or emerg in the error log');

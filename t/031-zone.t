@@ -29,7 +29,7 @@ _S_
 }
 
 my $log = sub { read_file("$dir/logs/error.log") // '' };
-my $full_re = qr/flags zone "small" is full: (\d+) flags are evaluated but not counted/;
+my $full_re = qr/flags: zone "small" is full: (\d+) flags are evaluated but not counted/;
 
 # --- 100 flags do not fit in 32k --------------------------------------------
 write_file("$dir/conf/p.json", flags_file('a', 100));

@@ -18,6 +18,7 @@
 
 # The sources, one a line: add or rename a file here and nowhere else.
 FLAGS_CORE_SRCS = \
+	etag.cpp \
 	evaluate.cpp \
 	json_reader.cpp \
 	json_scan.cpp \

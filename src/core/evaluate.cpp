@@ -283,7 +283,7 @@ void detail_one(const fl_project_s &p, const fl::Flag &f, uint32_t eff,
 extern "C" {
 
 /* The one evaluation of every flag (docs/evaluation.md), with OFREP's
- * reason.  fl_answer_etag() hashes every input read here: keep the two in
+ * reason.  fl_answer_etag() (etag.cpp) hashes every input read here: keep the two in
  * step. */
 void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)

@@ -750,8 +750,8 @@ size_t fl_prom_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
  *
  * The OpenFeature Remote Evaluation Protocol (docs/ofrep.md): the context
  * of a POST body, a reason per flag, the single and bulk answers, their
- * errors, and the ETag of an answer.  ofrep.cpp, and the reason in
- * evaluate.cpp.
+ * errors, and the ETag of an answer.  ofrep.cpp, the reason in
+ * evaluate.cpp, the ETags (GET /flags' too) in etag.cpp.
  */
 
 /* A 64-bit hash of everything an answer for u depends on: each flag's

@@ -1,8 +1,8 @@
 /*
  * ofrep.cpp - the OpenFeature Remote Evaluation Protocol (docs/ofrep.md):
- * the caller from a POST body's "context", the answers and errors, and the
- * ETag of an answer.  The reason per flag is decided in evaluate.cpp,
- * beside the value.
+ * the caller from a POST body's "context", the answers and errors.  The
+ * reason per flag is decided in evaluate.cpp, beside the value; the ETag
+ * of the bulk answer is etag.cpp's.
  *
  * Decisions (docs/ofrep.md has them all):
  *  - targetingKey is the userId; every other property of the context is a
@@ -39,73 +39,6 @@
 #include <cstring>
 
 namespace {
-
-/* ------------------------------------------------------------ hashing */
-
-/*
- * A 64-bit hash of a sequence of integers and byte strings, eight bytes a
- * step (the mixing of MurmurHash3's x64 variant, then its finaliser).  It
- * is a cache validator, not a secret: a caller who forges a collision only
- * gets its own earlier answer back.  Every string is preceded by its
- * length, so the zero padding of a tail is unambiguous.
- */
-class Hasher {
-public:
-    void u64(uint64_t k) noexcept
-    {
-        k *= c1;
-        k = rotl(k, 31);
-        k *= c2;
-        h_ ^= k;
-        h_ = rotl(h_, 27) * 5 + 0x52dce729;
-        n_++;
-    }
-
-    void bytes(const char *s, size_t len) noexcept
-    {
-        u64(len);
-        size_t i = 0;
-        for (; i + 8 <= len; i += 8) {
-            uint64_t k;
-            std::memcpy(&k, s + i, 8);
-            u64(k);
-        }
-        if (i < len) {
-            uint64_t k = 0;
-            std::memcpy(&k, s + i, len - i);
-            u64(k);
-        }
-    }
-
-    void lit(const char *s) noexcept
-    {
-        bytes(s, std::strlen(s));
-    }
-
-    uint64_t final() const noexcept
-    {
-        uint64_t k = h_ ^ n_;
-        k ^= k >> 33;
-        k *= UINT64_C(0xff51afd7ed558ccd);
-        k ^= k >> 33;
-        k *= UINT64_C(0xc4ceb9fe1a85ec53);
-        k ^= k >> 33;
-        return k;
-    }
-
-private:
-    static constexpr uint64_t c1 = UINT64_C(0x87c37b91114253d5);
-    static constexpr uint64_t c2 = UINT64_C(0x4cf5ad432745937f);
-
-    static uint64_t rotl(uint64_t x, int r) noexcept
-    {
-        return (x << r) | (x >> (64 - r));
-    }
-
-    uint64_t h_ = UINT64_C(0x6f66726570000001);    /* "ofrep" */
-    uint64_t n_ = 0;
-};
-
 
 /* ------------------------------------------------------------ context */
 
@@ -462,83 +395,6 @@ constexpr size_t streams_fixed =
     + sizeof(events_tail);
 
 
-/* ------------------------------------------------------------ ETag */
-
-/* The opaque part of our tags: 16 lowercase hex digits. */
-void etag_hex(uint64_t etag, char *out)
-{
-    for (int i = 15; i >= 0; i--) {
-        out[i] = fl::hex_digits[etag & 0xf];
-        etag >>= 4;
-    }
-}
-
-inline bool ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* etagc (RFC 9110 8.8.3): %x21 / %x23-7E / obs-text */
-inline bool etagc(unsigned char c)
-{
-    return c == 0x21 || (c >= 0x23 && c != 0x7f);
-}
-
-int none_match(const char *s, size_t len, uint64_t etag)
-{
-    char ours[16];
-    etag_hex(etag, ours);
-
-    size_t i = 0, end = len;
-    while (i < end && ows(s[i])) {
-        i++;
-    }
-    while (end > i && ows(s[end - 1])) {
-        end--;
-    }
-    if (end - i == 1 && s[i] == '*') {
-        return 1;
-    }
-
-    bool found = false, any = false;
-
-    while (i < end) {
-        /* list elements may be empty: ", ," */
-        if (s[i] == ',' || ows(s[i])) {
-            i++;
-            continue;
-        }
-        if (end - i >= 2 && s[i] == 'W' && s[i + 1] == '/') {
-            i += 2;
-        }
-        if (i >= end || s[i] != '"') {
-            return 0;
-        }
-        size_t start = ++i;
-        while (i < end && s[i] != '"') {
-            if (!etagc(static_cast<unsigned char>(s[i]))) {
-                return 0;
-            }
-            i++;
-        }
-        if (i >= end) {
-            return 0;               /* no closing quote */
-        }
-        if (i - start == 16 && std::memcmp(s + start, ours, 16) == 0) {
-            found = true;
-        }
-        any = true;
-        i++;
-        while (i < end && ows(s[i])) {
-            i++;
-        }
-        if (i < end && s[i] != ',') {
-            return 0;
-        }
-    }
-    return any && found ? 1 : 0;
-}
-
 /* OpenFeature's error codes are short; a longer one is cut. */
 constexpr size_t max_code_len = 32;
 
@@ -546,59 +402,6 @@ constexpr size_t max_code_len = 32;
 
 
 extern "C" {
-
-uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, const uint8_t *sw) noexcept
-{
-    Hasher h;
-
-    h.lit("answer/1");
-
-    size_t n = p ? p->flags.size() : 0;
-    h.u64(n);
-    for (size_t i = 0; i < n; i++) {
-        const fl::Flag &f = p->flags[i];
-        uint64_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-        uint64_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
-        /* one mix a flag: the definition hash offset by an odd multiple
-         * of (effective, switch), which are at most 17 and 2 bits */
-        h.u64(f.def_hash + ((eff << 2 | s) + 1) * UINT64_C(0x9e3779b97f4a7c15));
-    }
-
-    /* the normalised caller: an empty userId is no userId; the traits are
-     * sorted and unique in a fl_user_t */
-    if (u != nullptr && u->user_id != nullptr && u->user_id_len != 0) {
-        h.u64(1);
-        h.bytes(u->user_id, u->user_id_len);
-    } else {
-        h.u64(0);
-    }
-    size_t nt = u != nullptr && u->traits != nullptr ? u->ntraits : 0;
-    h.u64(nt);
-    for (size_t i = 0; i < nt; i++) {
-        const fl_trait_t &t = u->traits[i];
-        h.bytes(t.name, t.name_len);
-        h.bytes(t.value ? t.value : "", t.value ? t.value_len : 0);
-    }
-
-    return h.final();
-}
-
-size_t fl_etag_format(uint64_t etag, char *out) noexcept
-{
-    out[0] = '"';
-    etag_hex(etag, out + 1);
-    out[17] = '"';
-    return FL_ETAG_LEN;
-}
-
-int fl_etag_none_match(const char *value, size_t len, uint64_t etag) noexcept
-{
-    if (value == nullptr) {
-        return 0;
-    }
-    return none_match(value, len, etag);
-}
 
 fl_status_t fl_ofrep_parse_context(const char *body, size_t len,
     size_t max_traits, const fl_alloc_t *a, fl_user_t *out,
@@ -681,26 +484,6 @@ size_t fl_ofrep_bulk_json(const fl_project_t *p, const fl_detail_t *d,
     }
     *o++ = '}';
     return static_cast<size_t>(o - buf);
-}
-
-uint64_t fl_ofrep_bulk_etag(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, const uint8_t *sw,
-    const char *stream_path, size_t path_len, const char *token,
-    size_t token_len) noexcept
-{
-    Hasher h;
-
-    /* the answer's format, then what varies in its bytes */
-    h.lit("ofrep-bulk/1");
-    h.u64(fl_answer_etag(p, u, effective_milli, sw));
-    if (stream_path != nullptr) {
-        h.u64(1);
-        h.bytes(stream_path, path_len);
-        h.bytes(token ? token : "", token ? token_len : 0);
-    } else {
-        h.u64(0);
-    }
-    return h.final();
 }
 
 size_t fl_ofrep_error_json_bound(size_t key_len, size_t details_len) noexcept

@@ -24,6 +24,7 @@
 
 #include "project.hpp"
 #include "arena.hpp"
+#include "hash.hpp"
 #include "json_reader.hpp"
 #include "json_writer.hpp"
 #include "text.hpp"
@@ -208,35 +209,6 @@ void fold_string(std::string &s)
         c = static_cast<char>(fold(static_cast<unsigned char>(c)));
     }
 }
-
-/* FNV-1a 64 over a canonical, length-prefixed serialization. */
-struct Hasher {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-    void bytes(const void *p, size_t n)
-    {
-        const unsigned char *c = static_cast<const unsigned char *>(p);
-        for (size_t i = 0; i < n; i++) {
-            h ^= c[i];
-            h *= UINT64_C(0x100000001b3);
-        }
-    }
-
-    void u64(uint64_t v)
-    {
-        unsigned char b[8];
-        for (int i = 0; i < 8; i++) {
-            b[i] = static_cast<unsigned char>(v >> (8 * i));
-        }
-        bytes(b, 8);
-    }
-
-    void str(std::string_view s)
-    {
-        u64(s.size());
-        bytes(s.data(), s.size());
-    }
-};
 
 class Loader {
 public:
@@ -699,7 +671,7 @@ void Loader::finish_flag(Flag &f)
      * evaluation sees them (defaults filled in, numbers normalized, "in"
      * lists sorted, ignoreCase values folded), so key order, unknown
      * fields and equivalent spellings do not count as a change. */
-    Hasher h;
+    fl::DefHasher h;
     h.str("flag/1");
     h.str(f.name);
     h.u64(f.enabled);
@@ -734,7 +706,7 @@ void Loader::finish_flag(Flag &f)
             h.str(r.number.digits);
         }
     }
-    f.def_hash = h.h;
+    f.def_hash = h.final();
 
     append_json_string(f.json_name, f.name);
     f.json_head = "{\"name\":" + f.json_name;

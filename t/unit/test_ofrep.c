@@ -709,6 +709,16 @@ static void test_error_json(void **state)
 
 /* ------------------------------------------------------------ ETag */
 
+#define PIN(got, want)                                                       \
+    do {                                                                     \
+        uint64_t got_ = (got);                                               \
+        if (got_ != UINT64_C(want)) {                                        \
+            fail_msg("%s: 0x%016llx, not 0x%016llx", #got,                   \
+                     (unsigned long long) got_,                              \
+                     (unsigned long long) UINT64_C(want));                   \
+        }                                                                    \
+    } while (0)
+
 static void test_answer_etag(void **state)
 {
     (void) state;
@@ -776,6 +786,44 @@ static void test_answer_etag(void **state)
     assert_true(b0 != b1 && b1 != b2 && b1 != b3 && b0 != e);
     assert_true(b1 == fl_ofrep_bulk_etag(p, &a, eff, sw, "/ofrep/", 7,
                                          "t1", 2));
+    fl_project_free(p);
+}
+
+/*
+ * Exact values: ETags reach clients and caches, and definition hashes are
+ * kept in state files and in Redis, so neither may change with the code
+ * that computes them.  Computed by ofrep.cpp's and project.cpp's hashers
+ * as they were before the ETag code got a file of its own.
+ */
+static void test_etag_pinned(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(project_json);
+    uint32_t eff[NFLAGS] = { 100000, 0, 100000, 50000, 100000, 12500, 0 };
+    uint8_t sw[NFLAGS] = { 0 };
+    fl_user_t a = q("userId=u1&trait_plan=pro&trait_x=1");
+    fl_user_t anon = q("");
+    fl_flag_info_t info;
+
+    fl_project_flag_info(p, F_STATIC_ON, &info);
+    PIN(info.def_hash, 0xed4708ec84b4814e);
+    fl_project_flag_info(p, F_SEG_SPLIT, &info);
+    PIN(info.def_hash, 0xf6aff89ef86924b6);
+
+    PIN(fl_answer_etag(p, &a, eff, sw), 0x4a286944bdd6d4e1);
+    PIN(fl_answer_etag(p, &anon, NULL, NULL), 0x021d502eff0750f5);
+    PIN(fl_answer_etag(p, NULL, NULL, NULL), 0x021d502eff0750f5);
+    PIN(fl_answer_etag(NULL, NULL, NULL, NULL), 0x16238265045c619b);
+
+    sw[F_SPLIT] = FL_SWITCH_ROLLED_BACK;
+    eff[F_SPLIT] = 0;
+    PIN(fl_answer_etag(p, &a, eff, sw), 0xc14eeac6af07a7ee);
+
+    PIN(fl_ofrep_bulk_etag(p, &a, eff, sw, NULL, 0, NULL, 0),
+        0x0d9d2833cc04569d);
+    PIN(fl_ofrep_bulk_etag(p, &a, eff, sw, "/ofrep/", 7, "pub_shop_1", 10),
+        0x72db6a9076fb790f);
+
     fl_project_free(p);
 }
 
@@ -854,6 +902,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bounds_hostile, arena_teardown),
         cmocka_unit_test_teardown(test_error_json, arena_teardown),
         cmocka_unit_test_teardown(test_answer_etag, arena_teardown),
+        cmocka_unit_test_teardown(test_etag_pinned, arena_teardown),
         cmocka_unit_test_teardown(test_etag_format, arena_teardown),
         cmocka_unit_test_teardown(test_none_match, arena_teardown),
     };
