@@ -8,7 +8,8 @@
 
 
 typedef enum {
-    NGX_HTTP_FLAGS_ROLLBACKS = 0,
+    NGX_HTTP_FLAGS_ADMIN_NONE = 0,      /* not a route of flags_admin */
+    NGX_HTTP_FLAGS_ROLLBACKS,
     NGX_HTTP_FLAGS_OVERRIDES
 } ngx_http_flags_admin_kind_e;
 
@@ -16,6 +17,8 @@ typedef enum {
 typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;
+    ngx_http_flags_change_t       change;
+    u_char                        user[NGX_MAX_ERROR_STR / 4];
 } ngx_http_flags_admin_ctx_t;
 
 
@@ -86,9 +89,16 @@ typedef struct {
 
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
-static ngx_int_t ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what,
-    fl_override_kind_t kind, uint32_t milli);
+static ngx_uint_t ngx_http_flags_admin_path(ngx_http_request_t *r,
+    ngx_str_t *project, ngx_str_t *flag);
+static ngx_http_flags_admin_ctx_t *ngx_http_flags_admin_target(
+    ngx_http_request_t *r, ngx_str_t *project_name, ngx_str_t *flag_name,
+    ngx_int_t *rc);
+static ngx_int_t ngx_http_flags_override_start(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx);
+static void ngx_http_flags_admin_change(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx);
+static ngx_int_t ngx_http_flags_admin_save(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
 static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
@@ -111,19 +121,70 @@ static void ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
 ngx_int_t
 ngx_http_flags_admin_handler(ngx_http_request_t *r)
 {
-    u_char                      *p, *last, *slash;
-    long                         idx;
     ngx_int_t                    rc;
-    ngx_str_t                    route, project_name, flag_name;
     ngx_uint_t                   kind;
-    ngx_http_flags_loc_conf_t   *flcf;
-    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_str_t                    project_name, flag_name;
     ngx_http_flags_admin_ctx_t  *ctx;
-    ngx_http_flags_project_t    *project;
+
+    kind = ngx_http_flags_admin_path(r, &project_name, &flag_name);
+
+    if (kind == NGX_HTTP_FLAGS_ADMIN_NONE) {
+        return ngx_http_flags_route_not_found(r, "rollbacks/<project>/<flag>",
+                                              "overrides/<project>/<flag>");
+    }
+
+    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
+        if (r->method != NGX_HTTP_DELETE) {
+            return ngx_http_flags_method_not_allowed(r, "DELETE");
+        }
+
+    } else if (!(r->method & (NGX_HTTP_PUT|NGX_HTTP_DELETE))) {
+        return ngx_http_flags_method_not_allowed(r, "PUT, DELETE");
+    }
+
+    ctx = ngx_http_flags_admin_target(r, &project_name, &flag_name, &rc);
+    if (ctx == NULL) {
+        return rc;
+    }
+
+    if (r->method == NGX_HTTP_PUT) {
+        return ngx_http_flags_override_start(r, ctx);
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ngx_http_flags_admin_change(r, ctx);
+
+    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
+        if (!ngx_http_flags_control_clear(&ctx->change)) {
+            return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+        }
+
+        return ngx_http_flags_admin_save(r);
+    }
+
+    ngx_http_flags_control_override(&ctx->change, FL_OVERRIDE_NONE, 0);
+
+    return ngx_http_flags_admin_save(r);
+}
+
+
+/* {loc}rollbacks/P/F or {loc}overrides/P/F: which, and P and F. */
+
+static ngx_uint_t
+ngx_http_flags_admin_path(ngx_http_request_t *r, ngx_str_t *project,
+    ngx_str_t *flag)
+{
+    u_char      *p, *last, *slash;
+    ngx_str_t    route;
+    ngx_uint_t   kind;
 
     /* the location is a prefix such as "/flags-admin/" */
     if (ngx_http_flags_route(r, &route) != NGX_OK) {
-        goto not_found;
+        return NGX_HTTP_FLAGS_ADMIN_NONE;
     }
 
     p = route.data;
@@ -140,7 +201,7 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
         kind = NGX_HTTP_FLAGS_OVERRIDES;
 
     } else {
-        goto not_found;
+        return NGX_HTTP_FLAGS_ADMIN_NONE;
     }
 
     p += sizeof("rollbacks/") - 1;
@@ -149,90 +210,86 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     if (slash == NULL || slash == p || slash + 1 == last
         || ngx_strlchr(slash + 1, last, '/') != NULL)
     {
-        goto not_found;
+        return NGX_HTTP_FLAGS_ADMIN_NONE;
     }
 
-    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
-        if (r->method != NGX_HTTP_DELETE) {
-            return ngx_http_flags_method_not_allowed(r, "DELETE");
-        }
+    project->data = p;
+    project->len = slash - p;
+    flag->data = slash + 1;
+    flag->len = last - flag->data;
 
-    } else if (!(r->method & (NGX_HTTP_PUT|NGX_HTTP_DELETE))) {
-        return ngx_http_flags_method_not_allowed(r, "PUT, DELETE");
-    }
+    return kind;
+}
 
-    project_name.data = p;
-    project_name.len = slash - p;
-    flag_name.data = slash + 1;
-    flag_name.len = last - flag_name.data;
+
+/* The project and flag named, with room in the zone; else NULL, with
+ * what answering the error returned in *rc. */
+
+static ngx_http_flags_admin_ctx_t *
+ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
+    ngx_str_t *flag_name, ngx_int_t *rc)
+{
+    long                         idx;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_admin_ctx_t  *ctx;
+    ngx_http_flags_main_conf_t  *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    project = ngx_http_flags_find_project(fmcf, &project_name);
+    project = ngx_http_flags_find_project(fmcf, project_name);
     if (project == NULL) {
-        return ngx_http_flags_admin_unknown(r, "unknown_project", NULL,
-                                            &project_name);
+        *rc = ngx_http_flags_admin_unknown(r, "unknown_project", NULL,
+                                           project_name);
+        return NULL;
     }
 
-    idx = fl_project_find_flag(project->core, (const char *) flag_name.data,
-                               flag_name.len);
+    idx = fl_project_find_flag(project->core, (const char *) flag_name->data,
+                               flag_name->len);
     if (idx < 0) {
-        return ngx_http_flags_admin_unknown(r, "unknown_flag", project,
-                                            &flag_name);
+        *rc = ngx_http_flags_admin_unknown(r, "unknown_flag", project,
+                                           flag_name);
+        return NULL;
     }
 
     if (project->flags[idx].node == NULL) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                         "zone_full",
-                                         "the flags zone had no room for "
-                                         "this flag; increase flags_zone");
+        *rc = ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                        "zone_full",
+                                        "the flags zone had no room for "
+                                        "this flag; increase flags_zone");
+        return NULL;
     }
 
     ctx = ngx_palloc(r->pool, sizeof(ngx_http_flags_admin_ctx_t));
     if (ctx == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
     }
 
     ctx->project = project;
     ctx->flag = &project->flags[idx];
 
-    if (r->method == NGX_HTTP_PUT) {
-        flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    return ctx;
+}
 
-        /* refused before a byte is read, and without "100 Continue" */
-        if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
-            return ngx_http_flags_send_error(r,
-                                         NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+
+/* PUT: refused before a byte is read, and without "100 Continue", when
+ * the declared body is too large; else read. */
+
+static ngx_int_t
+ngx_http_flags_override_start(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx)
+{
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
                                          "payload_too_large",
                                          "the override body is too large");
-        }
-
-        return ngx_http_flags_read_body(r, ctx, ngx_http_flags_override_body);
     }
 
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {
-        if (!ngx_http_flags_clear_rollback(fmcf, ctx->flag)) {
-            return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
-        }
-
-        return ngx_http_flags_admin_done(r, ctx, "rollback cleared",
-                                         FL_OVERRIDE_NONE, 0);
-    }
-
-    ngx_http_flags_set_override(ctx->flag, FL_OVERRIDE_NONE, 0);
-
-    return ngx_http_flags_admin_done(r, ctx, "override removed",
-                                     FL_OVERRIDE_NONE, 0);
-
-not_found:
-
-    return ngx_http_flags_route_not_found(r, "rollbacks/<project>/<flag>",
-                                          "overrides/<project>/<flag>");
+    return ngx_http_flags_read_body(r, ctx, ngx_http_flags_override_body);
 }
 
 
@@ -321,19 +378,17 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_http_flags_set_override(ctx->flag, kind, milli);
+    ngx_http_flags_admin_change(r, ctx);
+    ngx_http_flags_control_override(&ctx->change, kind, milli);
 
-    return ngx_http_flags_admin_done(r, ctx, "override set", kind, milli);
+    return ngx_http_flags_admin_save(r);
 }
 
 
 /*
- * A change is in the zone (every worker sees it): log it, save it, and
- * say so.  The answer waits, off the event loop, for the state file to
- * hold the change (ngx_http_flags_state_changed()).
- *
- * The line is the audit record of the change: what was set, and who set
- * it, as far as nginx knows:
+ * The change a request makes, for the control owner
+ * (ngx_http_flags_control.c): its log line is the audit record of the
+ * change, what was set and who set it, as far as nginx knows:
  *
  *   flags: override set for flag "b" of project "shop": rolloutPercentage
  *   12.5, by user "alice", client: 10.0.0.7, server: ..., request: "PUT ..."
@@ -342,51 +397,37 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
  * of a request's log lines (ngx_http_log_error()), on every line.
  */
 
-static ngx_int_t
-ngx_http_flags_admin_done(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx, const char *what,
-    fl_override_kind_t kind, uint32_t milli)
+static void
+ngx_http_flags_admin_change(ngx_http_request_t *r,
+    ngx_http_flags_admin_ctx_t *ctx)
 {
-    u_char                       value[64], user[NGX_MAX_ERROR_STR / 4];
-    u_char                      *p;
-    size_t                       ulen;
-    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_change_t  *ch;
+
+    ch = &ctx->change;
+
+    ngx_http_flags_change_init(ch, r, ctx->project, ctx->flag);
+
+    ch->by = NGX_HTTP_FLAGS_BY_ADMIN;
+    ch->who.data = ctx->user;
+    ch->who.len = ngx_http_flags_admin_user(r, ctx->user, sizeof(ctx->user));
+
+    /* the answer waits for the state file (ngx_http_flags_admin_save()) */
+    ch->batch = 1;
+}
+
+
+/* The answer waits, off the event loop, for the state file to hold the
+ * change (ngx_http_flags_state_changed()). */
+
+static ngx_int_t
+ngx_http_flags_admin_save(ngx_http_request_t *r)
+{
     ngx_http_flags_main_conf_t  *fmcf;
 
-    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    /* push clients of the project learn it (docs/push.md) */
-    ngx_http_flags_answer_changed(ctx->project);
-
-    switch (kind) {
-
-    case FL_OVERRIDE_OFF:
-        p = ngx_cpymem(value, ": enabled false",
-                       sizeof(": enabled false") - 1);
-        break;
-
-    case FL_OVERRIDE_PERCENT:
-        p = ngx_cpymem(value, ": rolloutPercentage ",
-                       sizeof(": rolloutPercentage ") - 1);
-        p += fl_json_milli(milli, (char *) p);
-        break;
-
-    default:
-        p = value;
-    }
-
-    ulen = ngx_http_flags_admin_user(r, user, sizeof(user));
-
-    ngx_log_error(flcf->log_level, r->connection->log, 0,
-                  "flags: %s for flag \"%V\" of project \"%V\"%*s%s%*s%s",
-                  what, &ctx->flag->name, &ctx->project->name,
-                  (size_t) (p - value), value,
-                  ulen ? ", by user \"" : "", ulen, user,
-                  ulen ? "\"" : "");
-
-    return ngx_http_flags_state_changed(fmcf, r->connection->log, r,
-                                        ngx_http_flags_admin_saved);
+    return ngx_http_flags_control_save(fmcf, r->connection->log, r,
+                                       ngx_http_flags_admin_saved);
 }
 
 

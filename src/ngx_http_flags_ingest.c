@@ -246,16 +246,13 @@ static ngx_int_t
 ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx)
 {
-    fl_state_snapshot_t  s;
+    int64_t                  now;
+    ngx_http_flags_change_t  ch;
 
-    /* the decision reads the window: this worker's memo hits first */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_change_init(&ch, r, ctx->project, ctx->flag);
 
-    if (ngx_http_flags_count_error(
-            ngx_http_get_module_main_conf(r, ngx_http_flags_module),
-            ctx->flag, ctx->source, &s))
-    {
-        ngx_http_flags_rolled_back(r, ctx->project, ctx->flag, &s);
+    if (ngx_http_flags_count_error(ctx->flag, ctx->source, &now)) {
+        (void) ngx_http_flags_control_decide(&ch, now);
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
@@ -270,40 +267,3 @@ ngx_http_flags_feed_piece(void *ctx, u_char *p, size_t len)
 }
 
 
-/*
- * What follows a rollback that an error tripped (s is its record): push
- * clients learn it, the log says it, the state file is rewritten.  Reports
- * and upstream errors (ngx_http_flags_upstream.c) both come here.
- */
-
-void
-ngx_http_flags_rolled_back(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
-    fl_state_snapshot_t *s)
-{
-    char                         rate[16];
-    size_t                       rate_len;
-    ngx_http_flags_loc_conf_t   *flcf;
-    ngx_http_flags_main_conf_t  *fmcf;
-
-    /* push clients of the project learn it (docs/push.md) */
-    ngx_http_flags_answer_changed(project);
-
-    rate_len = fl_json_milli(flag->policy.rate_milli, rate);
-    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
-
-    ngx_log_error(flcf->log_level, r->connection->log, 0,
-                  "flags: rolled back flag \"%V\" of project \"%V\": "
-                  "%uL errors and %uL enabled evaluations in %uD s from "
-                  "%uL distinct sources (min_errors=%uD rate=%*s%% "
-                  "min_sources=%uD; decided by this host's rule)",
-                  &flag->name, &project->name, s->rollback_errors,
-                  s->rollback_enabled, flag->policy.window,
-                  s->rollback_sources, flag->policy.min_errors, rate_len,
-                  rate, flag->policy.min_sources);
-
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-
-    /* written off the event loop; nothing waits for it */
-    (void) ngx_http_flags_state_changed(fmcf, r->connection->log, NULL, NULL);
-}

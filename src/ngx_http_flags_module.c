@@ -572,8 +572,10 @@ ngx_http_flags_init_module(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    /* the new cycle is committed: its generation's state goes to disk */
+    /* the new cycle is committed: what changed with its definitions, and
+     * its generation's state goes to disk */
     ngx_http_flags_zone_commit(cycle, fmcf);
+    ngx_http_flags_control_committed(cycle, fmcf);
 
     (void) ngx_http_flags_save_state(fmcf, cycle->log, NULL, 0);
 

@@ -18,6 +18,13 @@
  *                              reload, commit, attach/detach, counting
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, route, request body, JSON answers
+ *   ngx_http_flags_control.c   every change of a flag's control state
+ *                              (rollbacks, overrides, new definitions) and
+ *                              its consequences: version, log, counters,
+ *                              state file
+ *   ngx_http_flags_eval.c      the one evaluate-and-count path of answers
+ *   ngx_http_flags_memo.c      a worker's memo of whole answers; its hits
+ *                              are counted at the end of the cycle
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
  *   ngx_http_flags_ingest.c    POST /ingest/errors
  *   ngx_http_flags_reportlog.c flags_error_log: the report log's file and
@@ -52,13 +59,13 @@
  *              handlers, variables, the log phase).  A handler calls no
  *              other handler, except where one serves the other's path:
  *                sdk -> ingest      POST {loc}report is the report path
- *                sdk -> evaluate    the counted evaluation of GET /flags
  *                ofrep -> push      {loc}v1/events is the SSE stream
  *                upstream -> variables  the flags the request read
- *                upstream -> ingest     what follows a rollback
- *                                       (ngx_http_flags_rolled_back)
- *   services   sync, reportlog, then statefile (sync saves through it):
- *              the fleet, the report log, the state file
+ *   services   sync, reportlog, control, then memo, eval and statefile:
+ *              the fleet, the report log, control changes (which save
+ *              the state file and fold the memo before deciding), the
+ *              memo of answers (which counts through eval), the
+ *              evaluate-and-count path, the state file
  *   http       ngx_http_flags_http.c: what handlers and services share
  *              (token, route, body, answers, find_project, pool_alloc)
  *   zone       ngx_http_flags_shm.c: the zone, a library of it
@@ -317,13 +324,15 @@ void ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
 void ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf);
-ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s);
+ngx_uint_t ngx_http_flags_zone_defs_committed(
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
+ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_flag_t *flag,
+    uint32_t source, int64_t *now);
+void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
+    uint64_t *enabled, uint64_t *errors, uint64_t *sources);
 ngx_uint_t ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, uint32_t *keys, uint32_t *ages);
-/* the rollback decision after an error was counted (reports, upstream) */
-ngx_uint_t ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
 void ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s);
 ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
@@ -333,8 +342,6 @@ void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
 size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
-/* answer versions (docs/push.md): one call where an answer changes */
-void ngx_http_flags_answer_changed(ngx_http_flags_project_t *project);
 ngx_atomic_uint_t ngx_http_flags_answer_version(
     ngx_http_flags_project_t *project);
 ngx_uint_t ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf);
@@ -417,10 +424,42 @@ ngx_int_t ngx_http_flags_report_log(ngx_http_request_t *r, ngx_str_t *project,
  * (flags_sdk's report route too) */
 ngx_int_t ngx_http_flags_ingest_report(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
-/* ngx_http_flags_ingest.c: after ngx_http_flags_decide_rollback() tripped */
-void ngx_http_flags_rolled_back(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
-    fl_state_snapshot_t *s);
+
+/* ngx_http_flags_control.c: every change of a flag's control state */
+typedef enum {
+    NGX_HTTP_FLAGS_BY_RULE = 0,         /* this host's rollback rule */
+    NGX_HTTP_FLAGS_BY_FLEET,            /* flags_sync: who is a host */
+    NGX_HTTP_FLAGS_BY_ADMIN,            /* flags_admin: who is a user */
+    NGX_HTTP_FLAGS_BY_DEFINITION        /* a reload's new definitions */
+} ngx_http_flags_by_e;
+
+#define NGX_HTTP_FLAGS_WHO_LEN  FL_SYNC_HOST_MAX
+
+typedef struct {
+    ngx_http_flags_main_conf_t *fmcf;
+    ngx_http_flags_project_t   *project;
+    ngx_http_flags_flag_t      *flag;
+    ngx_log_t                  *log;        /* a request's: its context */
+    ngx_uint_t                  level;      /* flags_log_level in force */
+    ngx_uint_t                  by;         /* ngx_http_flags_by_e */
+    ngx_str_t                   who;        /* a host, a user, or empty */
+    ngx_uint_t                  batch;      /* the caller saves, once */
+} ngx_http_flags_change_t;
+
+void ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
+    ngx_http_request_t *r, ngx_http_flags_project_t *project,
+    ngx_http_flags_flag_t *flag);
+ngx_uint_t ngx_http_flags_control_decide(ngx_http_flags_change_t *ch,
+    int64_t now);
+ngx_uint_t ngx_http_flags_control_fleet_rollback(ngx_http_flags_change_t *ch,
+    uint64_t at_ms, uint64_t errors, uint64_t enabled, uint64_t sources);
+ngx_uint_t ngx_http_flags_control_clear(ngx_http_flags_change_t *ch);
+void ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
+    fl_override_kind_t kind, uint32_t milli);
+void ngx_http_flags_control_committed(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+ngx_int_t ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
 
 /* ngx_http_flags_eval.c: the one evaluate-and-count path */
 typedef struct {

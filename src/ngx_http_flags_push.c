@@ -348,7 +348,7 @@ ngx_http_flags_push_create(ngx_http_request_t *r,
         || ngx_exiting)
     {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "flags push: %ui connections in this worker, "
+                      "flags: push: %ui connections in this worker, "
                       "flags_push_max_connections is %ui",
                       w->n, fmcf->push_max);
         return (void *) -1;
@@ -565,7 +565,7 @@ ngx_http_flags_push_tick(ngx_event_t *ev)
             w->seen[i] = v;
 
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                           "flags push: project \"%V\" changed (answer "
+                           "flags: push: project \"%V\" changed (answer "
                            "version %uA): telling its clients",
                            &projects[i].name, v);
 
@@ -616,7 +616,7 @@ ngx_http_flags_push_exit(ngx_http_flags_push_worker_t *w)
     ngx_http_flags_push_t  *push;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, w->tick.log, 0,
-                   "flags push: the worker exits: %ui connections go "
+                   "flags: push: the worker exits: %ui connections go "
                    "away", w->n);
 
     for (i = 0; i < w->fmcf->projects.nelts; i++) {

@@ -122,7 +122,7 @@ ngx_http_flags_push_sse(ngx_http_request_t *r,
         ngx_post_event(c->write, &ngx_posted_events);
     }
 
-    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "flags push: sse stream");
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "flags: push: sse stream");
 
     return NGX_DONE;
 }
@@ -143,7 +143,7 @@ ngx_http_flags_sse_write_handler(ngx_http_request_t *r)
     if (wev->timedout) {
         /* a peer that reads nothing for send_timeout */
         ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
-                      "flags push: event stream client timed out");
+                      "flags: push: event stream client timed out");
         c->timedout = 1;
         ngx_http_flags_push_end(&sse->push, NGX_HTTP_REQUEST_TIME_OUT);
         return;

@@ -316,7 +316,7 @@ ngx_http_flags_ws_start(ngx_http_flags_ws_t *ws)
         ngx_post_event(c->read, &ngx_posted_events);
     }
 
-    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "flags push: websocket");
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, c->log, 0, "flags: push: websocket");
 
     return NGX_DONE;
 }
@@ -537,7 +537,7 @@ ngx_http_flags_ws_write_handler(ngx_http_request_t *r)
 
     if (c->write->timedout) {
         ngx_log_error(NGX_LOG_INFO, c->log, NGX_ETIMEDOUT,
-                      "flags push: WebSocket client timed out");
+                      "flags: push: WebSocket client timed out");
         c->timedout = 1;
         ngx_http_flags_push_end(&ws->push, NGX_HTTP_REQUEST_TIME_OUT);
         return;
@@ -581,7 +581,7 @@ ngx_http_flags_ws_run(ngx_http_flags_ws_t *ws, ngx_uint_t read)
 
     if (ws->violation) {
         ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "flags push: closing WebSocket with %ud: %s",
+                      "flags: push: closing WebSocket with %ud: %s",
                       (ngx_uint_t) ws->violation, ws->why);
         (void) wslay_event_queue_close(ws->wslay, ws->violation, NULL, 0);
 
@@ -625,7 +625,7 @@ ngx_http_flags_ws_receive(ngx_http_flags_ws_t *ws)
 
     if (ws->eof) {
         ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "flags push: WebSocket client closed the "
+                      "flags: push: WebSocket client closed the "
                       "connection");
         ngx_http_flags_push_end(&ws->push, NGX_HTTP_CLIENT_CLOSED_REQUEST);
         return NGX_DONE;
@@ -638,7 +638,7 @@ ngx_http_flags_ws_receive(ngx_http_flags_ws_t *ws)
          * sent once if the socket takes it
          */
         ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "flags push: WebSocket client sent a malformed "
+                      "flags: push: WebSocket client sent a malformed "
                       "frame");
         (void) wslay_event_send(ws->wslay);
         r->keepalive = 0;
@@ -667,7 +667,7 @@ ngx_http_flags_ws_flush(ngx_http_flags_ws_t *ws)
     {
         /* a peer that does not read: nothing more can reach it */
         ngx_log_error(NGX_LOG_INFO, c->log, 0,
-                      "flags push: dropping WebSocket client: %s",
+                      "flags: push: dropping WebSocket client: %s",
                       ws->failed && ws->why ? ws->why
                       : "it does not read what is sent");
         ngx_http_flags_push_end(&ws->push, NGX_HTTP_REQUEST_TIME_OUT);

@@ -60,9 +60,6 @@ static ngx_http_flags_node_t *ngx_http_flags_lookup(
 static ngx_int_t ngx_http_flags_zone_existed(ngx_shm_zone_t *shm_zone);
 static void ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_project_t *project);
-static void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
-    uint64_t *enabled, uint64_t *errors, uint64_t *sources);
 
 
 int64_t
@@ -431,19 +428,6 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
 }
 
 
-/* An answer of the project may have changed: its push clients are told
- * (ngx_http_flags_push.c reads the version every 100 ms). */
-
-void
-ngx_http_flags_answer_changed(ngx_http_flags_project_t *project)
-{
-    if (project->pversion) {
-        (void) __atomic_add_fetch(&project->pversion->version, 1,
-                                  __ATOMIC_RELEASE);
-    }
-}
-
-
 ngx_atomic_uint_t
 ngx_http_flags_answer_version(ngx_http_flags_project_t *project)
 {
@@ -797,9 +781,6 @@ void
 ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
-    size_t                       i, n;
-    ngx_http_flags_flag_t       *flag;
-    ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *ofmcf;
 
     /* a zone left behind by a size change: its workers stop writing the
@@ -814,38 +795,33 @@ ngx_http_flags_zone_commit(ngx_cycle_t *cycle,
         ngx_shmtx_unlock(&ofmcf->shpool->mutex);
     }
 
-    project = fmcf->projects.elts;
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+    fmcf->sh->committed = fmcf->gen;
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+}
+
+
+/* Whether the project's committed definitions differ from those its
+ * answer version was last bumped for; they are recorded as known. */
+
+ngx_uint_t
+ngx_http_flags_zone_defs_committed(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project)
+{
+    ngx_uint_t  changed;
+
+    if (project->pversion == NULL) {
+        return 0;
+    }
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
-    fmcf->sh->committed = fmcf->gen;
-
-    /* other definitions are other answers: push clients are told */
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        if (project[i].pversion && project[i].pversion->defs
-                                   != project[i].defs)
-        {
-            project[i].pversion->defs = project[i].defs;
-            ngx_http_flags_answer_changed(&project[i]);
-        }
-    }
+    changed = project->pversion->defs != project->defs;
+    project->pversion->defs = project->defs;
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
-
-            if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
-                ngx_log_error(fmcf->log_level, cycle->log, 0,
-                              "flags: flag \"%V\" of project \"%V\" has a "
-                              "new definition: its rollback and override "
-                              "were cleared", &flag->name, &project[i].name);
-            }
-
-            flag->replaced = NULL;
-        }
-    }
+    return changed;
 }
 
 
@@ -923,9 +899,11 @@ ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf)
 /* ------------------------------------------------- the request path */
 
 
-/* With the lock: the head and the windows it replaced hold the events. */
+/* A flag's window at now over seconds: its enabled evaluations, errors
+ * and distinct sources.  With the lock: the head and the windows it
+ * replaced hold the events. */
 
-static void
+void
 ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors, uint64_t *sources)
@@ -987,73 +965,23 @@ ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
 
 
 /*
- * One accepted error report from source (fl_source_key()); then the
- * rollback decision (docs/rollback.md).  Returns 1 when this report
- * rolled the flag back, with the record in *s.
+ * One accepted error report from source (fl_source_key()), counted at
+ * *now; 0 when the flag has no counters (the zone was full).  The rollback
+ * decision is the caller's next step (ngx_http_flags_control_decide()).
  */
 
 ngx_uint_t
-ngx_http_flags_count_error(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, uint32_t source, fl_state_snapshot_t *s)
+ngx_http_flags_count_error(ngx_http_flags_flag_t *flag, uint32_t source,
+    int64_t *now)
 {
-    int64_t  now;
-
     if (flag->node == NULL) {
         return 0;
     }
 
-    now = ngx_http_flags_now_sec();
+    *now = ngx_http_flags_now_sec();
 
-    fl_count_error(flag->totals, flag->window, now);
-    fl_count_source(flag->window, now, source);
-
-    return ngx_http_flags_decide_rollback(fmcf, flag, now, s);
-}
-
-
-/*
- * The rollback decision after an error of the flag was counted at now:
- * an accepted report (above) or an upstream error of its on cohort
- * (ngx_http_flags_upstream.c).  Returns 1 when this error rolled the flag
- * back, with the record in *s; the caller then runs
- * ngx_http_flags_rolled_back().
- */
-
-ngx_uint_t
-ngx_http_flags_decide_rollback(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_flag_t *flag, int64_t now, fl_state_snapshot_t *s)
-{
-    uint32_t  seconds;
-    uint64_t  enabled, errors, sources;
-
-    if (flag->node == NULL
-        || flag->policy.mode != FL_ROLLBACK_ON
-        || fl_control_rolled_back(flag->ctl))
-    {
-        return 0;
-    }
-
-    seconds = flag->policy.window;
-
-    ngx_http_flags_window_sums(fmcf, flag->version, now, seconds,
-                               &enabled, &errors, &sources);
-
-    if (!fl_rollback_decide(errors, enabled, sources, &flag->policy)) {
-        return 0;
-    }
-
-    if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
-                                 errors, enabled, sources, FL_DECIDED_RULE))
-    {
-        return 0;
-    }
-
-    /* flags_metrics' flags_rollbacks_total */
-    fl_count_rollback(flag->totals, FL_DECIDED_RULE);
-
-    fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
-    s->window_sources = sources;
-    s->policy = flag->policy;
+    fl_count_error(flag->totals, flag->window, *now);
+    fl_count_source(flag->window, *now, source);
 
     return 1;
 }

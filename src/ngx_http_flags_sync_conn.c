@@ -81,7 +81,7 @@ ngx_http_flags_sync_tick(ngx_event_t *ev)
         if (s->owner) {
             /* another worker took over: it starts afresh */
             ngx_log_debug0(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                           "flags sync: another worker holds the lock: "
+                           "flags: sync: another worker holds the lock: "
                            "this one closes its connection");
             ngx_http_flags_sync_close(s);
             s->owner = 0;
@@ -97,7 +97,7 @@ ngx_http_flags_sync_tick(ngx_event_t *ev)
      */
     if (!s->owner) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: this worker took the lock");
+                       "flags: sync: this worker took the lock");
     }
 
     s->owner = 1;
@@ -253,7 +253,7 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
     ngx_connection_t  *c;
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags sync: connecting to redis at %V", &s->conf->host);
+                   "flags: sync: connecting to redis at %V", &s->conf->host);
 
     ngx_memzero(&s->pc, sizeof(ngx_peer_connection_t));
 
@@ -374,18 +374,18 @@ ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
 
         if (detail) {
             ngx_log_error(NGX_LOG_ERR, s->log, 0,
-                          "flags_sync: redis at %V: %s: %V; hosts decide "
+                          "flags: sync: redis at %V: %s: %V; hosts decide "
                           "alone until it is back",
                           &s->conf->host, why, detail);
         } else {
             ngx_log_error(NGX_LOG_ERR, s->log, 0,
-                          "flags_sync: redis at %V: %s; hosts decide alone "
+                          "flags: sync: redis at %V: %s; hosts decide alone "
                           "until it is back", &s->conf->host, why);
         }
 
     } else {
         ngx_log_error(NGX_LOG_INFO, s->log, 0,
-                      "flags_sync: redis at %V: %s", &s->conf->host, why);
+                      "flags: sync: redis at %V: %s", &s->conf->host, why);
     }
 
     s->backoff = s->backoff ? ngx_min(s->backoff * 2,
@@ -708,7 +708,7 @@ ngx_http_flags_sync_refused(ngx_http_flags_sync_t *s, ngx_uint_t kind,
         && ngx_strncmp(reply->str, "NOSCRIPT", 8) == 0)
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: NOSCRIPT: the round of project \"%V\" "
+                       "flags: sync: NOSCRIPT: the round of project \"%V\" "
                        "goes again as EVAL",
                        &((ngx_http_flags_project_t *)
                              s->fmcf->projects.elts)[pi].name);
@@ -779,7 +779,7 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
         s->has_sha = 1;
 
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: connected, script loaded as %s",
+                       "flags: sync: connected, script loaded as %s",
                        s->sha);
 
         /* the first round goes at once */

@@ -37,7 +37,7 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
     s->fmcf->sh->sync_rebase = 0;
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags sync: round begins, %ui projects%s",
+                   "flags: sync: round begins, %ui projects%s",
                    s->fmcf->projects.nelts,
                    rebase ? " (Redis was away: the totals are the baseline)"
                           : "");
@@ -352,7 +352,7 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     }
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags sync: round of project \"%V\": %uz of %ui flags "
+                   "flags: sync: round of project \"%V\": %uz of %ui flags "
                    "sent, %d bytes", &project->name, entries, n, len);
 
     return ngx_http_flags_sync_queue(s, pi, cmd, len);
@@ -448,7 +448,7 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
     ngx_uint_t  i;
 
     ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
-                  "flags_sync: project \"%V\": redis holds a new state "
+                  "flags: sync: project \"%V\": redis holds a new state "
                   "(restarted empty?): this host publishes its active "
                   "rollbacks and overrides at the next round",
                   &project->name);
@@ -465,61 +465,6 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
 
 
 
-/*
- * A rollback took effect on this host, decided by the fleet: the one
- * place that says so (and where counting it belongs).  "host" is who
- * decided (whose deltas crossed the threshold) or published its local
- * rollback; empty for a record of an older version, which has no host.
- */
-
-static void
-ngx_http_flags_sync_rolled_back(ngx_http_flags_sync_t *s,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
-    uint64_t errors, uint64_t enabled, ngx_str_t *host)
-{
-    /* flags_rollbacks_total{by="fleet"}: every host that applies the
-     * fleet's rollback counts it, so the alert pages for each */
-    fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
-
-    if (host->len) {
-        ngx_log_error(s->fmcf->log_level, s->log, 0,
-                      "flags: flag \"%V\" of project \"%V\" rolled back by "
-                      "the fleet (decided on host \"%V\": %uL errors, %uL "
-                      "enabled evaluations in %uD s)", &flag->name,
-                      &project->name, host, errors, enabled,
-                      flag->policy.window);
-        return;
-    }
-
-    ngx_log_error(s->fmcf->log_level, s->log, 0,
-                  "flags: flag \"%V\" of project \"%V\" rolled back by the "
-                  "fleet (no host recorded: %uL errors, %uL enabled "
-                  "evaluations in %uD s)",
-                  &flag->name, &project->name, errors, enabled,
-                  flag->policy.window);
-}
-
-
-/* "host \"NAME\"" or "no host recorded", what a log line of the fleet's
- * changes says of who made it */
-
-static ngx_str_t *
-ngx_http_flags_sync_by(ngx_str_t *by, u_char *buf, size_t size,
-    const char *host, size_t len)
-{
-    by->data = buf;
-
-    if (len == 0) {
-        by->len = ngx_cpymem(buf, "no host recorded", 16) - buf;
-        return by;
-    }
-
-    by->len = ngx_snprintf(buf, size, "host \"%*s\"", len, host) - buf;
-
-    return by;
-}
-
-
 /* One flag: what the core says the fleet's answer does, done here.
  * Returns 1 when the flag's control changed. */
 
@@ -528,11 +473,10 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
     fl_sync_fleet_t *ft, uint64_t sent)
 {
-    ngx_str_t            host, by;
-    ngx_uint_t           changed;
-    fl_sync_action_t     act;
-    fl_state_snapshot_t  snap;
-    u_char               buf[FL_SYNC_HOST_MAX + 16];
+    ngx_uint_t               changed;
+    fl_sync_action_t         act;
+    fl_state_snapshot_t      snap;
+    ngx_http_flags_change_t  ch;
 
     if (!fl_sync_action(ft, sent, ngx_http_flags_sync_control(flag, &snap),
                         &act))
@@ -541,41 +485,40 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
         return 0;
     }
 
+    /* the control owner logs, counts and bumps the version; the round
+     * saves the state file once, at its end */
+    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
+    ch.fmcf = s->fmcf;
+    ch.project = project;
+    ch.flag = flag;
+    ch.log = s->log;
+    ch.level = s->fmcf->log_level;
+    ch.by = NGX_HTTP_FLAGS_BY_FLEET;
+    ch.batch = 1;
+
     changed = 0;
 
-    if (act.rollback
-        && fl_control_try_rollback(flag->ctl, ft->at_ms, ft->errors,
-                                   ft->enabled, ft->sources,
-                                   FL_DECIDED_FLEET))
-    {
-        changed = 1;
-        host.data = (u_char *) ft->rb_host;
-        host.len = ft->rb_host_len;
-        ngx_http_flags_sync_rolled_back(s, project, flag, ft->errors,
-                                        ft->enabled, &host);
+    if (act.rollback) {
+        ch.who.data = (u_char *) ft->rb_host;
+        ch.who.len = ft->rb_host_len;
+        changed |= ngx_http_flags_control_fleet_rollback(&ch, ft->at_ms,
+                                                         ft->errors,
+                                                         ft->enabled,
+                                                         ft->sources);
     }
 
-    if (act.clear && ngx_http_flags_clear_rollback(s->fmcf, flag)) {
-        changed = 1;
-        ngx_log_error(s->fmcf->log_level, s->log, 0,
-                      "flags: rollback of flag \"%V\" of project \"%V\" "
-                      "cleared by the fleet (%V)", &flag->name,
-                      &project->name,
-                      ngx_http_flags_sync_by(&by, buf, sizeof(buf),
-                                             ft->cb_host, ft->cb_host_len));
+    if (act.clear) {
+        ch.who.data = (u_char *) ft->cb_host;
+        ch.who.len = ft->cb_host_len;
+        changed |= ngx_http_flags_control_clear(&ch);
     }
 
     if (act.set_override) {
-        ngx_http_flags_set_override(flag, act.override_kind,
-                                    act.override_milli);
+        ch.who.data = (u_char *) ft->ob_host;
+        ch.who.len = ft->ob_host_len;
+        ngx_http_flags_control_override(&ch, act.override_kind,
+                                        act.override_milli);
         changed = 1;
-        ngx_log_error(s->fmcf->log_level, s->log, 0,
-                      "flags: override of flag \"%V\" of project \"%V\" %s "
-                      "by the fleet (%V)", &flag->name, &project->name,
-                      act.override_kind != FL_OVERRIDE_NONE
-                      ? "set" : "removed",
-                      ngx_http_flags_sync_by(&by, buf, sizeof(buf),
-                                             ft->ob_host, ft->ob_host_len));
     }
 
     flag->version->sync_known = act.known;
@@ -634,12 +577,11 @@ ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     project->pversion->sync_ver = head->ver;
 
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags sync: project \"%V\" read at version %uL: %uz "
+                   "flags: sync: project \"%V\" read at version %uL: %uz "
                    "fields used, %uz ignored%s", &project->name, head->ver,
                    used, ignored, changed ? ", controls changed" : "");
 
     if (changed) {
-        ngx_http_flags_answer_changed(project);
         s->changed = 1;
     }
 
@@ -685,7 +627,7 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     if (st != FL_SYNC_REPLY_OK && st != FL_SYNC_REPLY_CONTROL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: answer of project \"%V\": %s",
+                       "flags: sync: answer of project \"%V\": %s",
                        &project->name, fl_sync_reply_status_text(st));
         ngx_free(view);
         return NGX_ERROR;
@@ -695,13 +637,13 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     if (st == FL_SYNC_REPLY_CONTROL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: answer of project \"%V\": %s",
+                       "flags: sync: answer of project \"%V\": %s",
                        &project->name, fl_sync_reply_status_text(st));
         rc = NGX_ERROR;
 
     } else if (!head.has_control) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                       "flags sync: project \"%V\" is at version %uL: "
+                       "flags: sync: project \"%V\" is at version %uL: "
                        "nothing new", &project->name, head.ver);
         rc = NGX_OK;
 
@@ -741,18 +683,18 @@ ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s)
     (void) ngx_atomic_fetch_add(&sh->sync_rounds, 1);
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags sync: round done in %M ms%s",
+                   "flags: sync: round done in %M ms%s",
                    (ngx_msec_t) (ngx_current_msec - s->round_start),
                    s->changed ? ", the state file is rewritten" : "");
 
     if (s->lost) {
         s->lost = 0;
         ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
-                      "flags_sync: redis at %V is back", &s->conf->host);
+                      "flags: sync: redis at %V is back", &s->conf->host);
     }
 
     if (s->changed) {
         s->changed = 0;
-        (void) ngx_http_flags_state_changed(s->fmcf, s->log, NULL, NULL);
+        (void) ngx_http_flags_control_save(s->fmcf, s->log, NULL, NULL);
     }
 }

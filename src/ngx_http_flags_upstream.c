@@ -320,9 +320,9 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
 {
     ngx_http_flags_upstream_walk_t *walk = data;
 
-    ngx_str_t            *name;
-    ngx_uint_t            i;
-    fl_state_snapshot_t   s;
+    ngx_str_t                *name;
+    ngx_uint_t                i;
+    ngx_http_flags_change_t   ch;
 
     if (flag->totals == NULL) {
         return;
@@ -363,10 +363,7 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
                                   (const char *) walk->addr->data,
                                   walk->addr->len));
 
-    /* the decision reads the window: this worker's memo hits first */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_change_init(&ch, r, project, flag);
 
-    if (ngx_http_flags_decide_rollback(walk->fmcf, flag, walk->now, &s)) {
-        ngx_http_flags_rolled_back(r, project, flag, &s);
-    }
+    (void) ngx_http_flags_control_decide(&ch, walk->now);
 }

@@ -46,6 +46,7 @@ my $conf = nginx_conf(workers => 1, log_level => 'debug', http => <<"_H_", serve
     flags_sync redis://127.0.0.1:$rport/7 interval=200ms prefix=t037: host=d0;
 _H_
         location = /ingest/errors { flags_ingest_errors; }
+        location = /flags { flags_evaluate; }
         location /ofrep/ { flags_ofrep; }
         location /flags-admin/ { allow 127.0.0.1; deny all; flags_admin; }
 _S_
@@ -56,7 +57,7 @@ my $log = sub { read_file("$dir/logs/error.log") };
 
 # the first sync round: connected, nothing to send yet (what was counted
 # before the first round is not sent, docs/sync.md)
-ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags sync: round of project "shop": 0 of 2 flags sent, \d+ bytes$/m }, FlagsTest::slow(5)),
+ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: sync: round of project "shop": 0 of 2 flags sent, \d+ bytes$/m }, FlagsTest::slow(5)),
    'debug: a quiet sync round sends no flag');
 
 # a report: the batch is written
@@ -70,13 +71,13 @@ ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: report batch of 1 lines
 
 # the sync rounds, one per interval: the report's delta goes out alone
 # (the override below waits for it)
-ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags sync: round of project "shop": 1 of 2 flags sent, \d+ bytes$/m }, FlagsTest::slow(5)),
+ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: sync: round of project "shop": 1 of 2 flags sent, \d+ bytes$/m }, FlagsTest::slow(5)),
    'debug: a sync round that sends the one flag with an error delta');
 # the first answer carries the project's control hash (no epoch known yet),
 # and each round says when it is done
-like($log->(), qr/\[debug\] \d+#\d+: flags sync: project "shop" read at version \d+: \d+ fields used, \d+ ignored$/m,
+like($log->(), qr/\[debug\] \d+#\d+: flags: sync: project "shop" read at version \d+: \d+ fields used, \d+ ignored$/m,
      'debug: the first answer, its control hash read');
-like($log->(), qr/\[debug\] \d+#\d+: flags sync: round done in \d+ ms$/m,
+like($log->(), qr/\[debug\] \d+#\d+: flags: sync: round done in \d+ ms$/m,
      'debug: a sync round done');
 
 # an SSE client of the project, then an admin change: the push tick
@@ -96,8 +97,19 @@ like($head, qr{^HTTP/1\.1 200 }, 'an SSE stream is open');
                      body => '{"enabled": false}',
                      headers => ['Content-Type: application/json']);
 is($st, 204, 'an override: the project changes');
-ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags push: project "shop" changed \(answer version \d+\): telling its clients$/m }, 5),
+ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: push: project "shop" changed \(answer version \d+\): telling its clients$/m }, 5),
    'debug: the push tick tells the changed project\'s clients');
+like($log->(), qr/\[debug\] \d+#\d+: \*\d+ flags: project "shop" answers changed \(answer version \d+\)/m,
+     'debug: the control change bumped the answer version');
+
+# the same caller three times: the third answer comes from the memo, and
+# is counted when the cycle ends
+for my $i (1 .. 3) {
+    ($st) = http_request(GET => '/flags?userId=m1', headers => ['Authorization: Bearer tok_1']);
+    is($st, 200, "GET /flags for m1, $i");
+}
+ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: memo fold: 1 answers of project "shop" counted$/m }, 5),
+   'debug: an answer from the memo, counted by the fold');
 ok(wait_for(sub { $log->() =~ /\[debug\] \d+#\d+: flags: state snapshot \d+ written to "\Q$dir\E\/state\.json", \d+ bytes$/m }, 5),
    'debug: the state file write, with its snapshot, path and size');
 

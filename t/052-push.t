@@ -569,7 +569,7 @@ my ($worker) = worker_pids($master);
     ok($slow->{eof}, 'slow client: the server drops the connection');
     ok($n < 400, "... before it has all 400 answers ($n)");
     is($close, 0, '... without a close frame (it would not be read)');
-    like(read_file("$dir/logs/error.log"), qr/flags push: (dropping WebSocket client: it does not read what is sent|WebSocket client timed out)/,
+    like(read_file("$dir/logs/error.log"), qr/flags: push: (dropping WebSocket client: it does not read what is sent|WebSocket client timed out)/,
          '... and says why in the error log');
 }
 

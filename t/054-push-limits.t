@@ -164,9 +164,9 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     read_until($o, \$a, sub { 0 }, 2);
     like($a, qr{^HTTP/1\.1 200 OK\r\n.*\r\n\r\nother\n\z}s, '... and another virtual host');
 
-    like(error_log(), qr/\[warn\] \d+#\d+: \*\d+ flags push: 128 connections in this worker, flags_push_max_connections is 128, client: 127\.0\.0\.1, server: localhost, request: "GET \/ofrep\/v1\/events\?token=\*\*\* HTTP\/1\.1", host: "localhost"\n/,
+    like(error_log(), qr/\[warn\] \d+#\d+: \*\d+ flags: push: 128 connections in this worker, flags_push_max_connections is 128, client: 127\.0\.0\.1, server: localhost, request: "GET \/ofrep\/v1\/events\?token=\*\*\* HTTP\/1\.1", host: "localhost"\n/,
          'the refusal is logged (event stream), the token masked');
-    like(error_log(), qr/\[warn\] \d+#\d+: \*\d+ flags push: 128 connections in this worker, flags_push_max_connections is 128, client: 127\.0\.0\.1, server: localhost, request: "GET \/ws\?token=\*\*\* HTTP\/1\.1", host: "localhost"\n/,
+    like(error_log(), qr/\[warn\] \d+#\d+: \*\d+ flags: push: 128 connections in this worker, flags_push_max_connections is 128, client: 127\.0\.0\.1, server: localhost, request: "GET \/ws\?token=\*\*\* HTTP\/1\.1", host: "localhost"\n/,
          '... (WebSocket)');
 
     # an event stream whose client goes away: nginx's own line
@@ -193,25 +193,25 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     is($c->{status}, 101, 'WS with the token twice: 101');
     $c->send(2, "\x00\x01");
     ok($c->closed(3), 'a binary message: closed');
-    like(error_log(), qr/flags push: closing WebSocket with 1003: a binary message, client: 127\.0\.0\.1, server: localhost, $r_twice/,
+    like(error_log(), qr/flags: push: closing WebSocket with 1003: a binary message, client: 127\.0\.0\.1, server: localhost, $r_twice/,
          'closing with 1003: logged, every token parameter masked');
 
     $c = Ws->open("/ws?token=$TOKEN");
     $c->send(9, 'x' x 126);
     ok($c->closed(3), 'a ping over 125 bytes: closed');
-    like(error_log(), qr/flags push: WebSocket client sent a malformed frame, client: 127\.0\.0\.1, server: localhost, $r_ws/,
+    like(error_log(), qr/flags: push: WebSocket client sent a malformed frame, client: 127\.0\.0\.1, server: localhost, $r_ws/,
          'a malformed frame: logged, masked');
 
     $c = Ws->open("/ws?token=$TOKEN");
     read_until($c->{s}, \$c->{buf}, sub { length $c->{buf} > 2 }, 2);
     close $c->{s};
     sleep 0.3;
-    like(error_log(), qr/flags push: WebSocket client closed the connection, client: 127\.0\.0\.1, server: localhost, $r_ws/,
+    like(error_log(), qr/flags: push: WebSocket client closed the connection, client: 127\.0\.0\.1, server: localhost, $r_ws/,
          'a client that closes: logged, masked');
 
     $c = Ws->open("/ws-fast?token=$TOKEN");
     ok($c->closed(4), 'a client that answers no ping: closed');
-    like(error_log(), qr/flags push: closing WebSocket with 1001: the client sent nothing, not even a pong, for two heartbeats, client: 127\.0\.0\.1, server: localhost, $r_fast/,
+    like(error_log(), qr/flags: push: closing WebSocket with 1001: the client sent nothing, not even a pong, for two heartbeats, client: 127\.0\.0\.1, server: localhost, $r_fast/,
          'no pong: logged, masked');
 
     # a WebSocket client that reads nothing (30 KB a message)
@@ -220,7 +220,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
     print { $c->{s} } join '', map {
         Ws::frame_bytes(1, qq({"type":"evaluation_batch","evaluations":[{"type":"evaluation","flagName":"x","result":true,"userId":"u$_","traits":{}}]}))
     } 1 .. 400;
-    ok(wait_for(sub { error_log() =~ /flags push: (?:dropping WebSocket client: it does not read what is sent|WebSocket client timed out), client: 127\.0\.0\.1, server: localhost, $r_slow/ }, 5),
+    ok(wait_for(sub { error_log() =~ /flags: push: (?:dropping WebSocket client: it does not read what is sent|WebSocket client timed out), client: 127\.0\.0\.1, server: localhost, $r_slow/ }, 5),
        'a WebSocket client that reads nothing: dropped, logged, masked');
     close $c->{s};
 
@@ -237,7 +237,7 @@ sub error_log { read_file("$dir/logs/error.log") // '' }
            http_request($method => '/flags-admin/overrides/shop/plain', body => $body,
                         headers => [defined $body ? 'Content-Type: application/json' : ()]);
            sleep 0.1;
-           error_log() =~ /\[info\] \d+#\d+: \*\d+ flags push: event stream client timed out \(110: Connection timed out\), client: 127\.0\.0\.1, server: localhost, $r_sse/
+           error_log() =~ /\[info\] \d+#\d+: \*\d+ flags: push: event stream client timed out \(110: Connection timed out\), client: 127\.0\.0\.1, server: localhost, $r_sse/
        }, 30),
        "an event stream client that reads nothing: timed out, logged, masked (${\ sprintf '%.1f', time - $t0} s)");
     close $c;

@@ -454,14 +454,14 @@ sub traffic {
     kill 'CONT', $redis_pid;
     ok(wait_for(sub { status(0)->{sync}{connected} }, 8), 'connected again once Redis answers');
     my @lost = read_file("$dir[0]/logs/error.log")
-        =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
+        =~ /\[error\] .*flags: sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
     is(scalar @lost, 1, 'a Redis that does not answer is logged once, at error level');
 }
 
 # --- Redis killed mid-traffic ---------------------------------------------
 sub losses {
     my @l = read_file("$dir[0]/logs/error.log")
-        =~ /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
+        =~ /\[error\] .*flags: sync: redis at 127\.0\.0\.1:\Q$rport\E: .*hosts decide alone until it is back/g;
     return scalar @l;
 }
 {
@@ -496,11 +496,11 @@ sub losses {
            1, "host $i: solo's rollback names the host that published it");
     }
     for my $i (0 .. 2) {
-        is(scalar(log_lines($i, qr/\[notice\] \d+#\d+: flags_sync: project "shop": redis holds a new state \(restarted empty\?\): this host publishes its active rollbacks and overrides at the next round$/)),
+        is(scalar(log_lines($i, qr/\[notice\] \d+#\d+: flags: sync: project "shop": redis holds a new state \(restarted empty\?\): this host publishes its active rollbacks and overrides at the next round$/)),
            1, "host $i: the new state is logged, one complete sentence");
     }
     like(read_file("$dir[0]/logs/error.log"),
-         qr/flags_sync: redis at 127\.0\.0\.1:\Q$rport\E is back/, 'the return is logged');
+         qr/flags: sync: redis at 127\.0\.0\.1:\Q$rport\E is back/, 'the return is logged');
 }
 
 # --- kill -9 of the syncing worker: another worker takes the lock ---------
@@ -538,7 +538,7 @@ sub losses {
     local $FlagsTest::Port = $port[3];
     push @pid, nginx_start($dir[3]);
     ok(wait_for(sub { (read_file("$dir[3]/logs/error.log") // '') =~
-        /\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$rport\E: AUTH refused \(check the password of flags_sync\): WRONGPASS/ }, 5),
+        /\[error\] .*flags: sync: redis at 127\.0\.0\.1:\Q$rport\E: AUTH refused \(check the password of flags_sync\): WRONGPASS/ }, 5),
        'wrong password: the log says AUTH was refused, and why');
     is(status(3)->{sync}{connected}, JSON::PP::false, 'not connected');
     is(enabled(3, 'risky'), 1, 'and serving goes on');
@@ -779,7 +779,7 @@ sub vm_kb {
 sub fake_errors {
     my ($re) = @_;
     my @l = (read_file("$fdir/logs/error.log") // '')
-        =~ /(\[error\] .*flags_sync: redis at 127\.0\.0\.1:\Q$fport\E: $re[^\n]*)/g;
+        =~ /(\[error\] .*flags: sync: redis at 127\.0\.0\.1:\Q$fport\E: $re[^\n]*)/g;
     return @l;
 }
 

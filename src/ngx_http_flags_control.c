@@ -1,0 +1,371 @@
+/*
+ * ngx_http_flags_control.c - every change of a flag's control state, and
+ * what follows it.
+ *
+ * A flag's control block (fl_control_t, in the zone) says whether it is
+ * rolled back and whether an override is in force.  It changes in five
+ * ways, and only through this file:
+ *
+ *   a rollback by this host's rule   after an error was counted (a
+ *                                    report, an upstream error)
+ *   a rollback by the fleet          flags_sync applies the fleet's record
+ *   a cleared rollback               flags_admin, or the fleet
+ *   an override set or removed       flags_admin, or the fleet
+ *   a new definition                 a reload commits other definitions
+ *
+ * Each change has the same consequences, taken here and nowhere else:
+ *
+ *   the project's answer version is bumped (push clients are told at the
+ *   next tick, memo entries of the old version stop answering); one log
+ *   line at flags_log_level says what changed and who changed it; a
+ *   rollback is counted (flags_rollbacks_total, by="rule" or "fleet"); the
+ *   state file is rewritten, at once or, for a caller that changes several
+ *   flags in a row (a sync round) or must answer after the write
+ *   (flags_admin), once by that caller through ngx_http_flags_control_save().
+ *
+ * The zone file (_shm.c) holds the memory; the core decides (the rule,
+ * fl_rollback_decide(); the block's transitions, fl_control_*()).
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
+static void ngx_http_flags_control_saved(ngx_http_flags_change_t *ch);
+static ngx_str_t *ngx_http_flags_control_host(ngx_http_flags_change_t *ch,
+    ngx_str_t *by, u_char *buf, size_t size);
+
+
+/* A change made while serving r: its log (with the request's context),
+ * its location's flags_log_level, the state file written at once. */
+
+void
+ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
+    ngx_http_request_t *r, ngx_http_flags_project_t *project,
+    ngx_http_flags_flag_t *flag)
+{
+    ngx_http_flags_loc_conf_t  *flcf;
+
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    ngx_memzero(ch, sizeof(ngx_http_flags_change_t));
+
+    ch->fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    ch->project = project;
+    ch->flag = flag;
+    ch->log = r->connection->log;
+    ch->level = flcf->log_level;
+    ch->by = NGX_HTTP_FLAGS_BY_RULE;
+}
+
+
+/*
+ * After an error of the flag was counted at now (a report, an upstream
+ * error of its on cohort): this host's rule (docs/rollback.md).  Returns
+ * 1 when this error rolled the flag back.
+ */
+
+ngx_uint_t
+ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
+{
+    char                    rate[16];
+    size_t                  rate_len;
+    uint32_t                seconds;
+    uint64_t                enabled, errors, sources;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    if (flag->node == NULL
+        || flag->policy.mode != FL_ROLLBACK_ON
+        || fl_control_rolled_back(flag->ctl))
+    {
+        return 0;
+    }
+
+    /* the window's evaluations include this worker's memo answers */
+    ngx_http_flags_memo_fold();
+
+    seconds = flag->policy.window;
+
+    ngx_http_flags_window_sums(ch->fmcf, flag->version, now, seconds,
+                               &enabled, &errors, &sources);
+
+    if (!fl_rollback_decide(errors, enabled, sources, &flag->policy)) {
+        return 0;
+    }
+
+    if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
+                                 errors, enabled, sources, FL_DECIDED_RULE))
+    {
+        /* another worker's error tripped it first */
+        return 0;
+    }
+
+    fl_count_rollback(flag->totals, FL_DECIDED_RULE);
+
+    rate_len = fl_json_milli(flag->policy.rate_milli, rate);
+
+    ngx_log_error(ch->level, ch->log, 0,
+                  "flags: rolled back flag \"%V\" of project \"%V\": "
+                  "%uL errors and %uL enabled evaluations in %uD s from "
+                  "%uL distinct sources (min_errors=%uD rate=%*s%% "
+                  "min_sources=%uD; decided by this host's rule)",
+                  &flag->name, &ch->project->name, errors, enabled,
+                  flag->policy.window, sources, flag->policy.min_errors,
+                  rate_len, rate, flag->policy.min_sources);
+
+    ngx_http_flags_control_changed(ch);
+
+    return 1;
+}
+
+
+/*
+ * The fleet's rollback record of the flag (flags_sync), decided on host
+ * ch->who (empty: a record of an older version names none).  Returns 1
+ * when it took effect here.
+ */
+
+ngx_uint_t
+ngx_http_flags_control_fleet_rollback(ngx_http_flags_change_t *ch,
+    uint64_t at_ms, uint64_t errors, uint64_t enabled, uint64_t sources)
+{
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    if (!fl_control_try_rollback(flag->ctl, at_ms, errors, enabled, sources,
+                                 FL_DECIDED_FLEET))
+    {
+        return 0;
+    }
+
+    /* flags_rollbacks_total{by="fleet"}: every host that applies the
+     * fleet's rollback counts it, so an alert pages for each */
+    fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
+
+    if (ch->who.len) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet (decided on host \"%V\": %uL errors, %uL "
+                      "enabled evaluations in %uD s)", &flag->name,
+                      &ch->project->name, &ch->who, errors, enabled,
+                      flag->policy.window);
+
+    } else {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet (no host recorded: %uL errors, %uL "
+                      "enabled evaluations in %uD s)", &flag->name,
+                      &ch->project->name, errors, enabled,
+                      flag->policy.window);
+    }
+
+    ngx_http_flags_control_changed(ch);
+
+    return 1;
+}
+
+
+/*
+ * Clears the flag's rollback and empties its windows, so that it does not
+ * trip again at once (docs/rollback.md).  Returns 1 if there was one.
+ */
+
+ngx_uint_t
+ngx_http_flags_control_clear(ngx_http_flags_change_t *ch)
+{
+    ngx_str_t  by;
+    u_char     buf[NGX_HTTP_FLAGS_WHO_LEN + 16];
+
+    if (!ngx_http_flags_clear_rollback(ch->fmcf, ch->flag)) {
+        return 0;
+    }
+
+    if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: rollback of flag \"%V\" of project \"%V\" "
+                      "cleared by the fleet (%V)", &ch->flag->name,
+                      &ch->project->name,
+                      ngx_http_flags_control_host(ch, &by, buf,
+                                                  sizeof(buf)));
+
+    } else {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: rollback cleared for flag \"%V\" of project "
+                      "\"%V\"%s%V%s", &ch->flag->name, &ch->project->name,
+                      ch->who.len ? ", by user \"" : "", &ch->who,
+                      ch->who.len ? "\"" : "");
+    }
+
+    ngx_http_flags_control_changed(ch);
+
+    return 1;
+}
+
+
+/* Sets the flag's override (FL_OVERRIDE_NONE: removes it). */
+
+void
+ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
+    fl_override_kind_t kind, uint32_t milli)
+{
+    u_char      value[64], buf[NGX_HTTP_FLAGS_WHO_LEN + 16];
+    u_char     *p;
+    ngx_str_t   by;
+
+    ngx_http_flags_set_override(ch->flag, kind, milli);
+
+    if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: override of flag \"%V\" of project \"%V\" %s "
+                      "by the fleet (%V)", &ch->flag->name,
+                      &ch->project->name,
+                      kind != FL_OVERRIDE_NONE ? "set" : "removed",
+                      ngx_http_flags_control_host(ch, &by, buf,
+                                                  sizeof(buf)));
+        ngx_http_flags_control_changed(ch);
+        return;
+    }
+
+    switch (kind) {
+
+    case FL_OVERRIDE_OFF:
+        p = ngx_cpymem(value, ": enabled false",
+                       sizeof(": enabled false") - 1);
+        break;
+
+    case FL_OVERRIDE_PERCENT:
+        p = ngx_cpymem(value, ": rolloutPercentage ",
+                       sizeof(": rolloutPercentage ") - 1);
+        p += fl_json_milli(milli, (char *) p);
+        break;
+
+    default:
+        p = value;
+    }
+
+    ngx_log_error(ch->level, ch->log, 0,
+                  "flags: override %s for flag \"%V\" of project \"%V\"%*s"
+                  "%s%V%s", kind != FL_OVERRIDE_NONE ? "set" : "removed",
+                  &ch->flag->name, &ch->project->name, (size_t) (p - value),
+                  value, ch->who.len ? ", by user \"" : "", &ch->who,
+                  ch->who.len ? "\"" : "");
+
+    ngx_http_flags_control_changed(ch);
+}
+
+
+/*
+ * A reload committed its generation: a project whose definitions differ
+ * gives other answers, and a flag whose definition changed lost its
+ * rollback and override with its old control block.
+ */
+
+void
+ngx_http_flags_control_committed(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf)
+{
+    size_t                     i, n;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_change_t    ch;
+    ngx_http_flags_project_t  *project;
+
+    project = fmcf->projects.elts;
+
+    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
+    ch.fmcf = fmcf;
+    ch.log = cycle->log;
+    ch.level = fmcf->log_level;
+    ch.by = NGX_HTTP_FLAGS_BY_DEFINITION;
+    ch.batch = 1;               /* the state file is the reload's to write */
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        ch.project = &project[i];
+
+        if (ngx_http_flags_zone_defs_committed(fmcf, &project[i])) {
+            ngx_http_flags_control_changed(&ch);
+        }
+
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+
+            if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
+                ngx_log_error(ch.level, ch.log, 0,
+                              "flags: flag \"%V\" of project \"%V\" has a "
+                              "new definition: its rollback and override "
+                              "were cleared", &flag->name, &project[i].name);
+            }
+
+            flag->replaced = NULL;
+        }
+    }
+}
+
+
+/*
+ * The state file holds every change so far.  Without r nothing waits;
+ * with r, done(r, ...) answers it once the file is written (see
+ * ngx_http_flags_state_changed()).
+ */
+
+ngx_int_t
+ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
+    ngx_http_request_t *r, ngx_http_flags_state_done_pt done)
+{
+    return ngx_http_flags_state_changed(fmcf, log, r, done);
+}
+
+
+/* The consequences every change shares. */
+
+static void
+ngx_http_flags_control_changed(ngx_http_flags_change_t *ch)
+{
+    ngx_http_flags_pversion_t  *pv;
+
+    pv = ch->project->pversion;
+
+    /* push clients are told at the next tick; memo entries of the old
+     * version stop answering (docs/push.md, ngx_http_flags_memo.c) */
+    if (pv) {
+        (void) __atomic_add_fetch(&pv->version, 1, __ATOMIC_RELEASE);
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ch->log, 0,
+                   "flags: project \"%V\" answers changed (answer version "
+                   "%uA)", &ch->project->name, pv ? pv->version : 0);
+
+    if (!ch->batch) {
+        ngx_http_flags_control_saved(ch);
+    }
+}
+
+
+static void
+ngx_http_flags_control_saved(ngx_http_flags_change_t *ch)
+{
+    /* written off the event loop; nothing waits for it */
+    (void) ngx_http_flags_state_changed(ch->fmcf, ch->log, NULL, NULL);
+}
+
+
+/* "host \"NAME\"" or "no host recorded": who made a change of the
+ * fleet's, as its log line says it */
+
+static ngx_str_t *
+ngx_http_flags_control_host(ngx_http_flags_change_t *ch, ngx_str_t *by,
+    u_char *buf, size_t size)
+{
+    by->data = buf;
+
+    if (ch->who.len == 0) {
+        by->len = ngx_cpymem(buf, "no host recorded", 16) - buf;
+        return by;
+    }
+
+    by->len = ngx_snprintf(buf, size, "host \"%V\"", &ch->who) - buf;
+
+    return by;
+}
