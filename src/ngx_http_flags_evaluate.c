@@ -14,57 +14,10 @@ static ngx_int_t ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_memo_key_t *key);
 
 
-/* If-None-Match names the answer's tag (text as sent, value): 304. */
-
-static ngx_int_t
-ngx_http_flags_revalidated(ngx_http_request_t *r, const u_char *text,
-    uint64_t etag)
-{
-    ngx_table_elt_t  *inm;
-
-    inm = r->headers_in.if_none_match;
-
-    return inm != NULL
-           && ((inm->value.len == FL_ETAG_LEN
-                && ngx_memcmp(inm->value.data, text, FL_ETAG_LEN) == 0)
-               || fl_etag_none_match((const char *) inm->value.data,
-                                     inm->value.len, etag));
-}
-
-
-/* The answer's tag as the ETag header, from memory of its own. */
-
-static ngx_int_t
-ngx_http_flags_etag_header(ngx_http_request_t *r, const u_char *text)
-{
-    u_char           *value;
-    ngx_table_elt_t  *h;
-
-    /* a copy: the memo may let go of its entry before the log phase */
-    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
-    if (value == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_memcpy(value, text, FL_ETAG_LEN);
-
-    h = ngx_http_flags_add_header(r, "ETag", value, FL_ETAG_LEN);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    r->headers_out.etag = h;
-
-    return NGX_OK;
-}
-
-
 ngx_int_t
 ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 {
-    uint64_t                     etag;
     ngx_int_t                    rc;
-    const u_char                *text;
     ngx_http_flags_memo_t       *m;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_memo_key_t    key;
@@ -109,20 +62,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
         return ngx_http_flags_evaluate_answer(r, project, &key);
     }
 
-    text = ngx_http_flags_memo_etag(m, &etag);
-
-    rc = ngx_http_flags_etag_header(r, text);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    if (ngx_http_flags_revalidated(r, text, etag)) {
-        /* the caller holds this answer: nothing evaluated or counted
-         * (docs/decisions.md) */
-        return ngx_http_flags_send_not_modified(r);
-    }
-
-    return ngx_http_flags_memo_send(r, m);
+    return ngx_http_flags_memo_answer(r, m);
 }
 
 
@@ -171,12 +111,12 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     etag = fl_answer_etag(project->core, &user, answer.effective, NULL);
     (void) fl_etag_format(etag, (char *) text);
 
-    rc = ngx_http_flags_etag_header(r, text);
+    rc = ngx_http_flags_etag_text(r, text);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    if (ngx_http_flags_revalidated(r, text, etag)) {
+    if (ngx_http_flags_none_match(r, text, etag)) {
         /* the caller holds this answer: no evaluation, nothing counted,
          * no body built (docs/decisions.md) */
         return ngx_http_flags_send_not_modified(r);

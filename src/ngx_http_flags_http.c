@@ -736,6 +736,51 @@ ngx_http_flags_set_etag(ngx_http_request_t *r, uint64_t etag)
 }
 
 
+/* If-None-Match names the answer's tag (text as sent, value): 304. */
+
+ngx_uint_t
+ngx_http_flags_none_match(ngx_http_request_t *r, const u_char *text,
+    uint64_t etag)
+{
+    ngx_table_elt_t  *inm;
+
+    inm = r->headers_in.if_none_match;
+
+    return inm != NULL
+           && ((inm->value.len == FL_ETAG_LEN
+                && ngx_memcmp(inm->value.data, text, FL_ETAG_LEN) == 0)
+               || fl_etag_none_match((const char *) inm->value.data,
+                                     inm->value.len, etag));
+}
+
+
+/* The answer's tag as the ETag header, from memory of its own. */
+
+ngx_int_t
+ngx_http_flags_etag_text(ngx_http_request_t *r, const u_char *text)
+{
+    u_char           *value;
+    ngx_table_elt_t  *h;
+
+    /* a copy: the memo may let go of its entry before the log phase */
+    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
+    if (value == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(value, text, FL_ETAG_LEN);
+
+    h = ngx_http_flags_add_header(r, "ETag", value, FL_ETAG_LEN);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->headers_out.etag = h;
+
+    return NGX_OK;
+}
+
+
 ngx_int_t
 ngx_http_flags_send_not_modified(ngx_http_request_t *r)
 {

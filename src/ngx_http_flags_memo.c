@@ -85,6 +85,7 @@ static ngx_event_t             ngx_http_flags_memo_fold_event;
 static uint64_t ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k);
 static ngx_uint_t ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
     ngx_http_flags_memo_key_t *k, uint64_t hash);
+static void ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m);
 static void ngx_http_flags_memo_fold_handler(ngx_event_t *ev);
 static void ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m,
     int64_t now);
@@ -240,31 +241,29 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
 }
 
 
-/* m's ETag as sent (FL_ETAG_LEN bytes) and its value, or NULL. */
-
-const u_char *
-ngx_http_flags_memo_etag(ngx_http_flags_memo_t *m, uint64_t *value)
-{
-    if (!m->has_etag) {
-        return NULL;
-    }
-
-    *value = m->etag_value;
-
-    return m->etag;
-}
-
-
 /*
- * Answers r with m's body (status 200, JSON), counting the answer as the
- * evaluations it shows.  The body is not copied: r holds m until its pool
- * goes.
+ * Answers r from m: its ETag if it has one, 304 when If-None-Match names
+ * it (not counted: the caller holds the answer), else 200 with m's body,
+ * counted as the evaluations it shows.  The body is not copied: r holds m
+ * until its pool goes.
  */
 
 ngx_int_t
-ngx_http_flags_memo_send(ngx_http_request_t *r, ngx_http_flags_memo_t *m)
+ngx_http_flags_memo_answer(ngx_http_request_t *r, ngx_http_flags_memo_t *m)
 {
+    ngx_int_t            rc;
     ngx_pool_cleanup_t  *cln;
+
+    if (m->has_etag) {
+        rc = ngx_http_flags_etag_text(r, m->etag);
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        if (ngx_http_flags_none_match(r, m->etag, m->etag_value)) {
+            return ngx_http_flags_send_not_modified(r);
+        }
+    }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -283,7 +282,7 @@ ngx_http_flags_memo_send(ngx_http_request_t *r, ngx_http_flags_memo_t *m)
 
 /* One more answer of m to count: at the end of this cycle. */
 
-void
+static void
 ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m)
 {
     ngx_event_t  *ev;

@@ -378,6 +378,11 @@ ngx_int_t ngx_http_flags_send_error(ngx_http_request_t *r, ngx_uint_t status,
 ngx_int_t ngx_http_flags_send_error_len(ngx_http_request_t *r,
     ngx_uint_t status, const char *code, const u_char *message, size_t len);
 ngx_int_t ngx_http_flags_set_etag(ngx_http_request_t *r, uint64_t etag);
+/* an answer's tag (FL_ETAG_LEN bytes as sent, and its value): the ETag
+ * header, and whether If-None-Match names it */
+ngx_int_t ngx_http_flags_etag_text(ngx_http_request_t *r, const u_char *text);
+ngx_uint_t ngx_http_flags_none_match(ngx_http_request_t *r,
+    const u_char *text, uint64_t etag);
 ngx_int_t ngx_http_flags_send_not_modified(ngx_http_request_t *r);
 ngx_table_elt_t *ngx_http_flags_add_header(ngx_http_request_t *r,
     const char *name, u_char *value, size_t len);
@@ -502,11 +507,8 @@ ngx_http_flags_memo_t *ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k);
 void ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     size_t len, const uint64_t *etag, const fl_detail_t *detail,
     ngx_int_t single);
-const u_char *ngx_http_flags_memo_etag(ngx_http_flags_memo_t *m,
-    uint64_t *value);
-ngx_int_t ngx_http_flags_memo_send(ngx_http_request_t *r,
+ngx_int_t ngx_http_flags_memo_answer(ngx_http_request_t *r,
     ngx_http_flags_memo_t *m);
-void ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m);
 void ngx_http_flags_memo_fold(void);
 void ngx_http_flags_memo_exit(void);
 

@@ -31,10 +31,15 @@ static ngx_uint_t ngx_http_flags_ofrep_push(ngx_http_request_t *r);
 static void ngx_http_flags_ofrep_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     ngx_http_flags_ofrep_ctx_t *ctx);
+static ngx_int_t ngx_http_flags_ofrep_memo_key(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, ngx_str_t *body,
+    ngx_http_flags_memo_key_t *k);
 static ngx_int_t ngx_http_flags_ofrep_single(ngx_http_request_t *r,
-    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user);
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user,
+    ngx_http_flags_memo_key_t *mkey);
 static ngx_int_t ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
-    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user);
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user,
+    ngx_http_flags_memo_key_t *mkey);
 static ngx_int_t ngx_http_flags_ofrep_error(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *key, const char *code, const char *details);
 static ngx_int_t ngx_http_flags_ofrep_refuse(ngx_http_request_t *r,
@@ -263,10 +268,15 @@ ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     fl_user_t                     user;
     fl_alloc_t                    alloc;
     fl_status_t                   st;
+    ngx_http_flags_memo_t        *m;
     ngx_http_flags_loc_conf_t    *flcf;
+    ngx_http_flags_memo_key_t     mkey;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     key = ctx->bulk ? NULL : &ctx->key;
+
+    /* read before anything the answer is computed from */
+    mkey.version = ngx_http_flags_answer_version(ctx->project);
 
     /* the JSON reader wants the body in one piece */
     rc = ngx_http_flags_body_whole(r, flcf->max_report_size, &body);
@@ -279,6 +289,16 @@ ngx_http_flags_ofrep_process(ngx_http_request_t *r,
 
     if (rc != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the same caller asked since the last change: the memo answers */
+    if (ngx_http_flags_ofrep_memo_key(r, ctx, &body, &mkey) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    m = ngx_http_flags_memo_find(&mkey);
+    if (m != NULL) {
+        return ngx_http_flags_memo_answer(r, m);
     }
 
     alloc.alloc = ngx_http_flags_pool_alloc;
@@ -306,16 +326,69 @@ ngx_http_flags_ofrep_process(ngx_http_request_t *r,
     }
 
     if (ctx->bulk) {
-        return ngx_http_flags_ofrep_bulk(r, ctx, &user);
+        return ngx_http_flags_ofrep_bulk(r, ctx, &user, &mkey);
     }
 
-    return ngx_http_flags_ofrep_single(r, ctx, &user);
+    return ngx_http_flags_ofrep_single(r, ctx, &user, &mkey);
+}
+
+
+/*
+ * The memo's key of an evaluation: what decides its answer besides the
+ * project's version: the location, the kind, the flag's key (single), the
+ * base and token the bulk ETag hashes, and the body's bytes.
+ */
+
+static ngx_int_t
+ngx_http_flags_ofrep_memo_key(ngx_http_request_t *r,
+    ngx_http_flags_ofrep_ctx_t *ctx, ngx_str_t *body,
+    ngx_http_flags_memo_key_t *k)
+{
+    u_char                      *p;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    k->kind = ctx->bulk ? NGX_HTTP_FLAGS_MEMO_OFREP_BULK
+                        : NGX_HTTP_FLAGS_MEMO_OFREP_ONE;
+    k->scope = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+    k->project = ctx->project;
+    k->gen = fmcf->gen;
+    k->len = ctx->key.len + ctx->base.len + ctx->token.len + body->len + 3;
+
+    p = ngx_pnalloc(r->pool, k->len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    k->bytes = p;
+
+    /* each part ends with a NUL, which none of the first three holds;
+     * an empty part may have no data pointer */
+    if (ctx->key.len) {
+        p = ngx_cpymem(p, ctx->key.data, ctx->key.len);
+    }
+    *p++ = '\0';
+    if (ctx->base.len) {
+        p = ngx_cpymem(p, ctx->base.data, ctx->base.len);
+    }
+    *p++ = '\0';
+    if (ctx->token.len) {
+        p = ngx_cpymem(p, ctx->token.data, ctx->token.len);
+    }
+    *p++ = '\0';
+    if (body->len) {
+        ngx_memcpy(p, body->data, body->len);
+    }
+
+    return NGX_OK;
 }
 
 
 static ngx_int_t
 ngx_http_flags_ofrep_single(ngx_http_request_t *r,
-    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user)
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user,
+    ngx_http_flags_memo_key_t *mkey)
 {
     long                       i;
     u_char                    *body;
@@ -348,13 +421,16 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
 
     len = fl_ofrep_flag_json(project->core, (size_t) i, &d, (char *) body);
 
+    ngx_http_flags_memo_store(mkey, body, len, NULL, &d, i);
+
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }
 
 
 static ngx_int_t
 ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
-    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user)
+    ngx_http_flags_ofrep_ctx_t *ctx, fl_user_t *user,
+    ngx_http_flags_memo_key_t *mkey)
 {
     u_char                    *body;
     size_t                     len, path_len;
@@ -412,6 +488,8 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     len = fl_ofrep_bulk_json(project->core, answer.detail, path, path_len,
                              (const char *) ctx->token.data, ctx->token.len,
                              (char *) body);
+
+    ngx_http_flags_memo_store(mkey, body, len, &etag, answer.detail, -1);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }

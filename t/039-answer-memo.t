@@ -44,6 +44,7 @@ my $server = <<'_C_';
         location = /status { flags_status; }
         location = /ingest/errors { flags_ingest_errors; }
         location /admin/ { flags_admin; }
+        location /ofrep/ { flags_ofrep; }
 _C_
 
 write_file("$dir/conf/nginx.conf", nginx_conf(http => $http, server => $server));
@@ -233,6 +234,42 @@ ok(wait_for(sub {
 ok(wait_for(sub { scalar(worker_pids($master)) == 2 }, 10), 'the old workers are gone');
 is(counters('half')->{evaluations}, $before + 10 + $polls,
    "every answer before and during the reload is counted ($before + 10 + $polls)");
+
+# --- 9. OFREP: single and bulk evaluations from the memo -------------------
+
+my @OJ = (@AUTH, 'Content-Type: application/json');
+my $ctx = '{"context":{"targetingKey":"o1","plan":"pro"}}';
+$before = counters('pro');
+my @single = map { [http_request(POST => '/ofrep/v1/evaluate/flags/pro', headers => \@OJ, body => $ctx)] } 1 .. 10;
+is_deeply([map { $_->[0] } @single], [(200) x 10], 'OFREP single, 10 times: 200');
+is_deeply([grep { $_->[2] ne $single[0][2] } @single], [], '... the same bytes each time');
+is(decode_json($single[0][2])->{value}, JSON::PP::true, '... "pro" is on for plan pro');
+is_deeply(counters('pro'), {evaluations => $before->{evaluations} + 10,
+                            enabledEvaluations => $before->{enabledEvaluations} + 10, errors => 0},
+          '... 10 evaluations of "pro", all enabled');
+
+$before = { map { $_ => counters($_) } qw(on half pro) };
+my @bulk = map { [http_request(POST => '/ofrep/v1/evaluate/flags', headers => \@OJ, body => $ctx)] } 1 .. 6;
+is_deeply([map { $_->[0] } @bulk], [(200) x 6], 'OFREP bulk, 6 times: 200');
+is_deeply([grep { $_->[2] ne $bulk[0][2] || $_->[1]{etag} ne $bulk[0][1]{etag} } @bulk], [],
+          '... the same bytes and ETag each time');
+my ($nst) = http_request(POST => '/ofrep/v1/evaluate/flags', body => $ctx,
+                         headers => [@OJ, "If-None-Match: $bulk[0][1]{etag}"]);
+is($nst, 304, '... If-None-Match with its ETag: 304');
+my %val = map { $_->{key} => ($_->{value} ? 1 : 0) } @{ decode_json($bulk[0][2])->{flags} };
+for my $name (qw(on half pro)) {
+    is_deeply(counters($name), {evaluations => $before->{$name}{evaluations} + 6,
+                                enabledEvaluations => $before->{$name}{enabledEvaluations} + 6 * $val{$name},
+                                errors => $before->{$name}{errors}},
+              "... \"$name\": 6 more evaluations by its value, the 304 not counted");
+}
+
+($ost) = http_request(PUT => '/admin/overrides/shop/pro',
+                      headers => ['Content-Type: application/json'], body => '{"enabled": false}');
+is($ost, 204, 'override "pro" to off');
+my (undef, undef, $ob) = http_request(POST => '/ofrep/v1/evaluate/flags/pro', headers => \@OJ, body => $ctx);
+is_deeply([@{ decode_json($ob) }{qw(value reason)}], [JSON::PP::false, 'DISABLED'],
+          'the next OFREP answer has "pro" off, DISABLED');
 
 nginx_stop($master);
 done_testing();
