@@ -42,6 +42,9 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
                    rebase ? " (Redis was away: the totals are the baseline)"
                           : "");
 
+    /* the deltas read the windows: this worker's memo answers first */
+    ngx_http_flags_memo_fold();
+
     for (i = 0; i < s->fmcf->projects.nelts; i++) {
         if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK) {
             return NGX_ERROR;
