@@ -25,6 +25,9 @@ typedef struct {
 } ngx_http_flags_ofrep_ctx_t;
 
 
+static ngx_int_t ngx_http_flags_ofrep_events_start(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ofrep_evaluate_start(ngx_http_request_t *r,
+    ngx_str_t *base, ngx_str_t *rest);
 static ngx_int_t ngx_http_flags_ofrep_route(ngx_http_request_t *r,
     ngx_str_t *base, ngx_str_t *rest);
 static ngx_uint_t ngx_http_flags_ofrep_push(ngx_http_request_t *r);
@@ -53,12 +56,8 @@ static ngx_str_t  ngx_http_flags_ofrep_events = ngx_string("v1/events");
 ngx_int_t
 ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
 {
-    size_t                       n;
-    ngx_int_t                    rc;
-    ngx_str_t                    base, rest, token, *key;
-    ngx_http_flags_project_t    *project;
-    ngx_http_flags_loc_conf_t   *flcf;
-    ngx_http_flags_ofrep_ctx_t  *ctx;
+    ngx_int_t   rc;
+    ngx_str_t   base, rest;
 
     /*
      * nginx's conditional filter would answer a 200 with "If-None-Match: *"
@@ -73,56 +72,86 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    n = ngx_http_flags_ofrep_eval.len;
-
     if (rest.len == ngx_http_flags_ofrep_events.len
         && ngx_strncmp(rest.data, ngx_http_flags_ofrep_events.data,
                        rest.len) == 0)
     {
-        /*
-         * PUSH HOOK: {loc}v1/events?token=... is the SSE stream of
-         * ngx_http_flags_push.c (docs/push.md).  Its token is in the
-         * query (EventSource sends no header; a Bearer header is taken
-         * too); then the method, then the stream.
-         */
-        if (!ngx_http_flags_push_enabled(r)) {
-            return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
-                                               "GENERAL",
-                                               "no event stream here");
-        }
+        return ngx_http_flags_ofrep_events_start(r);
+    }
 
-        rc = ngx_http_flags_push_token(r, &project);
-        if (project == NULL) {
-            return rc;
-        }
+    return ngx_http_flags_ofrep_evaluate_start(r, &base, &rest);
+}
 
-        if (r->method != NGX_HTTP_GET) {
-            if (ngx_http_flags_add_header(r, "Allow", (u_char *) "GET", 3)
-                == NULL)
-            {
-                return NGX_HTTP_INTERNAL_SERVER_ERROR;
-            }
 
-            return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_ALLOWED, NULL,
-                                               "GENERAL",
-                                               "the event stream is GET");
-        }
+/*
+ * PUSH HOOK: {loc}v1/events?token=... is the SSE stream of
+ * ngx_http_flags_push.c (docs/push.md).  Its token is in the query
+ * (EventSource sends no header; a Bearer header is taken too); then the
+ * method, then the stream.
+ */
 
-        rc = ngx_http_flags_push_sse(r, project);
+static ngx_int_t
+ngx_http_flags_ofrep_events_start(ngx_http_request_t *r)
+{
+    ngx_int_t                  rc;
+    ngx_http_flags_project_t  *project;
 
-        if (rc == NGX_DECLINED) {
-            return ngx_http_flags_ofrep_refuse(r,
-                       NGX_HTTP_SERVICE_UNAVAILABLE, NULL, "GENERAL",
-                       "this worker holds flags_push_max_connections "
-                       "streams already");
-        }
+    if (!ngx_http_flags_push_enabled(r)) {
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
+                                           "GENERAL", "no event stream here");
+    }
 
+    rc = ngx_http_flags_push_token(r, &project);
+    if (project == NULL) {
         return rc;
     }
 
-    if (rest.len < n
-        || ngx_strncmp(rest.data, ngx_http_flags_ofrep_eval.data, n) != 0
-        || (rest.len > n && rest.data[n] != '/'))
+    if (r->method != NGX_HTTP_GET) {
+        if (ngx_http_flags_add_header(r, "Allow", (u_char *) "GET", 3)
+            == NULL)
+        {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_ALLOWED, NULL,
+                                           "GENERAL",
+                                           "the event stream is GET");
+    }
+
+    rc = ngx_http_flags_push_sse(r, project);
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                   NULL, "GENERAL",
+                   "this worker holds flags_push_max_connections "
+                   "streams already");
+    }
+
+    return rc;
+}
+
+
+/*
+ * {loc}v1/evaluate/flags[/KEY]: the path, the token, the method, the
+ * declared size; then the body is read (ngx_http_flags_ofrep_body()).
+ */
+
+static ngx_int_t
+ngx_http_flags_ofrep_evaluate_start(ngx_http_request_t *r, ngx_str_t *base,
+    ngx_str_t *rest)
+{
+    size_t                       n;
+    ngx_int_t                    rc;
+    ngx_str_t                    token;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_ofrep_ctx_t  *ctx;
+
+    n = ngx_http_flags_ofrep_eval.len;
+
+    if (rest->len < n
+        || ngx_strncmp(rest->data, ngx_http_flags_ofrep_eval.data, n) != 0
+        || (rest->len > n && rest->data[n] != '/'))
     {
         return ngx_http_flags_ofrep_refuse(r, NGX_HTTP_NOT_FOUND, NULL,
                                            "GENERAL",
@@ -153,23 +182,22 @@ ngx_http_flags_ofrep_handler(ngx_http_request_t *r)
 
     ctx->project = project;
     ctx->token = token;
-    ctx->base = base;
-    ctx->bulk = (rest.len == n);
+    ctx->base = *base;
+    ctx->bulk = (rest->len == n);
 
     if (!ctx->bulk) {
         /* r->uri is decoded: "a%2Fb" is the key "a/b" */
-        ctx->key.data = rest.data + n + 1;
-        ctx->key.len = rest.len - n - 1;
+        ctx->key.data = rest->data + n + 1;
+        ctx->key.len = rest->len - n - 1;
     }
-
-    key = ctx->bulk ? NULL : &ctx->key;
 
     flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
     /* a declared length is refused before a byte of the body is read */
     if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
         return ngx_http_flags_ofrep_refuse(r,
-                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE, key, "GENERAL",
+                   NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                   ctx->bulk ? NULL : &ctx->key, "GENERAL",
                    "the request body is larger than flags_max_report_size");
     }
 
