@@ -94,6 +94,12 @@ static void ngx_http_flags_vars_cleanup(void *data);
 static ngx_http_flags_vars_conf_t *ngx_http_flags_vars_conf(ngx_conf_t *cf);
 static char *ngx_http_flags_compile(ngx_conf_t *cf, ngx_str_t *value,
     ngx_http_complex_value_t *cv);
+static ngx_http_flags_context_t *ngx_http_flags_context_create(
+    ngx_conf_t *cf);
+static char *ngx_http_flags_context_params(ngx_conf_t *cf,
+    ngx_http_flags_context_t *ctx);
+static char *ngx_http_flags_context_trait(ngx_conf_t *cf,
+    ngx_http_flags_context_t *ctx, ngx_str_t *value);
 
 
 static ngx_str_t  ngx_http_flags_prefix = ngx_string(NGX_HTTP_FLAGS_VAR_PREFIX);
@@ -182,34 +188,80 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_loc_conf_t *flcf = conf;
 
-    u_char                          *eq;
-    ngx_str_t                       *value, v;
-    ngx_uint_t                       i, j, user;
-    ngx_http_flags_context_t        *ctx, **slot;
-    ngx_http_flags_vars_conf_t      *vars;
-    ngx_http_flags_context_trait_t  *t;
+    char                        *rv;
+    ngx_http_flags_context_t    *ctx, **slot;
+    ngx_http_flags_vars_conf_t  *vars;
 
     if (flcf->context != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
     }
 
+    ctx = ngx_http_flags_context_create(cf);
+    if (ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rv = ngx_http_flags_context_params(cf, ctx);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    vars = ngx_http_flags_vars_conf(cf);
+    if (vars == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    slot = ngx_array_push(&vars->contexts);
+    if (slot == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *slot = ctx;
+    flcf->context = ctx;
+
+    return NGX_CONF_OK;
+}
+
+
+/* A context of PROJECT, with the place of the directive for later errors */
+
+static ngx_http_flags_context_t *
+ngx_http_flags_context_create(ngx_conf_t *cf)
+{
+    ngx_str_t                 *value;
+    ngx_http_flags_context_t  *ctx;
+
     value = cf->args->elts;
 
     ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_flags_context_t));
     if (ctx == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     if (ngx_array_init(&ctx->traits, cf->pool, 4,
                        sizeof(ngx_http_flags_context_trait_t))
         != NGX_OK)
     {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     ctx->name = value[1];
     ctx->file = cf->conf_file->file.name;
     ctx->line = cf->conf_file->line;
+
+    return ctx;
+}
+
+
+/* The parameters after PROJECT: exactly one user=, any trait_NAME= */
+
+static char *
+ngx_http_flags_context_params(ngx_conf_t *cf, ngx_http_flags_context_t *ctx)
+{
+    ngx_str_t   *value, v;
+    ngx_uint_t   i, user;
+
+    value = cf->args->elts;
     user = 0;
 
     for (i = 2; i < cf->args->nelts; i++) {
@@ -232,54 +284,7 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        eq = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
-
-        if (value[i].len < sizeof("trait_") - 1
-            || ngx_strncmp(value[i].data, "trait_", sizeof("trait_") - 1)
-               != 0
-            || eq == NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\" in flags_context, "
-                               "expected user=VALUE or trait_NAME=VALUE",
-                               &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        v.data = value[i].data + sizeof("trait_") - 1;
-        v.len = eq - v.data;
-
-        if (v.len == 0 || v.len > FL_MAX_TRAIT_NAME_LEN) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid trait name in \"%V\": 1 to %d bytes "
-                               "after \"trait_\"", &value[i],
-                               (int) FL_MAX_TRAIT_NAME_LEN);
-            return NGX_CONF_ERROR;
-        }
-
-        t = ctx->traits.elts;
-
-        for (j = 0; j < ctx->traits.nelts; j++) {
-            if (t[j].name.len == v.len
-                && ngx_strncmp(t[j].name.data, v.data, v.len) == 0)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "duplicate trait \"%V\" in flags_context",
-                                   &v);
-                return NGX_CONF_ERROR;
-            }
-        }
-
-        t = ngx_array_push(&ctx->traits);
-        if (t == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        t->name = v;
-        v.data = eq + 1;
-        v.len = value[i].data + value[i].len - v.data;
-
-        if (ngx_http_flags_compile(cf, &v, &t->value) != NGX_CONF_OK) {
+        if (ngx_http_flags_context_trait(cf, ctx, &value[i]) != NGX_CONF_OK) {
             return NGX_CONF_ERROR;
         }
     }
@@ -288,20 +293,68 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "needs \"user=\"";
     }
 
-    vars = ngx_http_flags_vars_conf(cf);
-    if (vars == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    slot = ngx_array_push(&vars->contexts);
-    if (slot == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    *slot = ctx;
-    flcf->context = ctx;
-
     return NGX_CONF_OK;
+}
+
+
+/* trait_NAME=VALUE: a valid NAME, not yet given, and VALUE compiled */
+
+static char *
+ngx_http_flags_context_trait(ngx_conf_t *cf, ngx_http_flags_context_t *ctx,
+    ngx_str_t *value)
+{
+    u_char                          *eq;
+    ngx_str_t                        v;
+    ngx_uint_t                       j;
+    ngx_http_flags_context_trait_t  *t;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+
+    if (value->len < sizeof("trait_") - 1
+        || ngx_strncmp(value->data, "trait_", sizeof("trait_") - 1) != 0
+        || eq == NULL)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" in flags_context, "
+                           "expected user=VALUE or trait_NAME=VALUE",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    v.data = value->data + sizeof("trait_") - 1;
+    v.len = eq - v.data;
+
+    if (v.len == 0 || v.len > FL_MAX_TRAIT_NAME_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid trait name in \"%V\": 1 to %d bytes "
+                           "after \"trait_\"", value,
+                           (int) FL_MAX_TRAIT_NAME_LEN);
+        return NGX_CONF_ERROR;
+    }
+
+    t = ctx->traits.elts;
+
+    for (j = 0; j < ctx->traits.nelts; j++) {
+        if (t[j].name.len == v.len
+            && ngx_strncmp(t[j].name.data, v.data, v.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate trait \"%V\" in flags_context",
+                               &v);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    t = ngx_array_push(&ctx->traits);
+    if (t == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    t->name = v;
+    v.data = eq + 1;
+    v.len = value->data + value->len - v.data;
+
+    return ngx_http_flags_compile(cf, &v, &t->value);
 }
 
 
