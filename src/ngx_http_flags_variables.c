@@ -86,6 +86,13 @@ static ngx_int_t ngx_http_flags_enabled_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_flags_vars_eval(ngx_http_request_t *r,
     ngx_http_flags_vars_eval_t **out);
+static ngx_http_flags_vars_eval_t *ngx_http_flags_vars_find(
+    ngx_http_flags_vars_ctx_t *ctx, ngx_http_flags_project_t *project);
+static ngx_int_t ngx_http_flags_vars_user(ngx_http_request_t *r,
+    ngx_http_flags_loc_conf_t *flcf, ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_vars_eval_t *e, fl_trait_t *traits);
+static ngx_int_t ngx_http_flags_vars_values(ngx_http_request_t *r,
+    ngx_http_flags_context_t *context, ngx_str_t *uid, fl_trait_t *traits);
 static ngx_uint_t ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e,
     ngx_uint_t i, int64_t now);
 static ngx_http_flags_vars_ctx_t *ngx_http_flags_vars_ctx(
@@ -601,17 +608,11 @@ static ngx_int_t
 ngx_http_flags_vars_eval(ngx_http_request_t *r,
     ngx_http_flags_vars_eval_t **out)
 {
-    char                             err[256];
-    ngx_str_t                        uid, val;
-    ngx_uint_t                       i;
-    fl_alloc_t                       alloc;
-    fl_trait_t                      *traits;
-    fl_status_t                      st;
-    ngx_http_flags_context_t        *context;
-    ngx_http_flags_vars_ctx_t       *ctx;
-    ngx_http_flags_vars_eval_t      *e;
-    ngx_http_flags_loc_conf_t       *flcf;
-    ngx_http_flags_context_trait_t  *t;
+    fl_trait_t                  *traits;
+    ngx_http_flags_context_t    *context;
+    ngx_http_flags_vars_ctx_t   *ctx;
+    ngx_http_flags_vars_eval_t  *e;
+    ngx_http_flags_loc_conf_t   *flcf;
 
     *out = NULL;
 
@@ -627,11 +628,9 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    for (e = ctx->evals; e; e = e->next) {
-        if (e->project == context->project) {
-            *out = e;
-            return NGX_OK;
-        }
+    *out = ngx_http_flags_vars_find(ctx, context->project);
+    if (*out) {
+        return NGX_OK;
     }
 
     if (ctx->building) {
@@ -652,25 +651,64 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    ctx->building = 1;
-
-    if (ngx_http_complex_value(r, &context->user, &uid) != NGX_OK) {
-        ctx->building = 0;
+    if (ngx_http_flags_vars_user(r, flcf, ctx, e, traits) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    t = context->traits.elts;
+    /* two contexts naming one project may both have started: the first
+     * to finish wins, so one request has one answer a flag */
+    *out = ngx_http_flags_vars_find(ctx, e->project);
+    if (*out) {
+        return NGX_OK;
+    }
 
-    for (i = 0; i < context->traits.nelts; i++) {
-        if (ngx_http_complex_value(r, &t[i].value, &val) != NGX_OK) {
-            ctx->building = 0;
-            return NGX_ERROR;
+    e->next = ctx->evals;
+    ctx->evals = e;
+    *out = e;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_flags_vars_eval_t *
+ngx_http_flags_vars_find(ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_project_t *project)
+{
+    ngx_http_flags_vars_eval_t  *e;
+
+    for (e = ctx->evals; e; e = e->next) {
+        if (e->project == project) {
+            return e;
         }
+    }
 
-        traits[i].name = (const char *) t[i].name.data;
-        traits[i].name_len = t[i].name.len;
-        traits[i].value = (const char *) val.data;
-        traits[i].value_len = val.len;
+    return NULL;
+}
+
+
+/*
+ * The caller of e, built from the values of the context (traits: room for
+ * them): NGX_OK, with e->refused set when the values are over the limits.
+ */
+
+static ngx_int_t
+ngx_http_flags_vars_user(ngx_http_request_t *r,
+    ngx_http_flags_loc_conf_t *flcf, ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_vars_eval_t *e, fl_trait_t *traits)
+{
+    char                       err[256];
+    ngx_str_t                  uid;
+    fl_alloc_t                 alloc;
+    fl_status_t                st;
+    ngx_http_flags_context_t  *context;
+
+    context = flcf->context;
+
+    ctx->building = 1;
+
+    if (ngx_http_flags_vars_values(r, context, &uid, traits) != NGX_OK) {
+        ctx->building = 0;
+        return NGX_ERROR;
     }
 
     ctx->building = 0;
@@ -695,17 +733,36 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    /* two contexts naming one project may both have started: the first
-     * to finish wins, so one request has one answer a flag */
-    for (*out = ctx->evals; *out; *out = (*out)->next) {
-        if ((*out)->project == e->project) {
-            return NGX_OK;
-        }
+    return NGX_OK;
+}
+
+
+/* The values of user= and of each trait, for this request. */
+
+static ngx_int_t
+ngx_http_flags_vars_values(ngx_http_request_t *r,
+    ngx_http_flags_context_t *context, ngx_str_t *uid, fl_trait_t *traits)
+{
+    ngx_str_t                        val;
+    ngx_uint_t                       i;
+    ngx_http_flags_context_trait_t  *t;
+
+    if (ngx_http_complex_value(r, &context->user, uid) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    e->next = ctx->evals;
-    ctx->evals = e;
-    *out = e;
+    t = context->traits.elts;
+
+    for (i = 0; i < context->traits.nelts; i++) {
+        if (ngx_http_complex_value(r, &t[i].value, &val) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        traits[i].name = (const char *) t[i].name.data;
+        traits[i].name_len = t[i].name.len;
+        traits[i].value = (const char *) val.data;
+        traits[i].value_len = val.len;
+    }
 
     return NGX_OK;
 }
