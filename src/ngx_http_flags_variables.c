@@ -107,6 +107,12 @@ static char *ngx_http_flags_context_params(ngx_conf_t *cf,
     ngx_http_flags_context_t *ctx);
 static char *ngx_http_flags_context_trait(ngx_conf_t *cf,
     ngx_http_flags_context_t *ctx, ngx_str_t *value);
+static ngx_uint_t ngx_http_flags_var_flag(ngx_str_t *name, ngx_str_t *flag);
+static ngx_int_t ngx_http_flags_vars_check(ngx_conf_t *cf,
+    ngx_http_flags_vars_conf_t *vars, ngx_str_t *name);
+static ngx_int_t ngx_http_flags_vars_tables(ngx_conf_t *cf,
+    ngx_http_flags_vars_conf_t *vars, ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_variable_t *v);
 
 
 static ngx_str_t  ngx_http_flags_prefix = ngx_string(NGX_HTTP_FLAGS_VAR_PREFIX);
@@ -452,13 +458,8 @@ ngx_http_flags_merge_context(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *prev,
 ngx_int_t
 ngx_http_flags_variables_init(ngx_conf_t *cf)
 {
-    size_t                       len;
-    u_char                      *name;
-    ngx_int_t                   *table;
-    ngx_uint_t                   i, k, p, found;
+    ngx_uint_t                   i;
     ngx_http_variable_t         *v;
-    ngx_http_flags_context_t   **ctx;
-    ngx_http_flags_project_t    *project;
     ngx_http_flags_vars_conf_t  *vars;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_core_main_conf_t   *cmcf;
@@ -472,45 +473,9 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
     }
 
     v = cmcf->variables.elts;
-    ctx = vars->contexts.elts;
-    project = fmcf->projects.elts;
 
     for (i = 0; i < cmcf->variables.nelts; i++) {
-        if (v[i].name.len <= ngx_http_flags_prefix.len
-            || ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
-                           ngx_http_flags_prefix.len) != 0)
-        {
-            continue;
-        }
-
-        name = v[i].name.data + ngx_http_flags_prefix.len;
-        len = v[i].name.len - ngx_http_flags_prefix.len;
-
-        if (vars->contexts.nelts == 0) {
-            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                          "variable \"$%V\" is read but no flags_context "
-                          "names a project: it is always empty",
-                          &v[i].name);
-            continue;
-        }
-
-        found = 0;
-
-        for (k = 0; k < vars->contexts.nelts && !found; k++) {
-            found = ctx[k]->project
-                    && fl_project_find_var(ctx[k]->project->core,
-                                           (const char *) name, len) >= 0;
-        }
-
-        if (!found) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "unknown flag variable \"$%V\": project \"%V\" "
-                          "of flags_context in %V:%ui has no such flag%s",
-                          &v[i].name, &ctx[0]->name, &ctx[0]->file,
-                          ctx[0]->line,
-                          vars->contexts.nelts > 1
-                          ? ", nor has any other flags_context's project"
-                          : "");
+        if (ngx_http_flags_vars_check(cf, vars, &v[i].name) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -520,6 +485,88 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
     if (fmcf->projects.nelts == 0 || vars->nvars == 0) {
         return NGX_OK;
     }
+
+    return ngx_http_flags_vars_tables(cf, vars, fmcf, v);
+}
+
+
+/* Whether a variable's name is $flag_NAME: then *flag is NAME. */
+
+static ngx_uint_t
+ngx_http_flags_var_flag(ngx_str_t *name, ngx_str_t *flag)
+{
+    if (name->len <= ngx_http_flags_prefix.len
+        || ngx_strncmp(name->data, NGX_HTTP_FLAGS_VAR_PREFIX,
+                       ngx_http_flags_prefix.len) != 0)
+    {
+        return 0;
+    }
+
+    flag->data = name->data + ngx_http_flags_prefix.len;
+    flag->len = name->len - ngx_http_flags_prefix.len;
+
+    return 1;
+}
+
+
+/* A $flag_NAME read must be a flag of a project some flags_context names */
+
+static ngx_int_t
+ngx_http_flags_vars_check(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
+    ngx_str_t *name)
+{
+    ngx_str_t                   flag;
+    ngx_uint_t                  k, found;
+    ngx_http_flags_context_t  **ctx;
+
+    if (!ngx_http_flags_var_flag(name, &flag)) {
+        return NGX_OK;
+    }
+
+    if (vars->contexts.nelts == 0) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "variable \"$%V\" is read but no flags_context "
+                      "names a project: it is always empty", name);
+        return NGX_OK;
+    }
+
+    ctx = vars->contexts.elts;
+    found = 0;
+
+    for (k = 0; k < vars->contexts.nelts && !found; k++) {
+        found = ctx[k]->project
+                && fl_project_find_var(ctx[k]->project->core,
+                                       (const char *) flag.data, flag.len)
+                   >= 0;
+    }
+
+    if (!found) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "unknown flag variable \"$%V\": project \"%V\" "
+                      "of flags_context in %V:%ui has no such flag%s",
+                      name, &ctx[0]->name, &ctx[0]->file, ctx[0]->line,
+                      vars->contexts.nelts > 1
+                      ? ", nor has any other flags_context's project"
+                      : "");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Per project, per variable index: the flag a $flag_ variable reads, or -1 */
+
+static ngx_int_t
+ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_variable_t *v)
+{
+    ngx_str_t                  flag;
+    ngx_int_t                 *table;
+    ngx_uint_t                 i, p;
+    ngx_http_flags_project_t  *project;
+
+    project = fmcf->projects.elts;
 
     vars->flag_of_var = ngx_pcalloc(cf->pool,
                                     fmcf->projects.nelts * sizeof(ngx_int_t *));
@@ -536,14 +583,10 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
         for (i = 0; i < vars->nvars; i++) {
             table[i] = -1;
 
-            if (v[i].name.len > ngx_http_flags_prefix.len
-                && ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
-                               ngx_http_flags_prefix.len) == 0)
-            {
+            if (ngx_http_flags_var_flag(&v[i].name, &flag)) {
                 table[i] = fl_project_find_var(project[p].core,
-                               (const char *) v[i].name.data
-                               + ngx_http_flags_prefix.len,
-                               v[i].name.len - ngx_http_flags_prefix.len);
+                                               (const char *) flag.data,
+                                               flag.len);
             }
         }
 
