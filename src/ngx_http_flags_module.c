@@ -28,6 +28,18 @@ static char *ngx_http_flags_zone(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_flags_project_name(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf, ngx_str_t *value);
+static char *ngx_http_flags_project_params(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project);
+static char *ngx_http_flags_project_token(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project, ngx_str_t *value);
+static char *ngx_http_flags_project_file(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project, ngx_str_t *value);
+static char *ngx_http_flags_project_unique(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
+static char *ngx_http_flags_project_load(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project);
 static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -791,51 +803,15 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
-    char                       err[1024];
-    size_t                     n, k;
-    ngx_str_t                 *value, *token, *other, name;
-    ngx_uint_t                 i, j, t;
-    fl_status_t                rc;
-    fl_flag_info_t             info;
-    ngx_pool_cleanup_t        *cln;
-    ngx_http_flags_project_t  *project, *projects;
+    char                      *rv;
+    ngx_str_t                 *value;
+    ngx_http_flags_project_t  *project;
 
     value = cf->args->elts;
 
-    /* "flags_project token=T ..." without a name: the token is no name */
-    if (ngx_strlchr(value[1].data, value[1].data + value[1].len, '=')) {
-        if (ngx_http_flags_param_name(&value[1], &name)) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_project: invalid project name \"%V\" "
-                               "(parameter 1); the name comes first",
-                               &name);
-        } else {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_project: invalid project name "
-                               "(parameter 1); the name comes first");
-        }
-
-        return NGX_CONF_ERROR;
-    }
-
-    if (!ngx_http_flags_valid_name(&value[1])) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid project name \"%V\": expected 1 to 64 "
-                           "of A-Z a-z 0-9 _ . -", &value[1]);
-        return NGX_CONF_ERROR;
-    }
-
-    projects = fmcf->projects.elts;
-
-    for (i = 0; i < fmcf->projects.nelts; i++) {
-        if (projects[i].name.len == value[1].len
-            && ngx_strncmp(projects[i].name.data, value[1].data,
-                           value[1].len) == 0)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "duplicate project \"%V\"", &value[1]);
-            return NGX_CONF_ERROR;
-        }
+    rv = ngx_http_flags_project_name(cf, fmcf, &value[1]);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
     project = ngx_array_push(&fmcf->projects);
@@ -858,91 +834,204 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    rv = ngx_http_flags_project_params(cf, project);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rv = ngx_http_flags_project_unique(cf, fmcf, project);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    return ngx_http_flags_project_load(cf, project);
+}
+
+
+/* The NAME of flags_project: not a parameter, valid, and not yet used. */
+
+static char *
+ngx_http_flags_project_name(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *value)
+{
+    ngx_str_t                  name;
+    ngx_uint_t                 i;
+    ngx_http_flags_project_t  *projects;
+
+    /* "flags_project token=T ..." without a name: the token is no name */
+    if (ngx_strlchr(value->data, value->data + value->len, '=')) {
+        if (ngx_http_flags_param_name(value, &name)) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name \"%V\" "
+                               "(parameter 1); the name comes first",
+                               &name);
+        } else {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid project name "
+                               "(parameter 1); the name comes first");
+        }
+
+        return NGX_CONF_ERROR;
+    }
+
+    if (!ngx_http_flags_valid_name(value)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid project name \"%V\": expected 1 to 64 "
+                           "of A-Z a-z 0-9 _ . -", value);
+        return NGX_CONF_ERROR;
+    }
+
+    projects = fmcf->projects.elts;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (projects[i].name.len == value->len
+            && ngx_strncmp(projects[i].name.data, value->data, value->len)
+               == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate project \"%V\"", value);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* The parameters after NAME: at least one token= and exactly one file=. */
+
+static char *
+ngx_http_flags_project_params(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project)
+{
+    char        *rv;
+    ngx_str_t   *value, name;
+    ngx_uint_t   i;
+
+    value = cf->args->elts;
+
     for (i = 2; i < cf->args->nelts; i++) {
 
         if (ngx_strncmp(value[i].data, "token=", 6) == 0) {
-            token = ngx_array_push(&project->tokens);
-            if (token == NULL) {
-                return NGX_CONF_ERROR;
-            }
+            rv = ngx_http_flags_project_token(cf, project, &value[i]);
 
-            token->data = value[i].data + 6;
-            token->len = value[i].len - 6;
+        } else if (ngx_strncmp(value[i].data, "file=", 5) == 0) {
+            rv = ngx_http_flags_project_file(cf, project, &value[i]);
 
-            if (token->len == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "project \"%V\": empty token", &value[1]);
-                return NGX_CONF_ERROR;
-            }
-
-            /* tokens travel in an HTTP header: visible ASCII only */
-            for (k = 0; k < token->len; k++) {
-                if (token->data[k] <= 0x20 || token->data[k] >= 0x7f) {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                       "project \"%V\": a token may only "
-                                       "contain visible ASCII characters",
-                                       &value[1]);
-                    return NGX_CONF_ERROR;
-                }
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "file=", 5) == 0) {
-            if (project->file.len) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "project \"%V\": duplicate \"file\"",
-                                   &value[1]);
-                return NGX_CONF_ERROR;
-            }
-
-            project->file.data = value[i].data + 5;
-            project->file.len = value[i].len - 5;
-
-            if (project->file.len == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "project \"%V\": empty \"file\"",
-                                   &value[1]);
-                return NGX_CONF_ERROR;
-            }
-
-            /* relative to the configuration prefix, like "include" */
-            if (ngx_conf_full_name(cf->cycle, &project->file, 1) != NGX_OK) {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_http_flags_param_name(&value[i], &name)) {
+        } else if (ngx_http_flags_param_name(&value[i], &name)) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_project: unknown parameter \"%V\" "
                                "(parameter %ui); expected token= or file=",
                                &name, i);
+            rv = NGX_CONF_ERROR;
+
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_project: unknown parameter "
                                "(parameter %ui); expected token= or file=",
                                i);
+            rv = NGX_CONF_ERROR;
         }
 
-        return NGX_CONF_ERROR;
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
     }
 
     if (project->tokens.nelts == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "project \"%V\" has no \"token=\"", &value[1]);
+                           "project \"%V\" has no \"token=\"",
+                           &project->name);
         return NGX_CONF_ERROR;
     }
 
     if (project->file.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "project \"%V\" has no \"file=\"", &value[1]);
+                           "project \"%V\" has no \"file=\"", &project->name);
         return NGX_CONF_ERROR;
     }
 
-    /* a token picks exactly one project; never print the token itself */
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_flags_project_token(ngx_conf_t *cf, ngx_http_flags_project_t *project,
+    ngx_str_t *value)
+{
+    size_t      k;
+    ngx_str_t  *token;
+
+    token = ngx_array_push(&project->tokens);
+    if (token == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    token->data = value->data + 6;
+    token->len = value->len - 6;
+
+    if (token->len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "project \"%V\": empty token", &project->name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* tokens travel in an HTTP header: visible ASCII only */
+    for (k = 0; k < token->len; k++) {
+        if (token->data[k] <= 0x20 || token->data[k] >= 0x7f) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "project \"%V\": a token may only "
+                               "contain visible ASCII characters",
+                               &project->name);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_flags_project_file(ngx_conf_t *cf, ngx_http_flags_project_t *project,
+    ngx_str_t *value)
+{
+    if (project->file.len) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "project \"%V\": duplicate \"file\"",
+                           &project->name);
+        return NGX_CONF_ERROR;
+    }
+
+    project->file.data = value->data + 5;
+    project->file.len = value->len - 5;
+
+    if (project->file.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "project \"%V\": empty \"file\"", &project->name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* relative to the configuration prefix, like "include" */
+    if (ngx_conf_full_name(cf->cycle, &project->file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * A token picks exactly one project: none twice in the project, none of
+ * an earlier project's.  Never print the token itself.
+ */
+
+static char *
+ngx_http_flags_project_unique(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project)
+{
+    ngx_str_t                 *token, *other;
+    ngx_uint_t                 i, j, t;
+    ngx_http_flags_project_t  *projects;
 
     token = project->tokens.elts;
     projects = fmcf->projects.elts;
@@ -956,11 +1045,12 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "project \"%V\" lists token %ui twice",
-                                   &value[1], t + 1);
+                                   &project->name, t + 1);
                 return NGX_CONF_ERROR;
             }
         }
 
+        /* the last project is this one */
         for (i = 0; i + 1 < fmcf->projects.nelts; i++) {
             other = projects[i].tokens.elts;
 
@@ -972,12 +1062,28 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                        "token %ui of project \"%V\" is "
                                        "already used by project \"%V\"",
-                                       t + 1, &value[1], &projects[i].name);
+                                       t + 1, &project->name,
+                                       &projects[i].name);
                     return NGX_CONF_ERROR;
                 }
             }
         }
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/* The flags file, parsed by the core, and the project's table of flags. */
+
+static char *
+ngx_http_flags_project_load(ngx_conf_t *cf, ngx_http_flags_project_t *project)
+{
+    char                 err[1024];
+    size_t               n;
+    fl_status_t          rc;
+    fl_flag_info_t       info;
+    ngx_pool_cleanup_t  *cln;
 
     /* ngx_conf_full_name() NUL-terminates the path */
 

@@ -46,6 +46,15 @@ static ngx_uint_t ngx_http_flags_proc_alive(ngx_pid_t pid);
 static ngx_int_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
     ngx_str_t *project, ngx_http_flags_flag_t *flag, uint32_t window,
     ngx_uint_t gen, ngx_uint_t committed, ngx_log_t *log);
+static ngx_int_t ngx_http_flags_bind_node(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, u_char *key, size_t len, uint32_t hash,
+    uint32_t window, ngx_uint_t gen);
+static ngx_http_flags_version_t *ngx_http_flags_bind_match(
+    ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
+    ngx_uint_t committed);
+static void ngx_http_flags_bind_window(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, ngx_http_flags_version_t *v,
+    uint32_t window, ngx_uint_t gen, ngx_log_t *log);
 static ngx_int_t ngx_http_flags_bound(ngx_http_flags_flag_t *flag,
     ngx_http_flags_node_t *node, ngx_http_flags_version_t *v);
 static ngx_http_flags_window_t *ngx_http_flags_new_window(
@@ -532,14 +541,8 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     u_char                      key[NGX_HTTP_FLAGS_KEY_LEN];
     size_t                      len;
     uint32_t                    hash;
-    ngx_slab_pool_t            *shpool;
     ngx_http_flags_node_t      *node;
-    ngx_http_flags_shctx_t     *sh;
-    ngx_http_flags_window_t    *w;
-    ngx_http_flags_version_t   *v, *match;
-
-    shpool = fmcf->shpool;
-    sh = fmcf->sh;
+    ngx_http_flags_version_t   *v;
 
     flag->node = NULL;
     flag->version = NULL;
@@ -555,43 +558,95 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     ngx_memcpy(key + project->len + 1, flag->name.data, flag->name.len);
 
     hash = ngx_crc32_short(key, len);
-    node = ngx_http_flags_lookup(sh, key, len, hash);
+    node = ngx_http_flags_lookup(fmcf->sh, key, len, hash);
 
     if (node == NULL) {
-        node = ngx_slab_calloc_locked(shpool,
-                                   offsetof(ngx_http_flags_node_t, key) + len);
-        if (node == NULL) {
-            return NGX_DECLINED;
-        }
-
-        v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
-        if (v == NULL) {
-            ngx_slab_free_locked(shpool, node);
-            return NGX_DECLINED;
-        }
-
-        ngx_memcpy(node->key, key, len);
-        node->key_len = len;
-        node->first_gen = gen;
-        node->last_gen = gen;
-        node->in_tree = 1;
-        node->versions = v;
-        node->sn.str.data = node->key;
-        node->sn.str.len = len;
-        node->sn.node.key = hash;
-
-        ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
-        ngx_queue_insert_tail(&sh->queue, &node->queue);
-        sh->nnodes++;
-
-        return ngx_http_flags_bound(flag, node, v);
+        return ngx_http_flags_bind_node(fmcf, flag, key, len, hash, window,
+                                        gen);
     }
 
     node->last_gen = gen;
 
-    /* the version of this definition, if the running configuration still
-     * uses it; the version it uses for another definition is kept for
-     * the commit's log */
+    v = ngx_http_flags_bind_match(flag, node, committed);
+
+    if (v == NULL) {
+        v = ngx_http_flags_new_version(fmcf->shpool, flag->def_hash, window,
+                                       gen);
+        if (v == NULL) {
+            return NGX_DECLINED;
+        }
+
+        /* published last: a reader walking the list sees it whole */
+        v->next = node->versions;
+        __atomic_store_n(&node->versions, v, __ATOMIC_RELEASE);
+
+        return ngx_http_flags_bound(flag, node, v);
+    }
+
+    v->last_gen = gen;
+
+    ngx_http_flags_bind_window(fmcf, flag, v, window, gen, log);
+
+    return ngx_http_flags_bound(flag, node, v);
+}
+
+
+/* With the zone locked: a new node for the key, with its first version. */
+
+static ngx_int_t
+ngx_http_flags_bind_node(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, u_char *key, size_t len, uint32_t hash,
+    uint32_t window, ngx_uint_t gen)
+{
+    ngx_slab_pool_t           *shpool;
+    ngx_http_flags_node_t     *node;
+    ngx_http_flags_shctx_t    *sh;
+    ngx_http_flags_version_t  *v;
+
+    shpool = fmcf->shpool;
+    sh = fmcf->sh;
+
+    node = ngx_slab_calloc_locked(shpool,
+                                  offsetof(ngx_http_flags_node_t, key) + len);
+    if (node == NULL) {
+        return NGX_DECLINED;
+    }
+
+    v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
+    if (v == NULL) {
+        ngx_slab_free_locked(shpool, node);
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(node->key, key, len);
+    node->key_len = len;
+    node->first_gen = gen;
+    node->last_gen = gen;
+    node->in_tree = 1;
+    node->versions = v;
+    node->sn.str.data = node->key;
+    node->sn.str.len = len;
+    node->sn.node.key = hash;
+
+    ngx_rbtree_insert(&sh->rbtree, &node->sn.node);
+    ngx_queue_insert_tail(&sh->queue, &node->queue);
+    sh->nnodes++;
+
+    return ngx_http_flags_bound(flag, node, v);
+}
+
+
+/*
+ * The version of the flag's definition, if the running configuration
+ * still uses it (NULL if not); the version it uses for another definition
+ * is kept in flag->replaced for the commit's log.
+ */
+
+static ngx_http_flags_version_t *
+ngx_http_flags_bind_match(ngx_http_flags_flag_t *flag,
+    ngx_http_flags_node_t *node, ngx_uint_t committed)
+{
+    ngx_http_flags_version_t  *v, *match;
 
     match = NULL;
 
@@ -610,50 +665,43 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
         }
     }
 
-    v = match;
+    return match;
+}
 
-    if (v == NULL) {
-        v = ngx_http_flags_new_version(shpool, flag->def_hash, window, gen);
-        if (v == NULL) {
-            return NGX_DECLINED;
-        }
 
-        /* published last: a reader walking the list sees it whole */
-        v->next = node->versions;
-        __atomic_store_n(&node->versions, v, __ATOMIC_RELEASE);
+/*
+ * With the zone locked: another window length for a version kept is a new
+ * head where every worker counts from now on; the old one is still summed,
+ * and merged into the head once no worker that could be counting into it
+ * is left.  A full zone keeps the old length.
+ */
 
-        return ngx_http_flags_bound(flag, node, v);
-    }
-
-    v->last_gen = gen;
+static void
+ngx_http_flags_bind_window(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, ngx_http_flags_version_t *v,
+    uint32_t window, ngx_uint_t gen, ngx_log_t *log)
+{
+    ngx_http_flags_window_t  *w;
 
     if (fl_window_seconds(ngx_http_flags_window_block(v->windows))
         == window)
     {
-        return ngx_http_flags_bound(flag, node, v);
+        return;
     }
 
-    /*
-     * Another window length: a new head where every worker counts from
-     * now on; the old one is still summed, and merged into the head once
-     * no worker that could be counting into it is left.
-     */
-
-    w = ngx_http_flags_new_window(shpool, window);
+    w = ngx_http_flags_new_window(fmcf->shpool, window);
     if (w == NULL) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "flags: zone \"%V\" is full: flag \"%V\" keeps its "
                       "window of %uD s", &fmcf->zone_name, &flag->name,
                       fl_window_seconds(
                           ngx_http_flags_window_block(v->windows)));
-        return ngx_http_flags_bound(flag, node, v);
+        return;
     }
 
     v->windows->retired = gen;
     w->next = v->windows;
     __atomic_store_n(&v->windows, w, __ATOMIC_RELEASE);
-
-    return ngx_http_flags_bound(flag, node, v);
 }
 
 

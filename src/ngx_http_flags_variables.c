@@ -86,6 +86,13 @@ static ngx_int_t ngx_http_flags_enabled_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_flags_vars_eval(ngx_http_request_t *r,
     ngx_http_flags_vars_eval_t **out);
+static ngx_http_flags_vars_eval_t *ngx_http_flags_vars_find(
+    ngx_http_flags_vars_ctx_t *ctx, ngx_http_flags_project_t *project);
+static ngx_int_t ngx_http_flags_vars_user(ngx_http_request_t *r,
+    ngx_http_flags_loc_conf_t *flcf, ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_vars_eval_t *e, fl_trait_t *traits);
+static ngx_int_t ngx_http_flags_vars_values(ngx_http_request_t *r,
+    ngx_http_flags_context_t *context, ngx_str_t *uid, fl_trait_t *traits);
 static ngx_uint_t ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e,
     ngx_uint_t i, int64_t now);
 static ngx_http_flags_vars_ctx_t *ngx_http_flags_vars_ctx(
@@ -94,6 +101,18 @@ static void ngx_http_flags_vars_cleanup(void *data);
 static ngx_http_flags_vars_conf_t *ngx_http_flags_vars_conf(ngx_conf_t *cf);
 static char *ngx_http_flags_compile(ngx_conf_t *cf, ngx_str_t *value,
     ngx_http_complex_value_t *cv);
+static ngx_http_flags_context_t *ngx_http_flags_context_create(
+    ngx_conf_t *cf);
+static char *ngx_http_flags_context_params(ngx_conf_t *cf,
+    ngx_http_flags_context_t *ctx);
+static char *ngx_http_flags_context_trait(ngx_conf_t *cf,
+    ngx_http_flags_context_t *ctx, ngx_str_t *value);
+static ngx_uint_t ngx_http_flags_var_flag(ngx_str_t *name, ngx_str_t *flag);
+static ngx_int_t ngx_http_flags_vars_check(ngx_conf_t *cf,
+    ngx_http_flags_vars_conf_t *vars, ngx_str_t *name);
+static ngx_int_t ngx_http_flags_vars_tables(ngx_conf_t *cf,
+    ngx_http_flags_vars_conf_t *vars, ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_variable_t *v);
 
 
 static ngx_str_t  ngx_http_flags_prefix = ngx_string(NGX_HTTP_FLAGS_VAR_PREFIX);
@@ -182,34 +201,80 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_loc_conf_t *flcf = conf;
 
-    u_char                          *eq;
-    ngx_str_t                       *value, v;
-    ngx_uint_t                       i, j, user;
-    ngx_http_flags_context_t        *ctx, **slot;
-    ngx_http_flags_vars_conf_t      *vars;
-    ngx_http_flags_context_trait_t  *t;
+    char                        *rv;
+    ngx_http_flags_context_t    *ctx, **slot;
+    ngx_http_flags_vars_conf_t  *vars;
 
     if (flcf->context != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
     }
 
+    ctx = ngx_http_flags_context_create(cf);
+    if (ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rv = ngx_http_flags_context_params(cf, ctx);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    vars = ngx_http_flags_vars_conf(cf);
+    if (vars == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    slot = ngx_array_push(&vars->contexts);
+    if (slot == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *slot = ctx;
+    flcf->context = ctx;
+
+    return NGX_CONF_OK;
+}
+
+
+/* A context of PROJECT, with the place of the directive for later errors */
+
+static ngx_http_flags_context_t *
+ngx_http_flags_context_create(ngx_conf_t *cf)
+{
+    ngx_str_t                 *value;
+    ngx_http_flags_context_t  *ctx;
+
     value = cf->args->elts;
 
     ctx = ngx_pcalloc(cf->pool, sizeof(ngx_http_flags_context_t));
     if (ctx == NULL) {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     if (ngx_array_init(&ctx->traits, cf->pool, 4,
                        sizeof(ngx_http_flags_context_trait_t))
         != NGX_OK)
     {
-        return NGX_CONF_ERROR;
+        return NULL;
     }
 
     ctx->name = value[1];
     ctx->file = cf->conf_file->file.name;
     ctx->line = cf->conf_file->line;
+
+    return ctx;
+}
+
+
+/* The parameters after PROJECT: exactly one user=, any trait_NAME= */
+
+static char *
+ngx_http_flags_context_params(ngx_conf_t *cf, ngx_http_flags_context_t *ctx)
+{
+    ngx_str_t   *value, v;
+    ngx_uint_t   i, user;
+
+    value = cf->args->elts;
     user = 0;
 
     for (i = 2; i < cf->args->nelts; i++) {
@@ -232,54 +297,7 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        eq = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
-
-        if (value[i].len < sizeof("trait_") - 1
-            || ngx_strncmp(value[i].data, "trait_", sizeof("trait_") - 1)
-               != 0
-            || eq == NULL)
-        {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\" in flags_context, "
-                               "expected user=VALUE or trait_NAME=VALUE",
-                               &value[i]);
-            return NGX_CONF_ERROR;
-        }
-
-        v.data = value[i].data + sizeof("trait_") - 1;
-        v.len = eq - v.data;
-
-        if (v.len == 0 || v.len > FL_MAX_TRAIT_NAME_LEN) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid trait name in \"%V\": 1 to %d bytes "
-                               "after \"trait_\"", &value[i],
-                               (int) FL_MAX_TRAIT_NAME_LEN);
-            return NGX_CONF_ERROR;
-        }
-
-        t = ctx->traits.elts;
-
-        for (j = 0; j < ctx->traits.nelts; j++) {
-            if (t[j].name.len == v.len
-                && ngx_strncmp(t[j].name.data, v.data, v.len) == 0)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "duplicate trait \"%V\" in flags_context",
-                                   &v);
-                return NGX_CONF_ERROR;
-            }
-        }
-
-        t = ngx_array_push(&ctx->traits);
-        if (t == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        t->name = v;
-        v.data = eq + 1;
-        v.len = value[i].data + value[i].len - v.data;
-
-        if (ngx_http_flags_compile(cf, &v, &t->value) != NGX_CONF_OK) {
+        if (ngx_http_flags_context_trait(cf, ctx, &value[i]) != NGX_CONF_OK) {
             return NGX_CONF_ERROR;
         }
     }
@@ -288,20 +306,68 @@ ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "needs \"user=\"";
     }
 
-    vars = ngx_http_flags_vars_conf(cf);
-    if (vars == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    slot = ngx_array_push(&vars->contexts);
-    if (slot == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    *slot = ctx;
-    flcf->context = ctx;
-
     return NGX_CONF_OK;
+}
+
+
+/* trait_NAME=VALUE: a valid NAME, not yet given, and VALUE compiled */
+
+static char *
+ngx_http_flags_context_trait(ngx_conf_t *cf, ngx_http_flags_context_t *ctx,
+    ngx_str_t *value)
+{
+    u_char                          *eq;
+    ngx_str_t                        v;
+    ngx_uint_t                       j;
+    ngx_http_flags_context_trait_t  *t;
+
+    eq = ngx_strlchr(value->data, value->data + value->len, '=');
+
+    if (value->len < sizeof("trait_") - 1
+        || ngx_strncmp(value->data, "trait_", sizeof("trait_") - 1) != 0
+        || eq == NULL)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\" in flags_context, "
+                           "expected user=VALUE or trait_NAME=VALUE",
+                           value);
+        return NGX_CONF_ERROR;
+    }
+
+    v.data = value->data + sizeof("trait_") - 1;
+    v.len = eq - v.data;
+
+    if (v.len == 0 || v.len > FL_MAX_TRAIT_NAME_LEN) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid trait name in \"%V\": 1 to %d bytes "
+                           "after \"trait_\"", value,
+                           (int) FL_MAX_TRAIT_NAME_LEN);
+        return NGX_CONF_ERROR;
+    }
+
+    t = ctx->traits.elts;
+
+    for (j = 0; j < ctx->traits.nelts; j++) {
+        if (t[j].name.len == v.len
+            && ngx_strncmp(t[j].name.data, v.data, v.len) == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate trait \"%V\" in flags_context",
+                               &v);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    t = ngx_array_push(&ctx->traits);
+    if (t == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    t->name = v;
+    v.data = eq + 1;
+    v.len = value->data + value->len - v.data;
+
+    return ngx_http_flags_compile(cf, &v, &t->value);
 }
 
 
@@ -392,13 +458,8 @@ ngx_http_flags_merge_context(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *prev,
 ngx_int_t
 ngx_http_flags_variables_init(ngx_conf_t *cf)
 {
-    size_t                       len;
-    u_char                      *name;
-    ngx_int_t                   *table;
-    ngx_uint_t                   i, k, p, found;
+    ngx_uint_t                   i;
     ngx_http_variable_t         *v;
-    ngx_http_flags_context_t   **ctx;
-    ngx_http_flags_project_t    *project;
     ngx_http_flags_vars_conf_t  *vars;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_core_main_conf_t   *cmcf;
@@ -412,45 +473,9 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
     }
 
     v = cmcf->variables.elts;
-    ctx = vars->contexts.elts;
-    project = fmcf->projects.elts;
 
     for (i = 0; i < cmcf->variables.nelts; i++) {
-        if (v[i].name.len <= ngx_http_flags_prefix.len
-            || ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
-                           ngx_http_flags_prefix.len) != 0)
-        {
-            continue;
-        }
-
-        name = v[i].name.data + ngx_http_flags_prefix.len;
-        len = v[i].name.len - ngx_http_flags_prefix.len;
-
-        if (vars->contexts.nelts == 0) {
-            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                          "variable \"$%V\" is read but no flags_context "
-                          "names a project: it is always empty",
-                          &v[i].name);
-            continue;
-        }
-
-        found = 0;
-
-        for (k = 0; k < vars->contexts.nelts && !found; k++) {
-            found = ctx[k]->project
-                    && fl_project_find_var(ctx[k]->project->core,
-                                           (const char *) name, len) >= 0;
-        }
-
-        if (!found) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "unknown flag variable \"$%V\": project \"%V\" "
-                          "of flags_context in %V:%ui has no such flag%s",
-                          &v[i].name, &ctx[0]->name, &ctx[0]->file,
-                          ctx[0]->line,
-                          vars->contexts.nelts > 1
-                          ? ", nor has any other flags_context's project"
-                          : "");
+        if (ngx_http_flags_vars_check(cf, vars, &v[i].name) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -460,6 +485,88 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
     if (fmcf->projects.nelts == 0 || vars->nvars == 0) {
         return NGX_OK;
     }
+
+    return ngx_http_flags_vars_tables(cf, vars, fmcf, v);
+}
+
+
+/* Whether a variable's name is $flag_NAME: then *flag is NAME. */
+
+static ngx_uint_t
+ngx_http_flags_var_flag(ngx_str_t *name, ngx_str_t *flag)
+{
+    if (name->len <= ngx_http_flags_prefix.len
+        || ngx_strncmp(name->data, NGX_HTTP_FLAGS_VAR_PREFIX,
+                       ngx_http_flags_prefix.len) != 0)
+    {
+        return 0;
+    }
+
+    flag->data = name->data + ngx_http_flags_prefix.len;
+    flag->len = name->len - ngx_http_flags_prefix.len;
+
+    return 1;
+}
+
+
+/* A $flag_NAME read must be a flag of a project some flags_context names */
+
+static ngx_int_t
+ngx_http_flags_vars_check(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
+    ngx_str_t *name)
+{
+    ngx_str_t                   flag;
+    ngx_uint_t                  k, found;
+    ngx_http_flags_context_t  **ctx;
+
+    if (!ngx_http_flags_var_flag(name, &flag)) {
+        return NGX_OK;
+    }
+
+    if (vars->contexts.nelts == 0) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "variable \"$%V\" is read but no flags_context "
+                      "names a project: it is always empty", name);
+        return NGX_OK;
+    }
+
+    ctx = vars->contexts.elts;
+    found = 0;
+
+    for (k = 0; k < vars->contexts.nelts && !found; k++) {
+        found = ctx[k]->project
+                && fl_project_find_var(ctx[k]->project->core,
+                                       (const char *) flag.data, flag.len)
+                   >= 0;
+    }
+
+    if (!found) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "unknown flag variable \"$%V\": project \"%V\" "
+                      "of flags_context in %V:%ui has no such flag%s",
+                      name, &ctx[0]->name, &ctx[0]->file, ctx[0]->line,
+                      vars->contexts.nelts > 1
+                      ? ", nor has any other flags_context's project"
+                      : "");
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* Per project, per variable index: the flag a $flag_ variable reads, or -1 */
+
+static ngx_int_t
+ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_variable_t *v)
+{
+    ngx_str_t                  flag;
+    ngx_int_t                 *table;
+    ngx_uint_t                 i, p;
+    ngx_http_flags_project_t  *project;
+
+    project = fmcf->projects.elts;
 
     vars->flag_of_var = ngx_pcalloc(cf->pool,
                                     fmcf->projects.nelts * sizeof(ngx_int_t *));
@@ -476,14 +583,10 @@ ngx_http_flags_variables_init(ngx_conf_t *cf)
         for (i = 0; i < vars->nvars; i++) {
             table[i] = -1;
 
-            if (v[i].name.len > ngx_http_flags_prefix.len
-                && ngx_strncmp(v[i].name.data, NGX_HTTP_FLAGS_VAR_PREFIX,
-                               ngx_http_flags_prefix.len) == 0)
-            {
+            if (ngx_http_flags_var_flag(&v[i].name, &flag)) {
                 table[i] = fl_project_find_var(project[p].core,
-                               (const char *) v[i].name.data
-                               + ngx_http_flags_prefix.len,
-                               v[i].name.len - ngx_http_flags_prefix.len);
+                                               (const char *) flag.data,
+                                               flag.len);
             }
         }
 
@@ -548,17 +651,11 @@ static ngx_int_t
 ngx_http_flags_vars_eval(ngx_http_request_t *r,
     ngx_http_flags_vars_eval_t **out)
 {
-    char                             err[256];
-    ngx_str_t                        uid, val;
-    ngx_uint_t                       i;
-    fl_alloc_t                       alloc;
-    fl_trait_t                      *traits;
-    fl_status_t                      st;
-    ngx_http_flags_context_t        *context;
-    ngx_http_flags_vars_ctx_t       *ctx;
-    ngx_http_flags_vars_eval_t      *e;
-    ngx_http_flags_loc_conf_t       *flcf;
-    ngx_http_flags_context_trait_t  *t;
+    fl_trait_t                  *traits;
+    ngx_http_flags_context_t    *context;
+    ngx_http_flags_vars_ctx_t   *ctx;
+    ngx_http_flags_vars_eval_t  *e;
+    ngx_http_flags_loc_conf_t   *flcf;
 
     *out = NULL;
 
@@ -574,11 +671,9 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    for (e = ctx->evals; e; e = e->next) {
-        if (e->project == context->project) {
-            *out = e;
-            return NGX_OK;
-        }
+    *out = ngx_http_flags_vars_find(ctx, context->project);
+    if (*out) {
+        return NGX_OK;
     }
 
     if (ctx->building) {
@@ -599,25 +694,64 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    ctx->building = 1;
-
-    if (ngx_http_complex_value(r, &context->user, &uid) != NGX_OK) {
-        ctx->building = 0;
+    if (ngx_http_flags_vars_user(r, flcf, ctx, e, traits) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    t = context->traits.elts;
+    /* two contexts naming one project may both have started: the first
+     * to finish wins, so one request has one answer a flag */
+    *out = ngx_http_flags_vars_find(ctx, e->project);
+    if (*out) {
+        return NGX_OK;
+    }
 
-    for (i = 0; i < context->traits.nelts; i++) {
-        if (ngx_http_complex_value(r, &t[i].value, &val) != NGX_OK) {
-            ctx->building = 0;
-            return NGX_ERROR;
+    e->next = ctx->evals;
+    ctx->evals = e;
+    *out = e;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_flags_vars_eval_t *
+ngx_http_flags_vars_find(ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_project_t *project)
+{
+    ngx_http_flags_vars_eval_t  *e;
+
+    for (e = ctx->evals; e; e = e->next) {
+        if (e->project == project) {
+            return e;
         }
+    }
 
-        traits[i].name = (const char *) t[i].name.data;
-        traits[i].name_len = t[i].name.len;
-        traits[i].value = (const char *) val.data;
-        traits[i].value_len = val.len;
+    return NULL;
+}
+
+
+/*
+ * The caller of e, built from the values of the context (traits: room for
+ * them): NGX_OK, with e->refused set when the values are over the limits.
+ */
+
+static ngx_int_t
+ngx_http_flags_vars_user(ngx_http_request_t *r,
+    ngx_http_flags_loc_conf_t *flcf, ngx_http_flags_vars_ctx_t *ctx,
+    ngx_http_flags_vars_eval_t *e, fl_trait_t *traits)
+{
+    char                       err[256];
+    ngx_str_t                  uid;
+    fl_alloc_t                 alloc;
+    fl_status_t                st;
+    ngx_http_flags_context_t  *context;
+
+    context = flcf->context;
+
+    ctx->building = 1;
+
+    if (ngx_http_flags_vars_values(r, context, &uid, traits) != NGX_OK) {
+        ctx->building = 0;
+        return NGX_ERROR;
     }
 
     ctx->building = 0;
@@ -642,17 +776,36 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    /* two contexts naming one project may both have started: the first
-     * to finish wins, so one request has one answer a flag */
-    for (*out = ctx->evals; *out; *out = (*out)->next) {
-        if ((*out)->project == e->project) {
-            return NGX_OK;
-        }
+    return NGX_OK;
+}
+
+
+/* The values of user= and of each trait, for this request. */
+
+static ngx_int_t
+ngx_http_flags_vars_values(ngx_http_request_t *r,
+    ngx_http_flags_context_t *context, ngx_str_t *uid, fl_trait_t *traits)
+{
+    ngx_str_t                        val;
+    ngx_uint_t                       i;
+    ngx_http_flags_context_trait_t  *t;
+
+    if (ngx_http_complex_value(r, &context->user, uid) != NGX_OK) {
+        return NGX_ERROR;
     }
 
-    e->next = ctx->evals;
-    ctx->evals = e;
-    *out = e;
+    t = context->traits.elts;
+
+    for (i = 0; i < context->traits.nelts; i++) {
+        if (ngx_http_complex_value(r, &t[i].value, &val) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        traits[i].name = (const char *) t[i].name.data;
+        traits[i].name_len = t[i].name.len;
+        traits[i].value = (const char *) val.data;
+        traits[i].value_len = val.len;
+    }
 
     return NGX_OK;
 }
