@@ -40,7 +40,8 @@
 #
 # Environment: BENCH_PORT (18080), DURATION (5), WARMUP (1), CONNECTIONS (32),
 # NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (3:
-# alternating rounds of each comparison; the median is reported).
+# alternating rounds of each comparison; the median is reported),
+# BENCH_SETTLE (5: seconds of unmeasured load before the first comparison).
 # Everything is written under build/bench/; results in build/bench/results.md.
 set -euo pipefail
 
@@ -55,6 +56,7 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-32}
 ROUNDS=${ROUNDS:-3}                  # alternating module/baseline rounds, median kept
+SETTLE=${BENCH_SETTLE:-5}            # unmeasured load before the first comparison
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 LUA=$BENCH_DIR/report.lua
@@ -493,6 +495,14 @@ compare() {
         fi
     done
 }
+
+# The machine's own warm-up: the first seconds of load after the set-up
+# measured a few percent slower whichever side ran in them (a standalone
+# nginx warmed for a second shows no such drift, run after run), so both
+# sides of the first comparison run unmeasured for BENCH_SETTLE seconds.
+say "settling: ${SETTLE}s of each side of the first comparison, not measured"
+run_wrk "$SETTLE" "$OUT/wrk-settle-flags30.txt" "" "$BASE/flags?$QUERY" "${AUTH30[@]}" || true
+run_wrk "$SETTLE" "$OUT/wrk-settle-static30.txt" "" "$BASE/static?$QUERY" "${AUTH30[@]}" || true
 
 echo >&2
 compare flags30      static30

@@ -9,7 +9,8 @@
  *
  *   1. read each flag's control block once: the percentage in force and
  *      the switch (rolled back, overridden off), which always agree;
- *   2. evaluate (the core's fl_evaluate_detail(), or one flag's);
+ *   2. evaluate (the core's fl_evaluate_detail(), with OFREP's reasons,
+ *      or fl_evaluate_values() for answers that show none; one flag's);
  *   3. count each evaluation by its answer: the flag's evaluations, its
  *      on or off cohort and, when on, its window (fl_count_eval()).
  *
@@ -54,7 +55,7 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
 
 void
 ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
-    const fl_user_t *user, ngx_uint_t counted)
+    const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted)
 {
     size_t                     i, n;
     int64_t                    now;
@@ -62,7 +63,13 @@ ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
 
     project = a->project;
 
-    fl_evaluate_detail(project->core, user, a->effective, a->sw, a->detail);
+    if (reasons == NGX_HTTP_FLAGS_REASONS) {
+        fl_evaluate_detail(project->core, user, a->effective, a->sw,
+                           a->detail);
+
+    } else {
+        fl_evaluate_values(project->core, user, a->effective, a->detail);
+    }
 
     if (counted != NGX_HTTP_FLAGS_COUNTED) {
         return;

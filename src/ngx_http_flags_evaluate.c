@@ -122,7 +122,8 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
         return ngx_http_flags_send_not_modified(r);
     }
 
-    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_COUNTED);
+    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_VALUES,
+                                   NGX_HTTP_FLAGS_COUNTED);
 
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));
     if (body == NULL) {

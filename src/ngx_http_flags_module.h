@@ -476,11 +476,13 @@ typedef struct {
 
 #define NGX_HTTP_FLAGS_NOT_COUNTED  0
 #define NGX_HTTP_FLAGS_COUNTED      1
+#define NGX_HTTP_FLAGS_VALUES       0     /* the answer shows no reason */
+#define NGX_HTTP_FLAGS_REASONS      1     /* OFREP's */
 
 ngx_int_t ngx_http_flags_answer_init(ngx_http_flags_answer_t *a,
     ngx_pool_t *pool, ngx_http_flags_project_t *project);
 void ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
-    const fl_user_t *user, ngx_uint_t counted);
+    const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted);
 ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
     ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted);
 void ngx_http_flags_count_evaluation(ngx_http_flags_project_t *project,

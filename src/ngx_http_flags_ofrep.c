@@ -504,7 +504,8 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     }
 
     /* every flag is evaluated and counted, as by GET /flags */
-    ngx_http_flags_answer_evaluate(&answer, user, NGX_HTTP_FLAGS_COUNTED);
+    ngx_http_flags_answer_evaluate(&answer, user, NGX_HTTP_FLAGS_REASONS,
+                                   NGX_HTTP_FLAGS_COUNTED);
 
     body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(project->core,
                                                          path_len,

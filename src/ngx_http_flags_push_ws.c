@@ -818,7 +818,8 @@ ngx_http_flags_ws_refresh_answer(ngx_http_flags_ws_t *ws, ngx_pool_t *pool,
     }
 
     /* not counted: the SDK reports what it answers (docs/evaluation.md) */
-    ngx_http_flags_answer_evaluate(&a, &ws->user, NGX_HTTP_FLAGS_NOT_COUNTED);
+    ngx_http_flags_answer_evaluate(&a, &ws->user, NGX_HTTP_FLAGS_VALUES,
+                                   NGX_HTTP_FLAGS_NOT_COUNTED);
 
     answer->len = fl_sdk_refresh_json(project->core, &ws->user, a.detail,
                                       (char *) out);

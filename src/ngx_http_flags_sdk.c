@@ -172,7 +172,8 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_COUNTED);
+    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_VALUES,
+                                   NGX_HTTP_FLAGS_COUNTED);
 
     out = ngx_pnalloc(r->pool, fl_sdk_flags_json_bound(project->core));
     if (out == NULL) {

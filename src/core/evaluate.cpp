@@ -247,8 +247,9 @@ FL_HOT_INLINE bool flag_value(const fl_project_s &p, const fl::Flag &f,
  *   otherwise (100 %, no segments)                           -> STATIC
  * The value is flag_value()'s.
  */
-void detail_one(const fl_project_s &p, const fl::Flag &f, uint32_t eff,
-    uint8_t sw, const fl_user_t *u, uint8_t *cache, fl_detail_t *out)
+FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
+    uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
+    fl_detail_t *out)
 {
     bool segs = !f.segments.empty();
     bool matched;
@@ -304,6 +305,34 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
 
         detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u, cache,
                    &out[i]);
+    }
+}
+
+/* The values alone: detail_one()'s value and percentage, without the
+ * reason (GET /flags and the SDK's answer write no reason). */
+void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, fl_detail_t *out) noexcept
+{
+    if (p == nullptr || out == nullptr) {
+        return;
+    }
+
+    uint8_t cache[cache_size];
+    std::memset(cache, unknown,
+                p->segments.size() < cache_size ? p->segments.size()
+                                                : cache_size);
+
+    for (size_t i = 0; i < p->flags.size(); i++) {
+        const fl::Flag &f = p->flags[i];
+        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
+        bool matched;
+
+        out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
+        out[i].reason = FL_REASON_STATIC;
+        out[i].has_segments = 0;
+        out[i].segment_matched = matched;
+        out[i].rolled_back = 0;
+        out[i].rollout_milli = eff;
     }
 }
 

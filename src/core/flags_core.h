@@ -296,6 +296,12 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
     FL_NOEXCEPT;
 
+/* The values alone, for answers that show no reason (GET /flags, the
+ * SDK's): out[i].enabled and .rollout_milli as fl_evaluate_detail() gives
+ * them; the reason members are not meaningful. */
+void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, fl_detail_t *out) FL_NOEXCEPT;
+
 /* The same for flag i alone; -1 when i is out of range. */
 int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
     const fl_user_t *u, uint32_t effective_milli, uint8_t sw,

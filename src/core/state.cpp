@@ -219,9 +219,30 @@ void bump_by(uint64_t *word, uint32_t now, uint32_t n)
     }
 }
 
-void bump(uint64_t *word, uint32_t now)
+/* bump_by(word, now, 1), written out: it is the request path's */
+inline void bump(uint64_t *word, uint32_t now)
 {
-    bump_by(word, now, 1);
+    uint64_t old = load(word);
+
+    for ( ;; ) {
+        uint32_t stamp = static_cast<uint32_t>(old >> 32);
+        uint32_t count = static_cast<uint32_t>(old);
+        uint64_t next;
+
+        if (count == 0 || static_cast<int32_t>(stamp - now) < 0) {
+            next = (static_cast<uint64_t>(now) << 32) | 1;
+        } else if (count == UINT32_MAX) {
+            return;
+        } else {
+            next = old + 1;
+        }
+
+        if (__atomic_compare_exchange_n(word, &old, next, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        {
+            return;
+        }
+    }
 }
 
 /* Does a word stamped s count at now for a window of w seconds?  Yes when

@@ -474,13 +474,16 @@ static void test_reasons_switched(void **state)
 
 /* One flag alone (fl_evaluate_flag_detail, as OFREP's single evaluation
  * and the variables ask) gives what the whole project's evaluation gives
- * (with its shared segment results), for every caller and percentage. */
+ * (with its shared segment results), and the values alone
+ * (fl_evaluate_values, GET /flags) are the same values, for every caller
+ * and percentage. */
 static void test_parity_with_evaluate(void **state)
 {
     (void) state;
     fl_project_t *p = load(project_json);
     fl_detail_t d[NFLAGS];
     fl_detail_t r[NFLAGS];
+    fl_detail_t v[NFLAGS];
     uint32_t eff[NFLAGS];
     char query[128];
 
@@ -492,7 +495,14 @@ static void test_parity_with_evaluate(void **state)
             eff[i] = (uint32_t) ((k * 7919 + i * 104729) % 100001);
         }
         fl_evaluate_detail(p, &u, eff, NULL, r);
+        fl_evaluate_values(p, &u, eff, v);
         for (int i = 0; i < NFLAGS; i++) {
+            if (v[i].enabled != r[i].enabled
+                || v[i].rollout_milli != r[i].rollout_milli)
+            {
+                fail_msg("%s flag %d: values %d, detail %d", query, i,
+                         v[i].enabled, r[i].enabled);
+            }
             assert_int_equal(fl_evaluate_flag_detail(p, (size_t) i, &u,
                                                      eff[i], FL_SWITCH_NONE,
                                                      &d[i]), 0);
