@@ -31,6 +31,7 @@ FLAGS_CORE_SRCS = \
 	override.cpp \
 	policy.cpp \
 	project.cpp \
+	regression.cpp \
 	query.cpp \
 	report.cpp \
 	sdk.cpp \

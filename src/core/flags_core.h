@@ -752,6 +752,46 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
 size_t fl_prom_escape(const char *s, size_t len, char *out) FL_NOEXCEPT;
 
 
+/* ==================================================== regression rule
+ *
+ * A ramp's comparison of its on cohort with its off cohort
+ * (docs/regression.md): a mixture sequential probability ratio test on how
+ * each tick's errors split between the cohorts, valid under continuous
+ * monitoring.  regression.cpp.
+ */
+
+#define FL_REGRESSION_GRID  5       /* theta: 1.5, 2, 3, 5, 10 */
+
+typedef struct {
+    double      log_lr[FL_REGRESSION_GRID];   /* log likelihood ratios */
+    uint64_t    ticks;                        /* ticks seen */
+    uint64_t    errors_on;                    /* errors counted, by cohort */
+    uint64_t    errors_off;
+    uint64_t    decided_tick;                 /* the tick that decided */
+    uint32_t    decided;                      /* 1: a regression is proven */
+} fl_regression_t;
+
+void fl_regression_init(fl_regression_t *r) FL_NOEXCEPT;
+
+/* The grid's i-th ratio (0 outside it). */
+double fl_regression_theta(int i) FL_NOEXCEPT;
+
+/* One tick's counts: requests n1 (on) and n0 (off), errors e1 and e0.
+ * A tick without a control group (n1 or n0 zero) or without an error
+ * changes no evidence.  dispersion < 1 reads as 1; alpha outside (0, 1)
+ * never decides.  Returns 1 once the mean over the grid of the likelihood
+ * ratios (each raised to 1 / dispersion) has reached 1 / alpha, on this
+ * tick or an earlier one. */
+int fl_regression_tick(fl_regression_t *r, uint64_t n1, uint64_t n0,
+    uint64_t e1, uint64_t e0, double dispersion, double alpha) FL_NOEXCEPT;
+
+/* The log of the evidence (0 at the start), and the evidence as a share
+ * of its bound 1 / alpha (1 decides; at most 1e9). */
+double fl_regression_log_evidence(const fl_regression_t *r) FL_NOEXCEPT;
+double fl_regression_ratio(const fl_regression_t *r, double alpha)
+    FL_NOEXCEPT;
+
+
 /* ================================================================ OFREP
  *
  * The OpenFeature Remote Evaluation Protocol (docs/ofrep.md): the context
