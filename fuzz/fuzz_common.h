@@ -221,7 +221,7 @@ struct Exact {
 
 /* The /flags answer for results r fits fl_flags_json_bound() exactly and is
  * valid JSON. */
-inline void check_flags_json(const fl_project_t *p, const fl_result_t *r)
+inline void check_flags_json(const fl_project_t *p, const fl_detail_t *r)
 {
     size_t bound = fl_flags_json_bound(p);
     char *buf = static_cast<char *>(std::malloc(bound));
