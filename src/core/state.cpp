@@ -192,7 +192,9 @@ inline uint32_t stamp_of(int64_t now_sec)
 }
 
 /* One event into a bucket word (see the file comment). */
-void bump_by(uint64_t *word, uint32_t now, uint32_t n)
+/* always inlined: with a constant n its saturation test folds away */
+__attribute__((always_inline)) inline void bump_by(uint64_t *word,
+    uint32_t now, uint32_t n)
 {
     uint64_t old = load(word);
 
@@ -219,30 +221,10 @@ void bump_by(uint64_t *word, uint32_t now, uint32_t n)
     }
 }
 
-/* bump_by(word, now, 1), written out: it is the request path's */
-inline void bump(uint64_t *word, uint32_t now)
+/* one event: bump_by() inlined with n = 1 (the request path's) */
+void bump(uint64_t *word, uint32_t now)
 {
-    uint64_t old = load(word);
-
-    for ( ;; ) {
-        uint32_t stamp = static_cast<uint32_t>(old >> 32);
-        uint32_t count = static_cast<uint32_t>(old);
-        uint64_t next;
-
-        if (count == 0 || static_cast<int32_t>(stamp - now) < 0) {
-            next = (static_cast<uint64_t>(now) << 32) | 1;
-        } else if (count == UINT32_MAX) {
-            return;
-        } else {
-            next = old + 1;
-        }
-
-        if (__atomic_compare_exchange_n(word, &old, next, true,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        {
-            return;
-        }
-    }
+    bump_by(word, now, 1);
 }
 
 /* Does a word stamped s count at now for a window of w seconds?  Yes when
