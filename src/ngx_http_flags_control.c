@@ -31,7 +31,6 @@
 
 
 static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
-static void ngx_http_flags_control_saved(ngx_http_flags_change_t *ch);
 static ngx_str_t *ngx_http_flags_control_host(ngx_http_flags_change_t *ch,
     ngx_str_t *by, u_char *buf, size_t size);
 
@@ -338,16 +337,9 @@ ngx_http_flags_control_changed(ngx_http_flags_change_t *ch)
                    "%uA)", &ch->project->name, pv ? pv->version : 0);
 
     if (!ch->batch) {
-        ngx_http_flags_control_saved(ch);
+        /* written off the event loop; nothing waits for it */
+        (void) ngx_http_flags_control_save(ch->fmcf, ch->log, NULL, NULL);
     }
-}
-
-
-static void
-ngx_http_flags_control_saved(ngx_http_flags_change_t *ch)
-{
-    /* written off the event loop; nothing waits for it */
-    (void) ngx_http_flags_state_changed(ch->fmcf, ch->log, NULL, NULL);
 }
 
 

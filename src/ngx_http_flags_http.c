@@ -715,24 +715,11 @@ ngx_http_flags_copy_piece(void *ctx, u_char *p, size_t len)
 ngx_int_t
 ngx_http_flags_set_etag(ngx_http_request_t *r, uint64_t etag)
 {
-    u_char           *value;
-    ngx_table_elt_t  *h;
+    u_char  text[FL_ETAG_LEN];
 
-    value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
-    if (value == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
+    (void) fl_etag_format(etag, (char *) text);
 
-    fl_etag_format(etag, (char *) value);
-
-    h = ngx_http_flags_add_header(r, "ETag", value, FL_ETAG_LEN);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    r->headers_out.etag = h;
-
-    return NGX_OK;
+    return ngx_http_flags_etag_text(r, text);
 }
 
 
@@ -762,7 +749,8 @@ ngx_http_flags_etag_text(ngx_http_request_t *r, const u_char *text)
     u_char           *value;
     ngx_table_elt_t  *h;
 
-    /* a copy: the memo may let go of its entry before the log phase */
+    /* a copy in r's pool: the text may be on the caller's stack, or in a
+     * memo entry that goes before the log phase */
     value = ngx_pnalloc(r->pool, FL_ETAG_LEN);
     if (value == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
