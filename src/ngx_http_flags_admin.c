@@ -10,7 +10,8 @@
 typedef enum {
     NGX_HTTP_FLAGS_ADMIN_NONE = 0,      /* not a route of flags_admin */
     NGX_HTTP_FLAGS_ROLLBACKS,
-    NGX_HTTP_FLAGS_OVERRIDES
+    NGX_HTTP_FLAGS_OVERRIDES,
+    NGX_HTTP_FLAGS_RAMPS
 } ngx_http_flags_admin_kind_e;
 
 
@@ -18,6 +19,7 @@ typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;
     ngx_http_flags_change_t       change;
+    const char                   *too_large;  /* the body's 413 message */
     u_char                        user[NGX_MAX_ERROR_STR / 4];
 } ngx_http_flags_admin_ctx_t;
 
@@ -89,13 +91,17 @@ typedef struct {
 
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
+static void ngx_http_flags_ramp_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_ramp_put(ngx_http_request_t *r);
+static ngx_int_t ngx_http_flags_admin_body(ngx_http_request_t *r,
+    ngx_str_t *body, ngx_int_t *answer);
 static ngx_uint_t ngx_http_flags_admin_path(ngx_http_request_t *r,
     ngx_str_t *project, ngx_str_t *flag);
 static ngx_http_flags_admin_ctx_t *ngx_http_flags_admin_target(
     ngx_http_request_t *r, ngx_str_t *project_name, ngx_str_t *flag_name,
     ngx_int_t *rc);
 static ngx_int_t ngx_http_flags_override_start(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx);
+    ngx_http_flags_admin_ctx_t *ctx, ngx_http_client_body_handler_pt post);
 static void ngx_http_flags_admin_change(ngx_http_request_t *r,
     ngx_http_flags_admin_ctx_t *ctx);
 static ngx_int_t ngx_http_flags_admin_save(ngx_http_request_t *r);
@@ -116,6 +122,7 @@ static void ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
 /*
  * {loc}rollbacks/<project>/<flag>   DELETE
  * {loc}overrides/<project>/<flag>   PUT, DELETE
+ * {loc}ramps/<project>/<flag>       PUT {"action": ...}
  */
 
 ngx_int_t
@@ -138,6 +145,11 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
             return ngx_http_flags_method_not_allowed(r, "DELETE");
         }
 
+    } else if (kind == NGX_HTTP_FLAGS_RAMPS) {
+        if (r->method != NGX_HTTP_PUT) {
+            return ngx_http_flags_method_not_allowed(r, "PUT");
+        }
+
     } else if (!(r->method & (NGX_HTTP_PUT|NGX_HTTP_DELETE))) {
         return ngx_http_flags_method_not_allowed(r, "PUT, DELETE");
     }
@@ -147,8 +159,22 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
         return rc;
     }
 
+    if (kind == NGX_HTTP_FLAGS_RAMPS) {
+        if (ctx->flag->ramp_def == NULL) {
+            r->expect_tested = 1;
+            return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND, "no_ramp",
+                                             "the flag has no ramp");
+        }
+
+        ctx->too_large = "the ramp action body is too large";
+        return ngx_http_flags_override_start(r, ctx,
+                                             ngx_http_flags_ramp_body);
+    }
+
     if (r->method == NGX_HTTP_PUT) {
-        return ngx_http_flags_override_start(r, ctx);
+        ctx->too_large = "the override body is too large";
+        return ngx_http_flags_override_start(r, ctx,
+                                             ngx_http_flags_override_body);
     }
 
     rc = ngx_http_discard_request_body(r);
@@ -200,11 +226,18 @@ ngx_http_flags_admin_path(ngx_http_request_t *r, ngx_str_t *project,
     {
         kind = NGX_HTTP_FLAGS_OVERRIDES;
 
+    } else if ((size_t) (last - p) > sizeof("ramps/") - 1
+               && ngx_strncmp(p, "ramps/", sizeof("ramps/") - 1) == 0)
+    {
+        kind = NGX_HTTP_FLAGS_RAMPS;
+
     } else {
         return NGX_HTTP_FLAGS_ADMIN_NONE;
     }
 
-    p += sizeof("rollbacks/") - 1;
+    /* "rollbacks/" and "overrides/" are as long */
+    p += kind == NGX_HTTP_FLAGS_RAMPS ? sizeof("ramps/") - 1
+                                      : sizeof("rollbacks/") - 1;
 
     slash = ngx_strlchr(p, last, '/');
     if (slash == NULL || slash == p || slash + 1 == last
@@ -277,7 +310,7 @@ ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
 
 static ngx_int_t
 ngx_http_flags_override_start(ngx_http_request_t *r,
-    ngx_http_flags_admin_ctx_t *ctx)
+    ngx_http_flags_admin_ctx_t *ctx, ngx_http_client_body_handler_pt post)
 {
     ngx_http_flags_loc_conf_t  *flcf;
 
@@ -285,11 +318,104 @@ ngx_http_flags_override_start(ngx_http_request_t *r,
 
     if (r->headers_in.content_length_n > (off_t) flcf->max_report_size) {
         return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                         "payload_too_large",
-                                         "the override body is too large");
+                                         "payload_too_large", ctx->too_large);
     }
 
-    return ngx_http_flags_read_body(r, ctx, ngx_http_flags_override_body);
+    return ngx_http_flags_read_body(r, ctx, post);
+}
+
+
+/* NGX_OK: the whole body read; NGX_DONE: it was not, and *answer is
+ * what answering that returned. */
+
+static ngx_int_t
+ngx_http_flags_admin_body(ngx_http_request_t *r, ngx_str_t *body,
+    ngx_int_t *answer)
+{
+    ngx_int_t                    rc;
+    ngx_http_flags_loc_conf_t   *flcf;
+    ngx_http_flags_admin_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
+
+    rc = ngx_http_flags_body_whole(r, flcf->max_report_size, body);
+
+    if (rc == NGX_DECLINED) {
+        *answer = ngx_http_flags_send_error(r,
+                                            NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
+                                            "payload_too_large",
+                                            ctx->too_large);
+        return NGX_DONE;
+    }
+
+    if (rc != NGX_OK) {
+        *answer = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NGX_DONE;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_flags_ramp_body(ngx_http_request_t *r)
+{
+    ngx_http_finalize_request(r, ngx_http_flags_ramp_put(r));
+}
+
+
+/* PUT {loc}ramps/P/F: 204 once the state file holds the change (or at
+ * once when nothing changed), 409 when the action does not apply. */
+
+static ngx_int_t
+ngx_http_flags_ramp_put(ngx_http_request_t *r)
+{
+    char                         err[256];
+    ngx_int_t                    rc;
+    ngx_str_t                    body;
+    ngx_uint_t                   changed;
+    const char                  *why;
+    fl_status_t                  st;
+    fl_ramp_action_t             action;
+    ngx_http_flags_admin_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+
+    if (ngx_http_flags_admin_body(r, &body, &rc) != NGX_OK) {
+        return rc;
+    }
+
+    st = fl_parse_ramp_action((const char *) body.data, body.len, &action,
+                              err, sizeof(err));
+
+    if (st == FL_ERR_JSON || st == FL_ERR_FIELD) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_BAD_REQUEST,
+                                         st == FL_ERR_JSON ? "invalid_json"
+                                                           : "invalid_field",
+                                         err);
+    }
+
+    if (st != FL_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_http_flags_admin_change(r, ctx);
+
+    why = "";
+
+    if (ngx_http_flags_control_ramp_act(&ctx->change, action, &changed, &why)
+        != 0)
+    {
+        return ngx_http_flags_send_error(r, NGX_HTTP_CONFLICT,
+                                         "ramp_conflict", why);
+    }
+
+    if (!changed) {
+        return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+    }
+
+    return ngx_http_flags_admin_save(r);
 }
 
 
@@ -343,22 +469,12 @@ ngx_http_flags_override_put(ngx_http_request_t *r)
     ngx_str_t                    body;
     fl_status_t                  st;
     fl_override_kind_t           kind;
-    ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_admin_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
-    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
-    rc = ngx_http_flags_body_whole(r, flcf->max_report_size, &body);
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_REQUEST_ENTITY_TOO_LARGE,
-                                         "payload_too_large",
-                                         "the override body is too large");
-    }
-
-    if (rc != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    if (ngx_http_flags_admin_body(r, &body, &rc) != NGX_OK) {
+        return rc;
     }
 
     st = fl_parse_override((const char *) body.data, body.len, &kind, &milli,

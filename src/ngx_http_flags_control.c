@@ -12,6 +12,9 @@
  *   a cleared rollback               flags_admin, or the fleet
  *   an override set or removed       flags_admin, or the fleet
  *   a new definition                 a reload commits other definitions
+ *   a ramp's stage                   the ramp's step, or flags_admin
+ *   a rollback by a ramp's rule      the ramp's step (regression, or
+ *                                    onInsufficient "rollback")
  *
  * Each change has the same consequences, taken here and nowhere else:
  *
@@ -31,6 +34,9 @@
 
 
 static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
+static void ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch);
+static void ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
+    const char *what, fl_ramp_t *r);
 static ngx_str_t *ngx_http_flags_control_host(ngx_http_flags_change_t *ch,
     ngx_str_t *by, u_char *buf, size_t size);
 
@@ -79,6 +85,16 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
         || flag->policy.mode != FL_ROLLBACK_ON
         || fl_control_rolled_back(flag->ctl))
     {
+        return 0;
+    }
+
+    if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)) {
+        /* the ramp's control group is the baseline: its regression rule
+         * guards the flag, not the absolute threshold (docs/ramps.md) */
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ch->log, 0,
+                       "flags: flag \"%V\" of project \"%V\": the ramp's "
+                       "regression rule guards it", &flag->name,
+                       &ch->project->name);
         return 0;
     }
 
@@ -300,6 +316,181 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
             flag->replaced = NULL;
         }
     }
+}
+
+
+/*
+ * A ramp's step (ch->by RULE) or an operator's action (ADMIN) gave ev:
+ * the stage's percentage into the control word, or the ramp's rollback.
+ */
+
+void
+ngx_http_flags_control_ramp(ngx_http_flags_change_t *ch, fl_ramp_event_t ev)
+{
+    fl_ramp_t               r;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    fl_ramp_read(flag->ramp, &r);
+
+    switch (ev) {
+
+    case FL_RAMP_EV_ROLLBACK:
+        ngx_http_flags_control_ramp_rollback(ch);
+        return;
+
+    case FL_RAMP_EV_STALLED:
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: ramp of flag \"%V\" of project \"%V\" holds at "
+                      "stage %uL: %uL of its %uD on evaluations after "
+                      "hold and maxExtend (onInsufficient \"hold\")",
+                      &flag->name, &ch->project->name, r.stage, r.stage_on,
+                      flag->ramp_def->stages[r.stage].min_requests);
+        return;
+
+    case FL_RAMP_EV_STARTED:
+    case FL_RAMP_EV_ADVANCED:
+    case FL_RAMP_EV_DONE:
+        break;
+
+    default:
+        return;
+    }
+
+    fl_control_set_ramp(flag->ctl, fl_ramp_milli(flag->ramp_def, &r,
+                                                 flag->rollout_milli));
+
+    ngx_http_flags_control_ramp_log(ch,
+                                    ev == FL_RAMP_EV_STARTED ? "started at"
+                                    : ev == FL_RAMP_EV_DONE ? "is done at"
+                                    : "advanced to", &r);
+
+    ngx_http_flags_control_changed(ch);
+}
+
+
+/* An operator's action on the ramp (flags_admin): restart also clears a
+ * rollback.  0, or -1 with *why when the action does not apply. */
+
+ngx_int_t
+ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
+    fl_ramp_action_t action, ngx_uint_t *changed, const char **why)
+{
+    int                     rc, c;
+    fl_ramp_t               r;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+    *changed = 0;
+
+    if (action == FL_RAMP_RESTART) {
+        *changed = ngx_http_flags_control_clear(ch);
+    }
+
+    ngx_shmtx_lock(&ch->fmcf->shpool->mutex);
+    rc = fl_ramp_act(flag->ramp_def, flag->ramp, ngx_http_flags_now_ms(),
+                     action, &c, why);
+    ngx_shmtx_unlock(&ch->fmcf->shpool->mutex);
+
+    if (rc < 0) {
+        return -1;
+    }
+
+    if (c) {
+        *changed = 1;
+    }
+
+    if (rc != FL_RAMP_EV_NONE) {
+        ngx_http_flags_control_ramp(ch, (fl_ramp_event_t) rc);
+        return 0;
+    }
+
+    if (c) {
+        fl_ramp_read(flag->ramp, &r);
+        ngx_http_flags_control_ramp_log(ch, action == FL_RAMP_PAUSE
+                                            ? "paused at" : "resumed at", &r);
+    }
+
+    return 0;
+}
+
+
+/* The ramp's rule rolled the flag back: the regression rule, with its
+ * evidence, or a stage short of its minRequests. */
+
+static void
+ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
+{
+    double                  alpha;
+    fl_ramp_t               r;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    fl_ramp_read(flag->ramp, &r);
+
+    if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
+                                 r.evidence.errors_on, r.stage_on, 0,
+                                 FL_DECIDED_RULE))
+    {
+        return;
+    }
+
+    fl_count_rollback(flag->totals, FL_DECIDED_RULE);
+
+    alpha = flag->ramp_def->alpha_ppm / 1e6;
+
+    if (r.cause == FL_RAMP_CAUSE_REGRESSION) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: rolled back flag \"%V\" of project \"%V\": "
+                      "its ramp's regression rule at stage %uL found the on "
+                      "cohort failing more than the off cohort (evidence "
+                      "%.1f reached 1/alpha = %.1f after %uL ticks; errors "
+                      "on %uL, off %uL; the deciding tick: on %uL errors in "
+                      "%uL requests, off %uL in %uL)", &flag->name,
+                      &ch->project->name, r.stage,
+                      fl_regression_ratio(&r.evidence, alpha) / alpha,
+                      1 / alpha, r.evidence.ticks, r.evidence.errors_on,
+                      r.evidence.errors_off, r.decided_e1, r.decided_n1,
+                      r.decided_e0, r.decided_n0);
+
+    } else {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: rolled back flag \"%V\" of project \"%V\": "
+                      "its ramp's stage %uL had %uL of its %uD on "
+                      "evaluations after hold and maxExtend "
+                      "(onInsufficient \"rollback\")", &flag->name,
+                      &ch->project->name, r.stage, r.stage_on,
+                      flag->ramp_def->stages[r.stage].min_requests);
+    }
+
+    ngx_http_flags_control_changed(ch);
+}
+
+
+/* "flags: ramp of flag "f" of project "p" advanced to stage 2 (25%), by
+ * user "alice"" */
+
+static void
+ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
+    const char *what, fl_ramp_t *r)
+{
+    char                    pc[16];
+    size_t                  len;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    len = fl_json_milli(flag->ramp_def->stages[r->stage].milli, pc);
+
+    ngx_log_error(ch->level, ch->log, 0,
+                  "flags: ramp of flag \"%V\" of project \"%V\" %s stage "
+                  "%uL of %uD (%*s%%)%s%V%s", &flag->name,
+                  &ch->project->name, what, r->stage,
+                  flag->ramp_def->nstages, len, pc,
+                  ch->who.len ? ", by user \"" : "", &ch->who,
+                  ch->who.len ? "\"" : "");
 }
 
 

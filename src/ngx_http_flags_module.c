@@ -625,6 +625,11 @@ ngx_http_flags_init_process(ngx_cycle_t *cycle)
 
     ngx_http_flags_zone_attach(cycle, fmcf);
 
+    /* ramps: the worker's timer of their ticks (ngx_http_flags_ramp.c) */
+    if (ngx_http_flags_ramp_init_process(cycle, fmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* flags_sync: the worker's timer (ngx_http_flags_sync.c) */
     return ngx_http_flags_sync_init_process(cycle, fmcf);
 }
@@ -649,6 +654,7 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
     /* the memo's answers not counted yet are, while the zone is ours */
     ngx_http_flags_memo_exit();
 
+    ngx_http_flags_ramp_exit_process(fmcf);
     ngx_http_flags_sync_exit_process(fmcf);
     ngx_http_flags_zone_detach(fmcf);
 }
@@ -1127,6 +1133,7 @@ ngx_http_flags_project_load(ngx_conf_t *cf, ngx_http_flags_project_t *project)
         project->flags[n].name.len = info.name_len;
         project->flags[n].rollout_milli = info.rollout_milli;
         project->flags[n].def_hash = info.def_hash;
+        project->flags[n].ramp_def = fl_project_flag_ramp(project->core, n);
     }
 
     return NGX_CONF_OK;

@@ -23,6 +23,8 @@
  *                              its consequences: version, log, counters,
  *                              state file
  *   ngx_http_flags_eval.c      the one evaluate-and-count path of answers
+ *   ngx_http_flags_ramp.c      ramps: a worker's timer that runs each
+ *                              ramp's ticks under the zone's lock
  *   ngx_http_flags_memo.c      a worker's memo of whole answers; its hits
  *                              are counted at the end of the cycle
  *   ngx_http_flags_evaluate.c  GET /flags                    (flags_evaluate)
@@ -124,6 +126,8 @@ struct ngx_http_flags_version_s {
     ngx_uint_t                  last_gen;
     ngx_http_flags_window_t    *windows;     /* the head counts events */
     fl_control_t                ctl;
+    /* the definition's ramp, if it has one (ngx_http_flags_ramp.c) */
+    fl_ramp_t                   ramp;
     /* flags_sync: this definition's rollback and override as the fleet
      * last said (ngx_http_flags_sync.c); only the syncing worker uses it */
     uint64_t                    sync_known;
@@ -225,6 +229,11 @@ typedef struct {
     fl_totals_t                *totals;
     fl_control_t               *ctl;
     fl_window_t                *window;
+
+    /* its ramp: the definition (the project's, NULL: none) and the state
+     * in the zone (NULL when the zone was full) */
+    const fl_ramp_def_t        *ramp_def;
+    fl_ramp_t                  *ramp;
 } ngx_http_flags_flag_t;
 
 
@@ -340,7 +349,8 @@ ngx_uint_t ngx_http_flags_clear_rollback(ngx_http_flags_main_conf_t *fmcf,
 void ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
     fl_override_kind_t kind, uint32_t milli);
 size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
-    fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq);
+    fl_saved_flag_t *e, u_char *keys, fl_ramp_t *ramps, size_t max,
+    ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
 ngx_atomic_uint_t ngx_http_flags_answer_version(
     ngx_http_flags_project_t *project);
@@ -465,6 +475,19 @@ void ngx_http_flags_control_committed(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 ngx_int_t ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
+/* a ramp's step (by RULE) or an operator's action (by ADMIN) gave ev */
+void ngx_http_flags_control_ramp(ngx_http_flags_change_t *ch,
+    fl_ramp_event_t ev);
+/* an operator's action on the ramp: 0 and *changed, or -1 and *why */
+ngx_int_t ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
+    fl_ramp_action_t action, ngx_uint_t *changed, const char **why);
+
+/* ngx_http_flags_ramp.c: the ramps' ticks */
+ngx_int_t ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+void ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf);
+/* the ramp's percentage into the control word, after a restore */
+void ngx_http_flags_ramp_apply(ngx_http_flags_flag_t *flag);
 
 /* ngx_http_flags_eval.c: the one evaluate-and-count path */
 typedef struct {

@@ -550,6 +550,7 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     flag->totals = NULL;
     flag->ctl = NULL;
     flag->window = NULL;
+    flag->ramp = NULL;
 
     /* the key: "project\0flag" */
     len = project->len + 1 + flag->name.len;
@@ -714,6 +715,7 @@ ngx_http_flags_bound(ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
     flag->totals = &node->totals;
     flag->ctl = &v->ctl;
     flag->window = ngx_http_flags_window_block(v->windows);
+    flag->ramp = &v->ramp;
 
     return NGX_OK;
 }
@@ -759,6 +761,7 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     v->first_gen = gen;
     v->last_gen = gen;
     fl_control_init(&v->ctl, def_hash);
+    fl_ramp_init(&v->ramp);
     v->sync_known = 0;
 
     return v;
@@ -1057,6 +1060,12 @@ ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     fl_state_snapshot(flag->totals, flag->ctl, seconds, enabled, errors, s);
     s->window_sources = sources;
     s->policy = flag->policy;
+
+    if (flag->ramp_def) {
+        /* read word by word by the writer (fl_ramp_read()) */
+        s->ramp = flag->ramp;
+        s->now_ms = ngx_http_flags_now_ms();
+    }
 }
 
 
@@ -1100,11 +1109,12 @@ ngx_http_flags_set_override(ngx_http_flags_flag_t *flag,
 
 size_t
 ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
-    fl_saved_flag_t *e, u_char *keys, size_t max, ngx_atomic_uint_t *seq)
+    fl_saved_flag_t *e, u_char *keys, fl_ramp_t *ramps, size_t max,
+    ngx_atomic_uint_t *seq)
 {
     u_char                    *k;
     size_t                     n, plen;
-    ngx_uint_t                 c;
+    ngx_uint_t                 c, ramped;
     ngx_queue_t               *q;
     fl_state_snapshot_t        s;
     ngx_http_flags_node_t     *node;
@@ -1143,7 +1153,15 @@ ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
             }
         }
 
-        if (v == NULL || !fl_control_active(&v->ctl)) {
+        if (v == NULL) {
+            continue;
+        }
+
+        /* a ramp that has started is kept, whatever its control says */
+        ramped = __atomic_load_n(&v->ramp.state, __ATOMIC_RELAXED)
+                 != FL_RAMP_PENDING;
+
+        if (!ramped && !fl_control_active(&v->ctl)) {
             continue;
         }
 
@@ -1166,6 +1184,13 @@ ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
         e[n].rollback_by = s.rollback_by;
         e[n].override_kind = s.override_kind;
         e[n].override_milli = s.override_milli;
+        e[n].ramp = NULL;
+
+        if (ramped) {
+            fl_ramp_read(&v->ramp, &ramps[n]);
+            e[n].ramp = &ramps[n];
+        }
+
         n++;
     }
 

@@ -354,7 +354,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     long                       idx;
     size_t                     i, n;
     ngx_str_t                  content, name;
-    ngx_uint_t                 rollbacks, overrides, stale;
+    ngx_uint_t                 rollbacks, overrides, ramps, stale;
     fl_alloc_t                 alloc;
     ngx_pool_t                *pool;
     fl_status_t                st;
@@ -392,6 +392,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 
     rollbacks = 0;
     overrides = 0;
+    ramps = 0;
     stale = 0;
 
     for (i = 0; i < n; i++) {
@@ -434,12 +435,21 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
                                     saved[i].override_milli);
             overrides++;
         }
+
+        if (saved[i].ramp != NULL && flag->ramp_def != NULL) {
+            /* the next tick takes the new zone's totals as its base */
+            saved[i].ramp->based = 0;
+            ngx_memcpy(flag->ramp, saved[i].ramp, sizeof(fl_ramp_t));
+            ngx_http_flags_ramp_apply(flag);
+            ramps++;
+        }
     }
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "flags: state file \"%V\": restored %ui rollbacks and %ui "
-                  "overrides, skipped %ui entries of changed or removed flags",
-                  &fmcf->state_file, rollbacks, overrides, stale);
+                  "overrides (and %ui ramps), skipped %ui entries of changed "
+                  "or removed flags",
+                  &fmcf->state_file, rollbacks, overrides, ramps, stale);
 
 done:
 
@@ -463,12 +473,14 @@ ngx_http_flags_state_serialize(ngx_http_flags_main_conf_t *fmcf,
     u_char           *keys, *p;
     size_t            n, max, len;
     ngx_int_t         rc;
+    fl_ramp_t        *ramps;
     ngx_core_conf_t  *ccf;
     fl_saved_flag_t  *entries;
 
     rc = NGX_ERROR;
     entries = NULL;
     keys = NULL;
+    ramps = NULL;
 
     job->buf = NULL;
     job->names = NULL;
@@ -491,12 +503,14 @@ ngx_http_flags_state_serialize(ngx_http_flags_main_conf_t *fmcf,
     for ( ;; ) {
         entries = ngx_alloc(max * sizeof(fl_saved_flag_t), log);
         keys = ngx_alloc(max * NGX_HTTP_FLAGS_KEY_LEN, log);
-        if (entries == NULL || keys == NULL) {
+        ramps = ngx_alloc(max * sizeof(fl_ramp_t), log);
+        if (entries == NULL || keys == NULL || ramps == NULL) {
             ngx_http_flags_state_err(err, err_len, "%s", "out of memory");
             goto done;
         }
 
-        n = ngx_http_flags_zone_saved(fmcf, entries, keys, max, &job->seq);
+        n = ngx_http_flags_zone_saved(fmcf, entries, keys, ramps, max,
+                                      &job->seq);
 
         if (n == (size_t) -1) {
             ngx_log_error(NGX_LOG_INFO, log, 0,
@@ -513,6 +527,7 @@ ngx_http_flags_state_serialize(ngx_http_flags_main_conf_t *fmcf,
 
         ngx_free(entries);
         ngx_free(keys);
+        ngx_free(ramps);
         max *= 2;
     }
 
@@ -557,6 +572,7 @@ done:
 
     ngx_free(entries);
     ngx_free(keys);
+    ngx_free(ramps);
 
     if (rc != NGX_OK) {
         ngx_http_flags_state_free(job);

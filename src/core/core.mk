@@ -32,6 +32,7 @@ FLAGS_CORE_SRCS = \
 	policy.cpp \
 	project.cpp \
 	regression.cpp \
+	ramp.cpp \
 	query.cpp \
 	report.cpp \
 	sdk.cpp \

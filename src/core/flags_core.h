@@ -405,6 +405,13 @@ typedef enum {
     FL_DECIDED_FLEET            /* the fleet's rule (flags_sync) */
 } fl_decided_t;
 
+/* A ramp's state (the ramps section below). */
+typedef struct fl_ramp_s  fl_ramp_t;
+
+/* fl_control_set_ramp(): no ramp in force, the configured percentage
+ * applies. */
+#define FL_RAMP_NONE  UINT32_MAX
+
 typedef struct {
     uint64_t    def_hash;
     uint64_t    control;        /* rolled back, override kind and value */
@@ -444,6 +451,14 @@ typedef struct {
 
     fl_override_kind_t  override_kind;
     uint32_t            override_milli;
+    int                 ramp_in_force;  /* ramp_milli replaces the
+                                         * configured percentage */
+    uint32_t            ramp_milli;
+
+    /* a ramped flag's state (the caller sets both; NULL: no ramp): a
+     * copy, or the zone's block read with fl_ramp_read() */
+    const fl_ramp_t    *ramp;
+    uint64_t            now_ms;         /* wall clock the ramp is read at */
 } fl_state_snapshot_t;
 
 /* A window block in the caller's memory, laid out by the core. */
@@ -661,6 +676,9 @@ typedef struct {
     fl_decided_t         rollback_by;
     fl_override_kind_t   override_kind;
     uint32_t             override_milli;
+    /* a ramp's state, NULL when none is kept: the writer reads it with
+     * fl_ramp_read(), the parser allocates it from its allocator */
+    fl_ramp_t           *ramp;
 } fl_saved_flag_t;
 
 /* Parses a state file's content.  *out (from a) holds *n entries. */
@@ -790,6 +808,197 @@ int fl_regression_tick(fl_regression_t *r, uint64_t n1, uint64_t n0,
 double fl_regression_log_evidence(const fl_regression_t *r) FL_NOEXCEPT;
 double fl_regression_ratio(const fl_regression_t *r, double alpha)
     FL_NOEXCEPT;
+
+
+/* ================================================================ ramps
+ *
+ * A flag's "ramp" (docs/ramps.md): stages of percentages it climbs on its
+ * own while it is healthy, each held for a time and a number of on
+ * evaluations, watched by the regression rule above.  The definition
+ * comes from the flags file; the state lives in the caller's memory (the
+ * shared zone), changed only by the one process holding the zone's lock,
+ * read by anyone.  ramp.cpp.
+ */
+
+#define FL_RAMP_MAX_STAGES      20u
+#define FL_RAMP_MAX_SECONDS     31536000u   /* a year: hold, maxExtend */
+#define FL_RAMP_TICK_MAX        3600u
+#define FL_RAMP_DEFAULT_ALPHA_PPM       10000u  /* 0.01 */
+#define FL_RAMP_DEFAULT_DISPERSION_MILLI 2000u  /* 2 */
+#define FL_RAMP_DEFAULT_TICK            10u     /* seconds */
+
+typedef struct {
+    uint32_t    milli;          /* percentage, > 0, rising stage by stage */
+    uint32_t    hold;           /* seconds; 0 in the last stage */
+    uint32_t    min_requests;   /* on evaluations; 0: none */
+} fl_ramp_stage_t;
+
+typedef enum {
+    FL_RAMP_INSUFFICIENT_HOLD = 0,      /* wait at the stage */
+    FL_RAMP_INSUFFICIENT_ROLLBACK
+} fl_ramp_insufficient_t;
+
+typedef struct {
+    uint32_t            nstages;        /* 1 .. FL_RAMP_MAX_STAGES */
+    fl_ramp_stage_t     stages[FL_RAMP_MAX_STAGES];
+    uint64_t            start_at_ms;    /* startAt; 0: when committed */
+    uint32_t            max_extend;     /* seconds past hold */
+    uint32_t            on_insufficient;    /* fl_ramp_insufficient_t */
+    uint32_t            alpha_ppm;      /* alpha in millionths, 1 .. 999999 */
+    uint32_t            dispersion_milli;   /* phi x 1000, >= 1000 */
+    uint32_t            tick;           /* seconds, 1 .. FL_RAMP_TICK_MAX */
+} fl_ramp_def_t;
+
+/* Flag i's ramp, NULL when it has none (or i is out of range). */
+const fl_ramp_def_t *fl_project_flag_ramp(const fl_project_t *p, size_t i)
+    FL_NOEXCEPT;
+
+/* Where a ramp stands (flags_status's "state"). */
+typedef enum {
+    FL_RAMP_PENDING = 0,        /* not started: startAt is ahead, or no
+                                 * tick has run yet ("holding") */
+    FL_RAMP_RUNNING,            /* within the stage's hold */
+    FL_RAMP_HOLDING,            /* hold over, waiting (minRequests), or
+                                 * stopped by a kill switch or override */
+    FL_RAMP_PAUSED,             /* by flags_admin */
+    FL_RAMP_DONE,               /* the last stage is reached */
+    FL_RAMP_ROLLED_BACK         /* the flag was rolled back */
+} fl_ramp_state_t;
+
+/* Why a ramp rolled its flag back (fl_ramp_t.cause). */
+typedef enum {
+    FL_RAMP_CAUSE_NONE = 0,
+    FL_RAMP_CAUSE_REGRESSION,   /* the regression rule */
+    FL_RAMP_CAUSE_INSUFFICIENT, /* onInsufficient "rollback" */
+    FL_RAMP_CAUSE_OTHER         /* another rollback (the absolute rule,
+                                 * the fleet) stopped it */
+} fl_ramp_cause_t;
+
+/*
+ * A ramp's state, in the caller's memory (8-byte aligned, no pointer).
+ * Written only by whoever holds the zone's lock; every word is read
+ * and written atomically, so a reader without the lock sees each member
+ * whole (not always all of them from the same tick).
+ */
+struct fl_ramp_s {
+    uint64_t        state;          /* fl_ramp_state_t */
+    uint64_t        stage;          /* index into the definition's stages */
+    uint64_t        start_ms;       /* when the ramp started (wall clock) */
+    uint64_t        stage_ms;       /* when the stage started, moved on by
+                                     * the time spent paused */
+    uint64_t        paused_ms;      /* PAUSED: since when */
+    uint64_t        next_tick_ms;   /* the current tick ends */
+    uint64_t        stage_on;       /* on evaluations of the stage's ticks */
+    uint64_t        stage_off;      /* off evaluations of the same */
+    uint64_t        stage_changes;  /* lifetime: advances (flags_metrics) */
+    uint64_t        cause;          /* fl_ramp_cause_t */
+    uint64_t        decided_ms;     /* when the rule decided */
+    uint64_t        stalled;        /* hold + maxExtend passed short of
+                                     * minRequests (onInsufficient "hold") */
+    /* the totals at the end of the last tick: the next one's counts are
+     * the difference; based 0 (a new zone): the next tick takes them */
+    uint64_t        based;
+    uint64_t        base_on;
+    uint64_t        base_off;
+    uint64_t        base_on_errors;
+    uint64_t        base_off_errors;
+    /* the last closed tick's counts */
+    uint64_t        last_n1, last_n0, last_e1, last_e0;
+    fl_regression_t evidence;       /* since the ramp (re)started */
+    /* the tick that decided: its counts */
+    uint64_t        decided_n1, decided_n0, decided_e1, decided_e0;
+};
+
+/* A fresh state: pending, stage 0. */
+void fl_ramp_init(fl_ramp_t *r) FL_NOEXCEPT;
+
+/* A copy read word by word (for a reader without the lock). */
+void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) FL_NOEXCEPT;
+
+/* What a tick or an action asks of the caller. */
+typedef enum {
+    FL_RAMP_EV_NONE = 0,
+    FL_RAMP_EV_STARTED,         /* the ramp started: apply the stage */
+    FL_RAMP_EV_ADVANCED,        /* a new stage: apply its percentage */
+    FL_RAMP_EV_DONE,            /* the last stage is reached (and applied) */
+    FL_RAMP_EV_STALLED,         /* hold + maxExtend passed short of
+                                 * minRequests; the stage holds */
+    FL_RAMP_EV_ROLLBACK         /* roll the flag back (cause says why) */
+} fl_ramp_event_t;
+
+/* What else a tick must know of the flag. */
+typedef struct {
+    uint64_t    on;             /* lifetime totals: on evaluations, */
+    uint64_t    off;            /* off evaluations, */
+    uint64_t    on_errors;      /* and their errors */
+    uint64_t    off_errors;
+    int         rolled_back;    /* the flag is rolled back */
+    int         stopped;        /* a kill switch or an override holds it */
+    int         frozen;         /* the fleet is away: no advancing */
+    int         guard;          /* the regression rule may roll back
+                                 * (rollback not off) */
+} fl_ramp_input_t;
+
+/*
+ * Runs the ramp at now_ms (wall clock): starts it (at startAt, or now
+ * when it has none), closes the current tick when it is due (its counts:
+ * the totals since the last one; the regression rule reads them while
+ * the stage has a control group), and moves the stage on when its hold
+ * has passed and it has its minRequests.  At most one event a call, the
+ * most important: ROLLBACK, then DONE / ADVANCED / STARTED, then
+ * STALLED.  The ramp's percentage afterwards is fl_ramp_milli().
+ */
+fl_ramp_event_t fl_ramp_step(const fl_ramp_def_t *d, fl_ramp_t *r,
+    uint64_t now_ms, const fl_ramp_input_t *in) FL_NOEXCEPT;
+
+typedef enum {
+    FL_RAMP_PAUSE = 0,
+    FL_RAMP_RESUME,
+    FL_RAMP_ADVANCE,
+    FL_RAMP_RESTART
+} fl_ramp_action_t;
+
+/* "pause", "resume", "advance", "restart" -> 0 and *out; -1 otherwise. */
+int fl_ramp_action_parse(const char *s, size_t len, fl_ramp_action_t *out)
+    FL_NOEXCEPT;
+
+/* The body of PUT {admin}/ramps/P/F: {"action": "pause" | "resume" |
+ * "advance" | "restart"}; FL_ERR_JSON or FL_ERR_FIELD with a message. */
+fl_status_t fl_parse_ramp_action(const char *body, size_t len,
+    fl_ramp_action_t *action, char *err, size_t err_len) FL_NOEXCEPT;
+
+/* An operator's action.  Returns the event (ADVANCED, DONE or STARTED
+ * when the percentage changes, NONE otherwise) and sets *changed when the
+ * state changed at all; -1 when the action does not apply (*why: a
+ * sentence), e.g. resuming a ramp that is not paused.  restart begins
+ * again at stage 0 with no evidence; the caller clears a rollback. */
+int fl_ramp_act(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now_ms,
+    fl_ramp_action_t action, int *changed, const char **why) FL_NOEXCEPT;
+
+/* The percentage the ramp serves: its stage's once started, else
+ * configured_milli. */
+uint32_t fl_ramp_milli(const fl_ramp_def_t *d, const fl_ramp_t *r,
+    uint32_t configured_milli) FL_NOEXCEPT;
+
+/* Whether the regression rule is the flag's guard now, in place of the
+ * absolute rule (docs/ramps.md): started, neither done nor rolled back,
+ * the stage below 100 % and its off cohort counted. */
+int fl_ramp_guards(const fl_ramp_def_t *d, const fl_ramp_t *r) FL_NOEXCEPT;
+
+/* "running", "holding", "paused", "done", "rolledBack" */
+const char *fl_ramp_state_name(fl_ramp_state_t s) FL_NOEXCEPT;
+
+/* The ramp's percentage into the control word, which the request path
+ * reads in the same load as the rollback and the override: milli, or
+ * FL_RAMP_NONE when the configured percentage applies. */
+void fl_control_set_ramp(fl_control_t *c, uint32_t milli) FL_NOEXCEPT;
+uint32_t fl_control_ramp(const fl_control_t *c) FL_NOEXCEPT;
+
+/* The "ramp" member of flags_status (docs/ramps.md), for flag i of p with
+ * its state r read at now_ms.  Upper bound first; returns bytes written. */
+#define FL_RAMP_JSON_BOUND  (1400u + 60u * FL_RAMP_MAX_STAGES)
+size_t fl_ramp_status_json(const fl_ramp_def_t *d, const fl_ramp_t *r,
+    uint64_t now_ms, int rolled_back, char *buf) FL_NOEXCEPT;
 
 
 /* ================================================================ OFREP

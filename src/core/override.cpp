@@ -100,4 +100,40 @@ fl_status_t fl_parse_override(const char *body, size_t len,
     }
 }
 
+fl_status_t fl_parse_ramp_action(const char *body, size_t len,
+    fl_ramp_action_t *action, char *err, size_t err_len) noexcept
+{
+    try {
+        fl::malloc_arena arena;
+        fl::jval *root = nullptr;
+
+        if (body == nullptr) {
+            len = 0;
+            body = "";
+        }
+        fl_status_t rc = fl::jparse(body, len, arena.handle(), FL_REPORT_MAX_DEPTH,
+                                    "request body", &root, err, err_len);
+        if (rc != FL_OK) {
+            return rc;
+        }
+        if (root->kind != fl::J_OBJECT) {
+            fl::set_err(err, err_len, "request body must be a JSON object");
+            return FL_ERR_JSON;
+        }
+        const fl::jval *a = fl::jget(root, "action");
+        if (a == nullptr || a->kind != fl::J_STRING
+            || fl_ramp_action_parse(a->str, a->len, action) != 0)
+        {
+            fl::set_err(err, err_len,
+                        "action must be \"pause\", \"resume\", \"advance\" or"
+                        " \"restart\"");
+            return FL_ERR_FIELD;
+        }
+        return FL_OK;
+    } catch (...) {
+        fl::set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
 } // extern "C"

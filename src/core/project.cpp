@@ -122,6 +122,89 @@ bool count_in(const jval &v, uint32_t limit, uint32_t *out)
 }
 
 
+/* A whole number of seconds in [lo, hi], as count_in() reads counts. */
+bool seconds_in(const jval &v, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    DecimalView d;
+    uint64_t n;
+    bool exact;
+
+    if (v.kind != J_NUMBER || !parse_decimal(v.str, v.len, &d)
+        || !decimal_scaled(d, 0, hi, &n, &exact) || !exact || n < lo)
+    {
+        return false;
+    }
+    *out = static_cast<uint32_t>(n);
+    return true;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (the usual
+ * era arithmetic: 400-year eras of 146097 days). */
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = static_cast<unsigned>(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS[.fraction]Z" (RFC 3339 in UTC) as milliseconds
+ * since the epoch; a fraction past milliseconds is cut.  Years 1970 to
+ * 9999. */
+bool parse_utc_time(std::string_view s, uint64_t *ms)
+{
+    auto num = [&s](size_t at, size_t n, unsigned *out) {
+        unsigned v = 0;
+        for (size_t k = at; k < at + n; k++) {
+            if (k >= s.size() || s[k] < '0' || s[k] > '9') {
+                return false;
+            }
+            v = v * 10 + static_cast<unsigned>(s[k] - '0');
+        }
+        *out = v;
+        return true;
+    };
+    unsigned y, mo, d, h, mi, sec;
+    if (s.size() < 20 || !num(0, 4, &y) || s[4] != '-' || !num(5, 2, &mo)
+        || s[7] != '-' || !num(8, 2, &d) || (s[10] != 'T' && s[10] != 't')
+        || !num(11, 2, &h) || s[13] != ':' || !num(14, 2, &mi)
+        || s[16] != ':' || !num(17, 2, &sec))
+    {
+        return false;
+    }
+    static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+                                     30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1]
+        || (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 || sec > 60)
+    {
+        return false;
+    }
+    size_t k = 19;
+    unsigned frac = 0, scale = 100;
+    if (s[k] == '.') {
+        k++;
+        size_t first = k;
+        while (k < s.size() && s[k] >= '0' && s[k] <= '9') {
+            frac += static_cast<unsigned>(s[k] - '0') * scale;
+            scale /= 10;
+            k++;
+        }
+        if (k == first) {
+            return false;
+        }
+    }
+    if (k + 1 != s.size() || (s[k] != 'Z' && s[k] != 'z')) {
+        return false;
+    }
+    int64_t days = days_from_civil(y, mo, d);
+    *ms = static_cast<uint64_t>(days * 86400 + h * 3600 + mi * 60
+                                + (sec > 59 ? 59 : sec)) * 1000 + frac;
+    return true;
+}
+
 /* ------------------------------------------------------- messages */
 
 void append_json_string(std::string &out, std::string_view s)
@@ -236,6 +319,8 @@ private:
     bool load_rule(const jval &v, Rule &r, std::string &why,
         const std::string &where);
     bool load_flag(const jval &v, size_t index, Flag &f);
+    bool load_ramp(const jval &v, fl_ramp_def_t &rd, std::string &why,
+                   const std::string &where);
     bool load_rollback(const jval &v, fl_rollback_policy_t &rb,
         std::string &why, const std::string &where);
     void finish_flag(Flag &f);
@@ -525,6 +610,163 @@ bool Loader::load_segments(const jval *segs)
     return true;
 }
 
+bool Loader::load_ramp(const jval &v, fl_ramp_def_t &rd, std::string &why,
+    const std::string &where)
+{
+    rd = fl_ramp_def_t();
+    rd.alpha_ppm = FL_RAMP_DEFAULT_ALPHA_PPM;
+    rd.dispersion_milli = FL_RAMP_DEFAULT_DISPERSION_MILLI;
+    rd.tick = FL_RAMP_DEFAULT_TICK;
+
+    if (v.kind != J_OBJECT) {
+        why = "\"ramp\" must be an object";
+        return false;
+    }
+    warn_unknown(v, {"stages", "startAt", "maxExtend", "onInsufficient",
+                     "regression"}, where + "ramp: ");
+
+    const jval *stages = get(v, "stages");
+    if (stages == nullptr || stages->kind != J_ARRAY) {
+        why = "ramp: \"stages\" must be an array of 1 to "
+              + std::to_string(FL_RAMP_MAX_STAGES) + " stages";
+        return false;
+    }
+    size_t n = 0;
+    for (const jval &sv : children(*stages)) {
+        (void) sv;
+        n++;
+    }
+    if (n == 0 || n > FL_RAMP_MAX_STAGES) {
+        why = "ramp: \"stages\" must be an array of 1 to "
+              + std::to_string(FL_RAMP_MAX_STAGES) + " stages";
+        return false;
+    }
+    rd.nstages = static_cast<uint32_t>(n);
+
+    size_t k = 0;
+    for (const jval &sv : children(*stages)) {
+        std::string at = "ramp: stage " + std::to_string(k) + ": ";
+        fl_ramp_stage_t &st = rd.stages[k];
+        bool last = k + 1 == n;
+        if (sv.kind != J_OBJECT) {
+            why = at + "not an object";
+            return false;
+        }
+        warn_unknown(sv, {"percentage", "hold", "minRequests"}, where + at);
+
+        const jval *pc = get(sv, "percentage");
+        if (pc == nullptr || pc->kind != J_NUMBER
+            || parse_milli(pc->str, pc->len, &st.milli) != FL_MILLI_OK
+            || st.milli == 0)
+        {
+            why = at + "\"percentage\" must be a number above 0 and at most"
+                  " 100, with at most 3 decimals";
+            return false;
+        }
+        if (k > 0 && st.milli <= rd.stages[k - 1].milli) {
+            why = at + "\"percentage\" must be above the stage before's";
+            return false;
+        }
+
+        const jval *hold = get(sv, "hold");
+        if (hold == nullptr && !last) {
+            why = at + "\"hold\" is missing (only the last stage may leave"
+                  " it out)";
+            return false;
+        }
+        if (hold != nullptr
+            && !seconds_in(*hold, 1, FL_RAMP_MAX_SECONDS, &st.hold))
+        {
+            why = at + "\"hold\" must be a whole number of seconds between 1"
+                  " and " + std::to_string(FL_RAMP_MAX_SECONDS);
+            return false;
+        }
+        if (last) {
+            st.hold = 0;        /* the end: nothing to hold for */
+        }
+
+        if (const jval *mr = get(sv, "minRequests")) {
+            if (!seconds_in(*mr, 0, UINT32_MAX, &st.min_requests)) {
+                why = at + "\"minRequests\" must be a whole number >= 0";
+                return false;
+            }
+        }
+        k++;
+    }
+
+    if (const jval *sa = get(v, "startAt")) {
+        if (sa->kind != J_STRING || !parse_utc_time(str(*sa), &rd.start_at_ms))
+        {
+            why = "ramp: \"startAt\" must be an RFC 3339 time in UTC, as"
+                  " \"2026-12-01T09:00:00Z\"";
+            return false;
+        }
+    }
+
+    if (const jval *me = get(v, "maxExtend")) {
+        if (!seconds_in(*me, 0, FL_RAMP_MAX_SECONDS, &rd.max_extend)) {
+            why = "ramp: \"maxExtend\" must be a whole number of seconds"
+                  " between 0 and " + std::to_string(FL_RAMP_MAX_SECONDS);
+            return false;
+        }
+    }
+
+    if (const jval *oi = get(v, "onInsufficient")) {
+        std::string_view o = oi->kind == J_STRING ? str(*oi) : "";
+        if (o == "hold") {
+            rd.on_insufficient = FL_RAMP_INSUFFICIENT_HOLD;
+        } else if (o == "rollback") {
+            rd.on_insufficient = FL_RAMP_INSUFFICIENT_ROLLBACK;
+        } else {
+            why = "ramp: \"onInsufficient\" must be \"hold\" or \"rollback\"";
+            return false;
+        }
+    }
+
+    if (const jval *rg = get(v, "regression")) {
+        if (rg->kind != J_OBJECT) {
+            why = "ramp: \"regression\" must be an object";
+            return false;
+        }
+        warn_unknown(*rg, {"alpha", "dispersion", "tick"},
+                     where + "ramp: regression: ");
+        DecimalView d;
+        uint64_t x;
+        bool exact;
+        if (const jval *a = get(*rg, "alpha")) {
+            if (a->kind != J_NUMBER || !parse_decimal(a->str, a->len, &d)
+                || !decimal_scaled(d, 6, 999999, &x, &exact) || !exact
+                || x == 0)
+            {
+                why = "ramp: regression: \"alpha\" must be a number above 0"
+                      " and below 1, with at most 6 decimals";
+                return false;
+            }
+            rd.alpha_ppm = static_cast<uint32_t>(x);
+        }
+        if (const jval *ph = get(*rg, "dispersion")) {
+            if (ph->kind != J_NUMBER || !parse_decimal(ph->str, ph->len, &d)
+                || !decimal_scaled(d, 3, 1000000, &x, &exact) || !exact
+                || x < 1000)
+            {
+                why = "ramp: regression: \"dispersion\" must be a number from"
+                      " 1 to 1000, with at most 3 decimals";
+                return false;
+            }
+            rd.dispersion_milli = static_cast<uint32_t>(x);
+        }
+        if (const jval *t = get(*rg, "tick")) {
+            if (!seconds_in(*t, 1, FL_RAMP_TICK_MAX, &rd.tick)) {
+                why = "ramp: regression: \"tick\" must be a whole number of"
+                      " seconds between 1 and "
+                      + std::to_string(FL_RAMP_TICK_MAX);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     std::string &why, const std::string &where)
 {
@@ -600,7 +842,7 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     f.name = str(*name);
     where = "flag " + quoted(f.name) + ": ";
     warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
-                     "stickiness", "rollback"}, where);
+                     "stickiness", "rollback", "ramp"}, where);
 
     const jval *en = need(v, "enabled", K_BOOL, "must be a boolean", why);
     if (en == nullptr) {
@@ -660,6 +902,15 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
         }
     }
 
+    if (const jval *rd = get(v, "ramp")) {
+        if (rd->kind != J_NULL) {
+            if (!load_ramp(*rd, f.ramp, why, where)) {
+                return fail(where + why);
+            }
+            f.has_ramp = true;
+        }
+    }
+
     finish_flag(f);
     return true;
 }
@@ -686,6 +937,23 @@ void Loader::finish_flag(Flag &f)
          * their hashes, so their saved rollbacks still apply */
         h.str("minSources");
         h.u64(f.rollback.min_sources);
+    }
+    if (f.has_ramp) {
+        /* hashed only when present: flags without one keep their hashes */
+        const fl_ramp_def_t &r = f.ramp;
+        h.str("ramp/1");
+        h.u64(r.nstages);
+        for (uint32_t k = 0; k < r.nstages; k++) {
+            h.u64(r.stages[k].milli);
+            h.u64(r.stages[k].hold);
+            h.u64(r.stages[k].min_requests);
+        }
+        h.u64(r.start_at_ms);
+        h.u64(r.max_extend);
+        h.u64(r.on_insufficient);
+        h.u64(r.alpha_ppm);
+        h.u64(r.dispersion_milli);
+        h.u64(r.tick);
     }
     h.u64(f.segments.size());
     for (uint32_t si : f.segments) {
@@ -973,6 +1241,15 @@ int fl_project_flag_info(const fl_project_t *p, size_t i,
     out->def_hash = f.def_hash;
     out->rollback = f.rollback;
     return 0;
+}
+
+const fl_ramp_def_t *fl_project_flag_ramp(const fl_project_t *p, size_t i)
+    noexcept
+{
+    if (p == nullptr || i >= p->flags.size() || !p->flags[i].has_ramp) {
+        return nullptr;
+    }
+    return &p->flags[i].ramp;
 }
 
 const char *fl_project_flag_segment(const fl_project_t *p, size_t i,

@@ -91,6 +91,9 @@ struct Flag {
      *    fl_state_record_error().
      */
     fl_rollback_policy_t   rollback{};
+    /* "ramp" (docs/ramps.md); has_ramp false: none */
+    bool                   has_ramp = false;
+    fl_ramp_def_t          ramp{};
     uint64_t               def_hash = 0;
 
     /* The name as a JSON string, quotes included */

@@ -7,8 +7,9 @@
  * (a worker that dies must never leave a lock behind).
  * Every field is a 64-bit word changed only with __atomic operations.
  *
- * Control word: bit 0 rolled back, bits 1-2 override kind, bits 32-63
- * override milli-percent.  fl_control_effective() is one atomic load of
+ * Control word: bit 0 rolled back, bits 1-2 override kind, bit 3 a ramp
+ * in force, bits 8-24 the ramp's milli-percent, bits 32-63 override
+ * milli-percent.  fl_control_effective() is one atomic load of
  * it, and every change to it is a compare-and-swap, so a rollback, an
  * override change and a clear never undo each other.
  *
@@ -62,6 +63,10 @@ constexpr uint64_t CTL_ROLLED = 1;
 constexpr uint64_t CTL_KIND_SHIFT = 1;
 constexpr uint64_t CTL_KIND_MASK = 3u << CTL_KIND_SHIFT;
 constexpr unsigned CTL_MILLI_SHIFT = 32;
+constexpr uint64_t CTL_RAMP = 8;
+constexpr unsigned CTL_RAMP_SHIFT = 8;
+constexpr uint64_t CTL_RAMP_MASK = (CTL_RAMP | (0x1ffffull << CTL_RAMP_SHIFT));
+static_assert(FL_MILLI_MAX <= 0x1ffff, "a ramp's percentage fits 17 bits");
 
 inline bucket *buckets(fl_window_t *w)
 {
@@ -303,6 +308,17 @@ inline uint32_t ctl_milli(uint64_t c)
     return m > FL_MILLI_MAX ? FL_MILLI_MAX : m;
 }
 
+/* The percentage a definition configures, or its ramp's when one is in
+ * force. */
+inline uint32_t ctl_configured(uint64_t c, uint32_t configured_milli)
+{
+    if (c & CTL_RAMP) {
+        uint32_t m = static_cast<uint32_t>((c >> CTL_RAMP_SHIFT) & 0x1ffff);
+        return m > FL_MILLI_MAX ? FL_MILLI_MAX : m;
+    }
+    return configured_milli;
+}
+
 inline uint64_t ctl_override(fl_override_kind_t kind, uint32_t milli)
 {
     switch (kind) {
@@ -486,7 +502,8 @@ uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
     *sw = rolled ? FL_SWITCH_ROLLED_BACK
           : kind == FL_OVERRIDE_OFF ? FL_SWITCH_OVERRIDE_OFF
           : FL_SWITCH_NONE;
-    return fl::effective_milli(rolled, kind, ctl_milli(w), configured_milli);
+    return fl::effective_milli(rolled, kind, ctl_milli(w),
+                               ctl_configured(w, configured_milli));
 }
 
 uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) noexcept
@@ -494,7 +511,28 @@ uint32_t fl_control_effective(const fl_control_t *c, uint32_t configured_milli) 
     uint64_t w = load_acq(&c->control);
 
     return fl::effective_milli((w & CTL_ROLLED) != 0, ctl_kind(w), ctl_milli(w),
-                               configured_milli);
+                               ctl_configured(w, configured_milli));
+}
+
+void fl_control_set_ramp(fl_control_t *c, uint32_t milli) noexcept
+{
+    uint64_t bits = 0;
+
+    if (milli != FL_RAMP_NONE) {
+        bits = CTL_RAMP | (static_cast<uint64_t>(milli > FL_MILLI_MAX
+                                                 ? FL_MILLI_MAX : milli)
+                           << CTL_RAMP_SHIFT);
+    }
+    update_control(c, [bits](uint64_t w) {
+        return (w & ~CTL_RAMP_MASK) | bits;
+    });
+}
+
+uint32_t fl_control_ramp(const fl_control_t *c) noexcept
+{
+    uint64_t w = load_acq(&c->control);
+
+    return (w & CTL_RAMP) ? ctl_configured(w, 0) : FL_RAMP_NONE;
 }
 
 int fl_control_try_rollback(fl_control_t *c, uint64_t at_ms, uint64_t errors,
@@ -529,7 +567,9 @@ void fl_control_set_override(fl_control_t *c, fl_override_kind_t kind,
 {
     uint64_t bits = ctl_override(kind, milli);
 
-    update_control(c, [bits](uint64_t w) { return (w & CTL_ROLLED) | bits; });
+    update_control(c, [bits](uint64_t w) {
+        return (w & (CTL_ROLLED | CTL_RAMP_MASK)) | bits;
+    });
 }
 
 void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
@@ -692,6 +732,8 @@ void fl_state_snapshot(const fl_totals_t *t, const fl_control_t *c,
     }
     out->override_kind = ctl_kind(w);
     out->override_milli = out->override_kind == FL_OVERRIDE_PERCENT ? ctl_milli(w) : 0;
+    out->ramp_in_force = (w & CTL_RAMP) != 0;
+    out->ramp_milli = ctl_configured(w, 0);
 }
 
 } // extern "C"

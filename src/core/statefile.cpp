@@ -20,6 +20,14 @@
  *    and decidedBy ("rule" or "fleet") are optional: files written before
  *    they existed restore with 0 and unknown;
  *  - override: null, {"enabled":false} or {"rolloutPercentage":N}.
+ *  - ramp (optional, docs/ramps.md): a started ramp's state,
+ *    {"state":"running","stage":1,"startedAt":MS,"stageStartedAt":MS,
+ *     "pausedAt":MS,"nextTickAt":MS,"stageOn":N,"stageOff":N,
+ *     "stageChanges":N,"cause":N,"decidedAt":MS,"stalled":0|1,
+ *     "decided":[n1,n0,e1,e0],"evidence":{"logLr":[5 numbers],
+ *     "ticks":N,"errorsOn":N,"errorsOff":N,"decidedTick":N,"decided":0|1}}
+ *    The tick's baselines are not kept: after a restart the first tick
+ *    takes the new zone's totals as its base.
  *
  * The reader is strict about what it needs (the caller logs the message
  * and ignores the whole file: never fatal) and lenient about the rest:
@@ -37,6 +45,10 @@
 #include "text.hpp"
 #include "utf8.hpp"
 
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -67,8 +79,178 @@ bool get_u64(const fl::jval *obj, const char *key, uint64_t *out)
            && fl::parse_u64(v->str, v->len, out);
 }
 
+const char *const ramp_states[] = {"pending", "running", "holding", "paused",
+                                   "done", "rolledBack"};
+
+/* The numbers of a ramp's state, in the order written. */
+struct ramp_field {
+    const char  *name;
+    size_t       offset;
+};
+
+const ramp_field ramp_fields[] = {
+    {"stage", offsetof(fl_ramp_t, stage)},
+    {"startedAt", offsetof(fl_ramp_t, start_ms)},
+    {"stageStartedAt", offsetof(fl_ramp_t, stage_ms)},
+    {"pausedAt", offsetof(fl_ramp_t, paused_ms)},
+    {"nextTickAt", offsetof(fl_ramp_t, next_tick_ms)},
+    {"stageOn", offsetof(fl_ramp_t, stage_on)},
+    {"stageOff", offsetof(fl_ramp_t, stage_off)},
+    {"stageChanges", offsetof(fl_ramp_t, stage_changes)},
+    {"cause", offsetof(fl_ramp_t, cause)},
+    {"decidedAt", offsetof(fl_ramp_t, decided_ms)},
+    {"stalled", offsetof(fl_ramp_t, stalled)},
+};
+
+const ramp_field ramp_decided[] = {
+    {"n1", offsetof(fl_ramp_t, decided_n1)},
+    {"n0", offsetof(fl_ramp_t, decided_n0)},
+    {"e1", offsetof(fl_ramp_t, decided_e1)},
+    {"e0", offsetof(fl_ramp_t, decided_e0)},
+};
+
+uint64_t *word(fl_ramp_t *r, size_t offset)
+{
+    return reinterpret_cast<uint64_t *>(reinterpret_cast<char *>(r) + offset);
+}
+
+bool get_double(const fl::jval *v, double *out)
+{
+    if (v == nullptr || v->kind != fl::J_NUMBER || v->len >= 64) {
+        return false;
+    }
+    char buf[64];
+    std::memcpy(buf, v->str, v->len);
+    buf[v->len] = '\0';
+    char *end = nullptr;
+    double d = std::strtod(buf, &end);
+    if (end != buf + v->len || !std::isfinite(d)) {
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
+bool parse_evidence(const fl::jval *ev, fl_regression_t *r)
+{
+    const fl::jval *l = fl::jget(ev, "logLr");
+    if (l == nullptr || l->kind != fl::J_ARRAY
+        || l->count != FL_REGRESSION_GRID)
+    {
+        return false;
+    }
+    size_t k = 0;
+    for (const fl::jval *x = l->first; x != nullptr; x = x->next, k++) {
+        if (!get_double(x, &r->log_lr[k])) {
+            return false;
+        }
+    }
+    uint64_t decided = 0;
+    if (!get_u64(ev, "ticks", &r->ticks)
+        || !get_u64(ev, "errorsOn", &r->errors_on)
+        || !get_u64(ev, "errorsOff", &r->errors_off)
+        || !get_u64(ev, "decidedTick", &r->decided_tick)
+        || !get_u64(ev, "decided", &decided) || decided > 1)
+    {
+        return false;
+    }
+    r->decided = static_cast<uint32_t>(decided);
+    return true;
+}
+
+bool parse_ramp(const fl::jval *v, fl_ramp_t *r)
+{
+    fl_ramp_init(r);
+    if (v->kind != fl::J_OBJECT) {
+        return false;
+    }
+    const fl::jval *state = fl::jget(v, "state");
+    if (state == nullptr || state->kind != fl::J_STRING) {
+        return false;
+    }
+    bool known = false;
+    for (size_t k = 0; k < sizeof(ramp_states) / sizeof(ramp_states[0]); k++)
+    {
+        if (std::strlen(ramp_states[k]) == state->len
+            && std::memcmp(ramp_states[k], state->str, state->len) == 0)
+        {
+            r->state = k;
+            known = true;
+        }
+    }
+    if (!known) {
+        return false;
+    }
+    for (const ramp_field &f : ramp_fields) {
+        if (!get_u64(v, f.name, word(r, f.offset))) {
+            return false;
+        }
+    }
+    const fl::jval *d = fl::jget(v, "decided");
+    if (d == nullptr || d->kind != fl::J_OBJECT) {
+        return false;
+    }
+    for (const ramp_field &f : ramp_decided) {
+        if (!get_u64(d, f.name, word(r, f.offset))) {
+            return false;
+        }
+    }
+    const fl::jval *ev = fl::jget(v, "evidence");
+    return ev != nullptr && ev->kind == fl::J_OBJECT
+           && parse_evidence(ev, &r->evidence);
+}
+
+char *put_ramp(char *o, const fl_ramp_t *rs)
+{
+    fl_ramp_t r;
+    fl_ramp_read(rs, &r);
+
+    o = fl::put_lit(o, ",\"ramp\":{\"state\":");
+    const char *name = ramp_states[r.state < 6 ? r.state : 0];
+    o = fl::put_str(o, name, std::strlen(name));
+    for (const ramp_field &f : ramp_fields) {
+        *o++ = ',';
+        o = fl::put_str(o, f.name, std::strlen(f.name));
+        *o++ = ':';
+        o += fl::put_u64(*word(&r, f.offset), o);
+    }
+    o = fl::put_lit(o, ",\"decided\":{");
+    for (const ramp_field &f : ramp_decided) {
+        if (f.offset != ramp_decided[0].offset) {
+            *o++ = ',';
+        }
+        o = fl::put_str(o, f.name, std::strlen(f.name));
+        *o++ = ':';
+        o += fl::put_u64(*word(&r, f.offset), o);
+    }
+    o = fl::put_lit(o, "},\"evidence\":{\"logLr\":[");
+    for (int k = 0; k < FL_REGRESSION_GRID; k++) {
+        double l = r.evidence.log_lr[k];
+        if (!std::isfinite(l)) {
+            l = l > 0 ? 1e300 : -1e300;
+        }
+        int n = std::snprintf(o, 32, "%s%.17g", k ? "," : "", l);
+        o += n > 0 && n < 32 ? n : 0;
+    }
+    o = fl::put_lit(o, "],\"ticks\":");
+    o += fl::put_u64(r.evidence.ticks, o);
+    o = fl::put_lit(o, ",\"errorsOn\":");
+    o += fl::put_u64(r.evidence.errors_on, o);
+    o = fl::put_lit(o, ",\"errorsOff\":");
+    o += fl::put_u64(r.evidence.errors_off, o);
+    o = fl::put_lit(o, ",\"decidedTick\":");
+    o += fl::put_u64(r.evidence.decided_tick, o);
+    o = fl::put_lit(o, ",\"decided\":");
+    o += fl::put_u64(r.evidence.decided ? 1 : 0, o);
+    return fl::put_lit(o, "}}");
+}
+
+/* Bytes of put_ramp(): names and punctuation, 15 20-digit integers, five
+ * 25-byte doubles. */
+constexpr size_t ramp_bound = 1024;
+
 fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
-    char *err, size_t err_len)
+    const fl_alloc_t *a, char *err, size_t err_len)
 {
     using fl::jval;
 
@@ -160,6 +342,20 @@ fl_status_t parse_entry(const fl::jval *e, size_t i, fl_saved_flag_t *out,
             return FL_ERR_INVALID;
         }
     }
+
+    const jval *ramp = fl::jget(e, "ramp");
+    if (ramp != nullptr && ramp->kind != fl::J_NULL) {
+        out->ramp = fl::alloc_array<fl_ramp_t>(a, 1);
+        if (out->ramp == nullptr) {
+            fl::set_err(err, err_len, "out of memory");
+            return FL_ERR_NOMEM;
+        }
+        if (!parse_ramp(ramp, out->ramp)) {
+            fl::set_err(err, err_len, "flags[%zu].ramp is not a ramp's state",
+                        i);
+            return FL_ERR_INVALID;
+        }
+    }
     return FL_OK;
 }
 
@@ -206,7 +402,7 @@ fl_status_t parse(const char *data, size_t len, const fl_alloc_t *a,
         std::memset(&v[i], 0, sizeof(v[i]));
         v[i].override_kind = FL_OVERRIDE_NONE;
         char msg[256];
-        rc = parse_entry(e, i, &v[i], msg, sizeof(msg));
+        rc = parse_entry(e, i, &v[i], a, msg, sizeof(msg));
         if (rc != FL_OK) {
             fl::set_err(err, err_len, "state file: %s", msg);
             return rc;
@@ -256,6 +452,9 @@ size_t fl_state_file_bound(const fl_saved_flag_t *e, size_t n) noexcept
 
     for (size_t i = 0; i < n; i++) {
         b += entry_fixed + fl::str_bound(e[i].project_len) + fl::str_bound(e[i].flag_len);
+        if (e[i].ramp != nullptr) {
+            b += ramp_bound;
+        }
     }
     return b;
 }
@@ -303,6 +502,9 @@ size_t fl_state_file_write(const fl_saved_flag_t *e, size_t n, char *buf) noexce
         }
         o = fl::put_lit(o, ",\"override\":");
         o = fl::put_override(o, f.override_kind, f.override_milli);
+        if (f.ramp != nullptr) {
+            o = put_ramp(o, f.ramp);
+        }
         *o++ = '}';
     }
     if (n != 0) {

@@ -116,6 +116,9 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i) noexcept
             return 0;
         }
         size_t n = fixed_bound + fl::str_bound(info.name_len);
+        if (fl_project_flag_ramp(p, i) != nullptr) {
+            n += FL_RAMP_JSON_BOUND;
+        }
         for (size_t j = 0; j < info.nsegments; j++) {
             size_t len = 0;
             if (fl_project_flag_segment(p, i, j, &len) != nullptr) {
@@ -165,7 +168,9 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         o += fl_json_milli(fl::effective_milli(s->rolled_back != 0,
                                               s->override_kind,
                                               s->override_milli,
-                                              info.rollout_milli), o);
+                                              s->ramp_in_force
+                                              ? s->ramp_milli
+                                              : info.rollout_milli), o);
         o = s->rolled_back ? fl::put_lit(o, ",\"rolledBack\":true")
                            : fl::put_lit(o, ",\"rolledBack\":false");
 
@@ -220,6 +225,16 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
             *o++ = '}';
         } else {
             o = fl::put_lit(o, "null");
+        }
+        const fl_ramp_def_t *ramp = fl_project_flag_ramp(p, i);
+        if (ramp != nullptr) {
+            o = fl::put_lit(o, ",\"ramp\":");
+            if (s->ramp != nullptr) {
+                o += fl_ramp_status_json(ramp, s->ramp, s->now_ms,
+                                         s->rolled_back, o);
+            } else {
+                o = fl::put_lit(o, "null");
+            }
         }
         o = counted ? fl::put_lit(o, ",\"zoneFull\":false}")
                     : fl::put_lit(o, ",\"zoneFull\":true}");

@@ -1,0 +1,281 @@
+/*
+ * ngx_http_flags_ramp.c - ramps (docs/ramps.md): every worker runs a
+ * timer that moves each ramp of its configuration on.
+ *
+ * Twice a second a worker takes the zone's lock, if nobody holds it, and
+ * hands each ramp to the core (fl_ramp_step()) with its flag's lifetime
+ * totals and what stops it.  The core decides everything: when the ramp
+ * starts, when a tick closes and what the regression rule makes of it,
+ * when a stage ends.  Whoever holds the lock when a tick is due closes
+ * it, so a tick is closed once however many workers (of however many
+ * generations) run.  What a step gives (a new stage, a rollback) is
+ * handed, after the lock, to the control owner (ngx_http_flags_control.c):
+ * the percentage into the control word, the version, the log, the state
+ * file.
+ *
+ * A worker of a generation that is shutting down runs no step: its
+ * successors do.
+ */
+
+#include "ngx_http_flags_module.h"
+
+
+#define NGX_HTTP_FLAGS_RAMP_PERIOD  500         /* ms */
+
+
+typedef struct {
+    ngx_http_flags_project_t   *project;
+    ngx_http_flags_flag_t      *flag;
+    fl_ramp_event_t             event;
+} ngx_http_flags_ramp_change_t;
+
+
+typedef struct {
+    ngx_event_t                     timer;
+    ngx_http_flags_main_conf_t     *fmcf;
+    ngx_http_flags_ramp_change_t   *changes;    /* one a ramped flag */
+    ngx_uint_t                      nramps;
+} ngx_http_flags_ramps_t;
+
+
+static void ngx_http_flags_ramp_timer(ngx_event_t *ev);
+static ngx_uint_t ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs,
+    ngx_uint_t *dirty);
+static fl_ramp_event_t ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
+    ngx_http_flags_project_t *project, uint64_t now_ms, ngx_uint_t *dirty);
+
+
+static ngx_http_flags_ramps_t  *ngx_http_flags_ramps;
+
+
+ngx_int_t
+ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf)
+{
+    ngx_uint_t                 i, n, nramps;
+    ngx_http_flags_ramps_t    *rs;
+    ngx_http_flags_project_t  *project;
+
+    ngx_http_flags_ramps = NULL;
+
+    if (fmcf->sh == NULL) {
+        return NGX_OK;
+    }
+
+    project = fmcf->projects.elts;
+    nramps = 0;
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            if (project[i].flags[n].ramp_def && project[i].flags[n].ramp) {
+                nramps++;
+            }
+        }
+    }
+
+    if (nramps == 0) {
+        return NGX_OK;
+    }
+
+    rs = ngx_pcalloc(cycle->pool, sizeof(ngx_http_flags_ramps_t));
+    if (rs == NULL) {
+        return NGX_ERROR;
+    }
+
+    rs->changes = ngx_pcalloc(cycle->pool,
+                              nramps * sizeof(ngx_http_flags_ramp_change_t));
+    if (rs->changes == NULL) {
+        return NGX_ERROR;
+    }
+
+    rs->fmcf = fmcf;
+    rs->nramps = nramps;
+    rs->timer.handler = ngx_http_flags_ramp_timer;
+    rs->timer.data = rs;
+    rs->timer.log = cycle->log;
+    rs->timer.cancelable = 1;
+
+    ngx_http_flags_ramps = rs;
+
+    /* soon, spread a little between workers */
+    ngx_add_timer(&rs->timer, 20 + (ngx_pid % 10) * 10);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf)
+{
+    ngx_http_flags_ramps_t  *rs;
+
+    rs = ngx_http_flags_ramps;
+
+    if (rs == NULL || rs->fmcf != fmcf) {
+        return;
+    }
+
+    if (rs->timer.timer_set) {
+        ngx_del_timer(&rs->timer);
+    }
+
+    ngx_http_flags_ramps = NULL;
+}
+
+
+/* The ramp's percentage into the control word, as its state says (a
+ * state restored from the state file). */
+
+void
+ngx_http_flags_ramp_apply(ngx_http_flags_flag_t *flag)
+{
+    fl_ramp_t  r;
+
+    if (flag->ramp_def == NULL || flag->ramp == NULL) {
+        return;
+    }
+
+    fl_ramp_read(flag->ramp, &r);
+
+    fl_control_set_ramp(flag->ctl, r.state == FL_RAMP_PENDING
+                                   ? FL_RAMP_NONE
+                                   : fl_ramp_milli(flag->ramp_def, &r,
+                                                   flag->rollout_milli));
+}
+
+
+static void
+ngx_http_flags_ramp_timer(ngx_event_t *ev)
+{
+    ngx_uint_t                    i, n, dirty;
+    ngx_http_flags_ramps_t       *rs;
+    ngx_http_flags_change_t       ch;
+    ngx_http_flags_ramp_change_t *c;
+
+    rs = ev->data;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_FLAGS_RAMP_PERIOD);
+
+    if (rs->fmcf->sh->retired) {
+        return;
+    }
+
+    /* the cohorts' counts include this worker's memo answers */
+    ngx_http_flags_memo_fold();
+
+    dirty = 0;
+    n = ngx_http_flags_ramp_steps(rs, &dirty);
+
+    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
+    ch.fmcf = rs->fmcf;
+    ch.log = ev->log;
+    ch.level = rs->fmcf->log_level;
+    ch.by = NGX_HTTP_FLAGS_BY_RULE;
+    ch.batch = 1;               /* saved once, below */
+
+    for (i = 0; i < n; i++) {
+        c = &rs->changes[i];
+        ch.project = c->project;
+        ch.flag = c->flag;
+        ngx_http_flags_control_ramp(&ch, c->event);
+    }
+
+    if (n || dirty) {
+        (void) ngx_http_flags_control_save(rs->fmcf, ev->log, NULL, NULL);
+    }
+}
+
+
+/* Every ramp's step under the zone's lock; the events to apply are in
+ * rs->changes.  *dirty: a tick changed what the state file keeps. */
+
+static ngx_uint_t
+ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
+{
+    uint64_t                   now_ms;
+    ngx_uint_t                 i, n, k;
+    fl_ramp_event_t            ev;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_project_t  *project;
+
+    if (!ngx_shmtx_trylock(&rs->fmcf->shpool->mutex)) {
+        /* another process steps the ramps, or allocates: next time */
+        return 0;
+    }
+
+    now_ms = ngx_http_flags_now_ms();
+    project = rs->fmcf->projects.elts;
+    k = 0;
+
+    for (i = 0; i < rs->fmcf->projects.nelts; i++) {
+        for (n = 0; n < project[i].nflags; n++) {
+            flag = &project[i].flags[n];
+
+            if (flag->ramp_def == NULL || flag->ramp == NULL
+                || k == rs->nramps)
+            {
+                continue;
+            }
+
+            ev = ngx_http_flags_ramp_step(flag, &project[i], now_ms, dirty);
+
+            if (ev != FL_RAMP_EV_NONE) {
+                rs->changes[k].project = &project[i];
+                rs->changes[k].flag = flag;
+                rs->changes[k].event = ev;
+                k++;
+            }
+        }
+    }
+
+    ngx_shmtx_unlock(&rs->fmcf->shpool->mutex);
+
+    return k;
+}
+
+
+static fl_ramp_event_t
+ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
+    ngx_http_flags_project_t *project, uint64_t now_ms, ngx_uint_t *dirty)
+{
+    uint64_t              next_tick;
+    fl_flag_info_t        info;
+    fl_ramp_input_t       in;
+    fl_ramp_event_t       ev;
+    fl_state_snapshot_t   s;
+
+    fl_state_snapshot(flag->totals, flag->ctl, 0, 0, 0, &s);
+
+    ngx_memzero(&in, sizeof(fl_ramp_input_t));
+    in.on = s.on_evaluations;
+    in.off = s.off_evaluations;
+    in.on_errors = s.on_errors;
+    in.off_errors = s.off_errors;
+    in.rolled_back = s.rolled_back;
+    in.stopped = s.override_kind != FL_OVERRIDE_NONE;
+    in.guard = flag->policy.mode == FL_ROLLBACK_ON;
+
+    if (fl_project_flag_info(project->core,
+                             flag - project->flags, &info) == 0
+        && !info.enabled)
+    {
+        in.stopped = 1;             /* the kill switch of the file */
+    }
+
+    next_tick = flag->ramp->next_tick_ms;
+
+    ev = fl_ramp_step(flag->ramp_def, flag->ramp, now_ms, &in);
+
+    if (flag->ramp->next_tick_ms != next_tick
+        && flag->ramp->last_e1 + flag->ramp->last_e0 > 0)
+    {
+        /* the evidence moved: the state file keeps it */
+        *dirty = 1;
+    }
+
+    return ev;
+}
