@@ -446,12 +446,13 @@ ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
                       "flags: rolled back flag \"%V\" of project \"%V\": "
                       "its ramp's regression rule at stage %uL found the on "
                       "cohort failing more than the off cohort (evidence "
-                      "%.1f reached 1/alpha = %.1f after %uL ticks; errors "
-                      "on %uL, off %uL; the deciding tick: on %uL errors in "
-                      "%uL requests, off %uL in %uL)", &flag->name,
-                      &ch->project->name, r.stage,
-                      fl_regression_ratio(&r.evidence, alpha) / alpha,
-                      1 / alpha, r.evidence.ticks, r.evidence.errors_on,
+                      "%.2f times its bound 1/alpha = %uD after %uL ticks; "
+                      "errors on %uL, off %uL; the deciding tick: on %uL "
+                      "errors in %uL requests, off %uL in %uL)",
+                      &flag->name, &ch->project->name, r.stage,
+                      fl_regression_ratio(&r.evidence, alpha),
+                      (uint32_t) (1 / alpha + 0.5), r.evidence.ticks,
+                      r.evidence.errors_on,
                       r.evidence.errors_off, r.decided_e1, r.decided_n1,
                       r.decided_e0, r.decided_n0);
 
