@@ -15,6 +15,7 @@
 #include "control.hpp"
 #include "json_writer.hpp"
 
+#include <cstdio>
 #include <cstring>
 
 namespace {
@@ -61,6 +62,12 @@ enum {
     F_RULE_RATE,
     F_RULE_WINDOW,
     F_RULE_MIN_SOURCES,
+    /* ramped flags only (docs/ramps.md) */
+    F_RAMP_STAGE,
+    F_RAMP_RATIO,
+    F_RAMP_STATE,
+    F_RAMP_EVIDENCE,
+    F_RAMP_CHANGES,
     F_UNCOUNTED,
     F_REFUSED,
     F_ZONE_BYTES,
@@ -123,6 +130,18 @@ constexpr family families[F_MAX] = {
     {"flags_rollback_min_sources", "gauge",
      "The rule's min_sources: distinct sources of the window's errors "
      "before a rollback."},
+    {"flags_ramp_stage", "gauge",
+     "The stage a ramped flag is at, counted from 0."},
+    {"flags_ramp_rollout_ratio", "gauge",
+     "The percentage of the ramp's stage, as a ratio from 0 to 1."},
+    {"flags_ramp_state", "gauge",
+     "1 for the state the ramp is in (running, holding, paused, done, "
+     "rolledBack), else 0."},
+    {"flags_ramp_evidence_ratio", "gauge",
+     "The regression rule's evidence as a share of its bound 1/alpha: "
+     "the flag is rolled back when it reaches 1."},
+    {"flags_ramp_stage_changes_total", "counter",
+     "Stages the ramp moved on, since it (re)started."},
     {"flags_zone_uncounted_flags", "gauge",
      "Flags that found no room in the shared zone: evaluated, never "
      "counted, never rolled back."},
@@ -145,7 +164,8 @@ constexpr family families[F_MAX] = {
 
 /* The most samples a flag has in each per-flag family. */
 constexpr size_t flag_samples[F_UNCOUNTED] = {
-    2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1
+    2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 5, 1, 1
 };
 
 /* A sample line but the family's name and the two names: the most is
@@ -259,6 +279,7 @@ char *put_header(char *o, int f)
  * NAME{project="P",flag="F"   (the caller closes it) */
 struct flag_ref {
     const fl_metrics_project_t *mp;
+    size_t                      index;      /* of the flag in mp->project */
     fl_flag_info_t              info;
     const fl_state_snapshot_t  *s;
     bool                        counted;
@@ -316,6 +337,50 @@ char *put_ratio_sample(char *o, int f, const flag_ref &r, uint32_t milli)
     o = put_ratio(o, milli);
     *o++ = '\n';
     return o;
+}
+
+/* A ramped flag's samples of the ramp's families; none for a flag
+ * without a ramp or without room in the zone. */
+char *put_ramp(char *o, int f, const flag_ref &r)
+{
+    const fl_ramp_def_t *d = fl_project_flag_ramp(r.mp->project, r.index);
+    if (d == nullptr || r.s->ramp == nullptr) {
+        return o;
+    }
+    fl_ramp_t st;
+    fl_ramp_read(r.s->ramp, &st);
+    uint64_t stage = st.stage < d->nstages ? st.stage : d->nstages - 1;
+    uint64_t state = r.s->rolled_back
+                     ? static_cast<uint64_t>(FL_RAMP_ROLLED_BACK) : st.state;
+
+    switch (f) {
+    case F_RAMP_STAGE:
+        return put_u64_sample(o, f, r, stage);
+    case F_RAMP_RATIO:
+        return put_ratio_sample(o, f, r, d->stages[stage].milli);
+    case F_RAMP_STATE:
+        o = put_u64_sample3(o, f, r, "state", "running",
+                            state == FL_RAMP_RUNNING);
+        o = put_u64_sample3(o, f, r, "state", "holding",
+                            state == FL_RAMP_HOLDING
+                            || state == FL_RAMP_PENDING);
+        o = put_u64_sample3(o, f, r, "state", "paused",
+                            state == FL_RAMP_PAUSED);
+        o = put_u64_sample3(o, f, r, "state", "done", state == FL_RAMP_DONE);
+        return put_u64_sample3(o, f, r, "state", "rolledBack",
+                               state == FL_RAMP_ROLLED_BACK);
+    case F_RAMP_EVIDENCE: {
+        o = put_labels(o, f, r);
+        o = fl::put_lit(o, "} ");
+        double v = fl_regression_ratio(&st.evidence, d->alpha_ppm / 1e6);
+        int len = std::snprintf(o, 24, "%.6g", v);
+        o += len > 0 && len < 24 ? len : 0;
+        *o++ = '\n';
+        return o;
+    }
+    default:
+        return put_u64_sample(o, f, r, st.stage_changes);
+    }
 }
 
 /* A flag's samples of family f. */
@@ -377,7 +442,9 @@ char *put_flag(char *o, int f, const flag_ref &r)
                                 fl::effective_milli(s.rolled_back != 0,
                                                     s.override_kind,
                                                     s.override_milli,
-                                                    r.info.rollout_milli));
+                                                    s.ramp_in_force
+                                                    ? s.ramp_milli
+                                                    : r.info.rollout_milli));
 
     case F_OVERRIDE:
         o = put_u64_sample3(o, f, r, "kind", "off",
@@ -415,6 +482,13 @@ char *put_flag(char *o, int f, const flag_ref &r)
     case F_RULE_MIN_SOURCES:
         return put_u64_sample(o, f, r, fl::min_sources_of(s.policy));
 
+    case F_RAMP_STAGE:
+    case F_RAMP_RATIO:
+    case F_RAMP_STATE:
+    case F_RAMP_EVIDENCE:
+    case F_RAMP_CHANGES:
+        return put_ramp(o, f, r);
+
     default:
         return o;
     }
@@ -434,6 +508,7 @@ bool each_flag(const fl_metrics_project_t *p, size_t n, F fn)
         for (size_t j = 0; j < nflags; j++) {
             flag_ref r;
             r.mp = &p[i];
+            r.index = j;
             if (fl_project_flag_info(p[i].project, j, &r.info) != 0) {
                 return false;
             }
