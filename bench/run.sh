@@ -16,6 +16,8 @@
 #                        only that flag (two segments)
 #   POST {ofrep}v1/evaluate/flags       vs  GET /flags (30 flags)
 #   GET  /flags with a matching If-None-Match (304)  vs  return 304
+#   GET  /flags of the 30 flags, each with a running ramp (docs/ramps.md)
+#                        vs  GET /flags of the same flags without ramps
 #
 # One nginx, worker_processes 1 pinned to CPU 0; wrk pinned to CPU 1 with
 # -t1 -c$CONNECTIONS, a warm-up of $WARMUP s then a measured run of $DURATION s.
@@ -41,7 +43,9 @@
 # Environment: BENCH_PORT (18080), DURATION (5), WARMUP (1), CONNECTIONS (32),
 # NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (3:
 # alternating rounds of each comparison; the median is reported),
-# BENCH_SETTLE (5: seconds of unmeasured load before the first comparison).
+# BENCH_SETTLE (5: seconds of unmeasured load before the first comparison),
+# BENCH_ONLY (the module keys of the comparisons to run, e.g. "flagsramp
+# flags30"; the others print NOT MEASURED).
 # Everything is written under build/bench/; results in build/bench/results.md.
 set -euo pipefail
 
@@ -66,6 +70,7 @@ CLK_TCK=$(getconf CLK_TCK)
 TOKEN30=pub_bench_30
 TOKEN1=pub_bench_1
 TOKEN1000=pub_bench_1000
+TOKEN30R=pub_bench_30_ramped
 # The benchmark user: a userId and 5 traits that the generated segments test
 # (bench/gen-flags.py): in, eq/ignoreCase, regex, semver_gt, gte.
 QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
@@ -187,6 +192,20 @@ flag = next(f for f in p["flags"] if len(f.get("segments", [])) == 2)
 print(json.dumps({"flags": [flag],
                   "segments": {s: p["segments"][s] for s in flag["segments"]}}))
 EOF
+# The 30 flags again, each with a ramp whose first stage is its percentage
+# (held for an hour, so the run sees one stage): what a ramp costs GET
+# /flags.  A stage must be above 0 %, so a 0 % flag starts at 0.001 %.
+python3 - "$PREFIX/conf/flags/p30.json" >"$PREFIX/conf/flags/p30r.json" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for f in p["flags"]:
+    first = max(f["rolloutPercentage"], 0.001)
+    stages = [{"percentage": first, "hold": 3600}]
+    if first < 100:
+        stages.append({"percentage": 100})
+    f["ramp"] = {"stages": stages, "regression": {"tick": 1}}
+print(json.dumps(p))
+EOF
 ONE_FLAG=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["flags"][0]["name"])' "$PREFIX/conf/flags/p1.json")
 # two flags of p30 as nginx variables ($flag_NAME: lowercase, '-' '.' ':' as '_')
 read -r VAR_A VAR_B < <(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["flags"]; print(*["flag_" + x["name"].lower().replace("-", "_").replace(".", "_").replace(":", "_") for x in f[:2]])' "$PREFIX/conf/flags/p30.json")
@@ -247,6 +266,7 @@ http {
     flags_project  p30   token=$TOKEN30   file=flags/p30.json;
     flags_project  p1000 token=$TOKEN1000 file=flags/p1000.json;
     flags_project  p1    token=$TOKEN1    file=flags/p1.json;
+    flags_project  p30r  token=$TOKEN30R  file=flags/p30r.json;
     flags_rollback off;                     # the reported flag must stay on
     flags_error_log $PREFIX/logs/reports.log;
 
@@ -256,6 +276,7 @@ http {
 
         location = /flags      { flags_evaluate; }
         location = /flags1000  { flags_evaluate; }
+        location = /flagsramp  { flags_evaluate; }
         location /ofrep/       { flags_ofrep; }
         location = /static304  { return 304; }
 
@@ -447,6 +468,7 @@ scenario() {
 
 AUTH30=(-H "Authorization: Bearer $TOKEN30")
 AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
+AUTH30R=(-H "Authorization: Bearer $TOKEN30R")
 AUTH1=(-H "Authorization: Bearer $TOKEN1")
 OFREP=$OUT/ofrep.json
 # the benchmark user's ETag, for the 304 runs
@@ -479,12 +501,17 @@ SC[flags30users]='BENCH_USERS=100000 scenario flags30users "GET /flags (30 flags
 SC[static30users]='BENCH_USERS=100000 scenario static30users "GET /static (baseline, the same URLs)" "/static?$QUERY" "" "${AUTH30[@]}"'
 SC[flags1000users]='BENCH_USERS=100000 scenario flags1000users "GET /flags1000 (a new user each time)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[static1000users]='BENCH_USERS=100000 scenario static1000users "GET /static1000 (baseline, the same URLs)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
+SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running ramp)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
+SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags, no ramps)" "/flags?$QUERY" "" "${AUTH30[@]}"'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
 
 # compare MODULE_KEY BASELINE_KEY: ROUNDS alternating runs, module first;
 # one ratio a round, from the two runs of that round.
 compare() {
     local m=$1 b=$2 r rm
+    if [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " != *" $m "* ]]; then
+        return 0
+    fi
     printf '\n--- %s vs %s, %s alternating rounds\n' "$m" "$b" "$ROUNDS" >&2
     for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
         LAST_RPS=; eval "${SC[$m]}"; rm=$LAST_RPS
@@ -515,6 +542,7 @@ compare ofrep1       flags1
 compare ofrepbulk    flags30b
 compare flags304     static304
 compare proxyflags   proxy
+compare flagsramp    flags30r
 compare flags30users    static30users
 compare flags1000users  static1000users
 
@@ -623,6 +651,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio ofrepbulk    flags30b      0.9  "OFREP bulk (30 flags) vs GET /flags (30 flags)"
     row_ratio flags304     static304     0.95 "GET /flags answered 304 vs return 304"
     row_ratio proxyflags   proxy         0.97 "proxy reading two \$flag_ variables vs the same proxy"
+    row_ratio flagsramp    flags30r      0.97 "GET /flags, 30 flags each with a running ramp vs the same flags without"
     row_ratio flags30users static30users -    "GET /flags (30 flags), a new user each request (memo misses) vs return 200"
     row_ratio flags1000users static1000users - "GET /flags1000, a new user each request (memo misses) vs static file"
     echo
@@ -646,6 +675,9 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
         printf '| %s | %s | %s | %s | %s | %s | %s%% | %s |\n' "${LABEL[$k]}" "${REQS[$k]}" "${RPS[$k]}" \
             "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${BUSY[$k]}" "${WAIT[$k]}"
     done
+    echo
+    echo "A ramp costs the request path nothing beyond this row: its stage rides in the control word GET /flags"
+    echo "already reads; the ticks run in a timer (twice a second a worker), not in requests."
     echo
     echo "Ingest (no access log on either side): wrk received $INGEST_WRK_TOTAL answers 204 (+1 by curl); report log: $NREPORTS lines;"
     echo "flags_status: $NCOUNTED errors counted. Exact check with an access log: $NCHECK204 answers 204, $NCHECK_LINES report lines."
