@@ -13,6 +13,7 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use JSON::PP;
 use IO::Socket::INET;
+use FlagsPush;
 
 my $dir = prefix_dir('ramp');
 my $Port = $FlagsTest::Port;
@@ -73,6 +74,8 @@ _C_
 my $server = <<'_C_';
         location = /flags { flags_evaluate; }
         location = /status { flags_status; }
+        location /ofrep/ { flags_ofrep; }
+        location = /ws { flags_websocket; }
         location /admin/ { flags_admin; allow 127.0.0.1; deny all; }
         location = /canary {
             flags_upstream_errors on;
@@ -298,6 +301,28 @@ nginx_signal($master, 'HUP');
 ok(wait_for(sub { my $x = ramp('manual'); $x && $x->{stage} == 0 && $x->{startedAt} ne $r->{startedAt} }, 5),
    'a changed definition restarts its ramp');
 is(ramp('climb')->{state}, 'done', 'an unchanged one keeps its state');
+
+# ---------------------------------------------------------------- pushed
+my $sse = Sse->open('/ofrep/v1/events?token=tok_shop');
+is($sse->{status}, 200, 'an OFREP event stream');
+my $ws = Ws->open('/ws?token=tok_shop');
+is($ws->{status}, 101, 'an SDK WebSocket');
+my $first = $ws->message(2);
+like($first->[1], qr/^\{"type":"flags_refreshed"/, '... with its first flags_refreshed');
+is($sse->event(0.3), undef, 'no event before a change');
+($s) = admin('manual', '{"action":"advance"}');
+is($s, 204, 'advance to 50 %');
+like($sse->event(3) // '', qr/^data: \{"type":"refetchEvaluation","etag":"/, 'the stage change is pushed to the event stream');
+($s) = admin('manual', '{"action":"advance"}');
+is($s, 204, 'advance to 100 %: done');
+like($sse->event(3) // '', qr/refetchEvaluation/, '... pushed again');
+my $m;
+for (1 .. 3) {
+    $m = $ws->message(3) or last;
+    last if $m->[1] =~ /"name":"manual","enabled":true,"rolloutPercentage":100,/;
+}
+like($m->[1] // '', qr/"name":"manual","enabled":true,"rolloutPercentage":100,/,
+     'the WebSocket client gets flags_refreshed with the flag at 100 %');
 
 nginx_stop($master);
 done_testing();
