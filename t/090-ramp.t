@@ -76,6 +76,7 @@ my $server = <<'_C_';
         location = /status { flags_status; }
         location /ofrep/ { flags_ofrep; }
         location = /ws { flags_websocket; }
+        location = /metrics { flags_metrics; }
         location /admin/ { flags_admin; allow 127.0.0.1; deny all; }
         location = /canary {
             flags_upstream_errors on;
@@ -175,6 +176,13 @@ $r = ramp('climb');
 is($r->{state}, 'done', 'the last stage is the end: done');
 is($r->{stageChanges}, 3, 'three stage changes');
 is($r->{nextStageAt}, undef, 'nothing next');
+my (undef, undef, $metrics) = http_request(GET => '/metrics');
+like($metrics, qr/^flags_ramp_stage\{project="shop",flag="climb"\} 3$/m, 'metrics: the stage');
+like($metrics, qr/^flags_ramp_rollout_ratio\{project="shop",flag="climb"\} 1$/m, 'metrics: its percentage');
+like($metrics, qr/^flags_ramp_state\{project="shop",flag="climb",state="done"\} 1$/m, 'metrics: the state done');
+like($metrics, qr/^flags_ramp_state\{project="shop",flag="climb",state="running"\} 0$/m, '... and not running');
+like($metrics, qr/^flags_ramp_stage_changes_total\{project="shop",flag="climb"\} 3$/m, 'metrics: three stage changes');
+unlike($metrics, qr/^flags_ramp_stage\{project="shop",flag="plain"\}/m, 'no ramp samples for a flag without a ramp');
 my $log = read_file("$dir/logs/error.log");
 like($log, qr/flags: ramp of flag "climb" of project "shop" started at stage 0 of 4 \(1%\)/, 'the start is logged at error level');
 like($log, qr/flags: ramp of flag "climb" of project "shop" advanced to stage 1 of 4 \(5%\)/, 'an advance is logged');
@@ -209,6 +217,11 @@ cmp_ok($fails, '<=', 60, "it took $fails errors (docs: 20 at 50 %, plus the open
 like(read_file("$dir/logs/error.log"),
      qr/flags: rolled back flag "canary" of project "shop": its ramp's regression rule at stage 0 found the on cohort failing more than the off cohort \(evidence [\d.]+ times its bound 1\/alpha = 100 after \d+ ticks/,
      'the rollback line gives the evidence');
+(undef, undef, $metrics) = http_request(GET => '/metrics');
+like($metrics, qr/^flags_ramp_state\{project="shop",flag="canary",state="rolledBack"\} 1$/m, 'metrics: rolledBack');
+my ($ratio) = $metrics =~ /^flags_ramp_evidence_ratio\{project="shop",flag="canary"\} (\S+)$/m;
+cmp_ok($ratio // 0, '>=', 1, "metrics: the evidence ratio reached 1 ($ratio)");
+like($metrics, qr/^flags_rollbacks_total\{project="shop",flag="canary",by="rule"\} 1$/m, 'metrics: the rollback counted by rule');
 my ($st) = ka_get('/canary?uid=c1');
 is($st, 200, 'after the rollback everyone gets the old backend');
 
