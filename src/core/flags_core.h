@@ -451,11 +451,9 @@ typedef struct fl_window_s  fl_window_t;
 
 /* One evaluation (enabled is its result), whatever asked for it: the
  * totals, the cohort it falls in (on: enabled) and, when enabled, the
- * window w.  One accepted error: the totals and the window. */
+ * window w. */
 void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) FL_NOEXCEPT;
-void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
-    FL_NOEXCEPT;
 
 /* n evaluations at once, enabled of them answered enabled: what n calls of
  * fl_count_eval() count, with one atomic operation a counter (a second's
@@ -464,12 +462,26 @@ void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     uint32_t n, uint32_t enabled) FL_NOEXCEPT;
 
 
-/* An upstream error (a status in flags_upstream_errors' range) of a
- * request that read the flag through a variable.  On: an error of the
- * flag like a report (totals and window, so it can roll the flag back)
- * and of the on cohort; off: only the off cohort's. */
-void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
-    int enabled) FL_NOEXCEPT;
+/*
+ * One error of the flag in the cohort enabled says (the one rule of
+ * reports and upstream errors, docs/rollback.md):
+ *  - on: the flag's errors and its window (so it counts toward the
+ *    absolute rule; its source is the caller's fl_count_source()), and
+ *    the on cohort's errors;
+ *  - off: the off cohort's errors, never the window: the flag was not on
+ *    for that client.  An accepted report (upstream 0) is still one of
+ *    the flag's lifetime errors; an upstream error (a status in
+ *    flags_upstream_errors' range of a request that read the flag) of an
+ *    off flag is not.
+ * upstream also counts an on error as errors_upstream.
+ */
+void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled, int upstream) FL_NOEXCEPT;
+
+/* One accepted report of the on cohort: fl_count_error_cohort(t, w,
+ * now_sec, 1, 0). */
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
+    FL_NOEXCEPT;
 
 /* A rollback tripped (fl_control_try_rollback() returned 1): the lifetime
  * count flags_metrics shows.  A rollback restored from the state file is
