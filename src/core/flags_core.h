@@ -607,6 +607,8 @@ typedef struct {
     const char  *traits_json;   size_t traits_json_len;
                                 /* the traits object re-serialized
                                  * compactly, NULL when absent/null */
+    int          has_enabled;   /* "enabled" was a boolean (null: absent) */
+    int          enabled;       /* then the answer the client got: 0, 1 */
 } fl_report_t;
 
 typedef struct fl_report_parser_s  fl_report_parser_t;
@@ -643,10 +645,33 @@ size_t fl_report_log_bound(const fl_report_t *r, size_t project_len)
 
 /* One log line, '\n' included:
  * {"time":"...","project":"...","flagName":"...","message":"...",
- *  "stack":"...","userId":"...","traits":{...}}
+ *  "stack":"...","userId":"...","traits":{...},"enabled":true|false}
  * optional fields omitted when absent.  Returns bytes written. */
 size_t fl_report_log_line(const fl_report_t *r, const char *project,
     size_t project_len, uint64_t now_ms, char *buf) FL_NOEXCEPT;
+
+/* The reporter as a caller of the flags (fl_evaluate_detail()): userId
+ * and traits read as fl_sdk_parse_request() reads a body (a trait is a
+ * string, a number's text or "true" / "false"; null is absent; an empty
+ * userId is none), sorted, with the limits of fl_parse_query().  Over a
+ * limit (or a NUL byte): FL_ERR_FIELD with a message; the report itself
+ * stays valid.  Strings point into r and memory from a. */
+fl_status_t fl_report_user(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
+    FL_NOEXCEPT;
+
+/* The cohort of an accepted report (docs/http-api.md). */
+typedef enum {
+    FL_COHORT_OFF = 0,
+    FL_COHORT_ON,
+    FL_COHORT_EVALUATE          /* the flag's answer for *user, now */
+} fl_cohort_t;
+
+/* "enabled" given: that cohort.  Else a userId or traits: evaluate the
+ * flag for *user (fl_report_user(); a userId or traits over its limits
+ * are left out, as if not sent).  Neither: on. */
+fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *user) FL_NOEXCEPT;
 
 
 /* ------------------------------------------------------ admin overrides */
