@@ -724,43 +724,35 @@ static void test_allocation_failure(void **state)
 static void log_line_is(const fl_report_t *r, const char *project, uint64_t now_ms,
     const char *want);
 
+/* body parses, with "enabled" absent (has 0) or the value given */
+static void expect_enabled(const char *body, int has, int value)
+{
+    result res = parse(body);
+    assert_int_equal(res.rc, FL_OK);
+    assert_int_equal(res.r.has_enabled, has);
+    assert_int_equal(res.r.enabled, has ? value : 0);
+}
+
 static void test_enabled_member(void **state)
 {
     (void) state;
-    result res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 1);
-    assert_int_equal(res.r.enabled, 1);
-
-    res = parse(" {\"enabled\" : false , \"flagName\":\"f\",\"message\":\"m\"}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 1);
-    assert_int_equal(res.r.enabled, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true}", 1, 1);
+    expect_enabled(" {\"enabled\" : false , \"flagName\":\"f\",\"message\":\"m\"}",
+                   1, 0);
 
     /* null is absent, as for every optional member */
-    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":null}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 0);
-    res = parse("{\"flagName\":\"f\",\"message\":\"m\"}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":null}", 0, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\"}", 0, 0);
 
     /* the last one wins, null included; "Enabled" is another member */
-    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":1,"
-                "\"enabled\":true,\"enabled\":false,\"Enabled\":7}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 1);
-    assert_int_equal(res.r.enabled, 0);
-    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true,"
-                "\"enabled\":null}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":1,"
+                   "\"enabled\":true,\"enabled\":false,\"Enabled\":7}", 1, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true,"
+                   "\"enabled\":null}", 0, 0);
 
     /* a member inside traits or elsewhere is not the report's */
-    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"enabled\":true},"
-                "\"x\":{\"enabled\":false}}");
-    assert_int_equal(res.rc, FL_OK);
-    assert_int_equal(res.r.has_enabled, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"enabled\":true},"
+                   "\"x\":{\"enabled\":false}}", 0, 0);
 }
 
 static void test_enabled_wrong_type(void **state)
@@ -963,6 +955,20 @@ static void test_report_cohort(void **state)
                             64, &u), FL_COHORT_ON);
 }
 
+/* The answer flag i of p gives the caller of a report that names one,
+ * at effective_milli. */
+static int reporter_enabled(const fl_project_t *p, size_t i,
+    uint32_t effective_milli, const char *body)
+{
+    fl_detail_t d;
+    fl_user_t u;
+
+    assert_int_equal(cohort(body, 64, &u), FL_COHORT_EVALUATE);
+    assert_int_equal(fl_evaluate_flag_detail(p, i, &u, effective_milli,
+                                             FL_SWITCH_NONE, &d), 0);
+    return d.enabled;
+}
+
 /* The caller evaluates as GET /flags's would: a segment on a trait, a
  * percentage on the userId. */
 static void test_report_cohort_evaluates(void **state)
@@ -976,32 +982,22 @@ static void test_report_cohort_evaluates(void **state)
         "\"segments\":{\"pro\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"eq\","
         "\"value\":\"pro\"}]}}}";
     fl_project_t *p = NULL;
-    fl_detail_t d;
-    fl_user_t u;
     char err[256];
 
     assert_int_equal(fl_project_load_buffer(file, sizeof(file) - 1, "test", &p,
                                             err, sizeof(err)), FL_OK);
 
-    assert_int_equal(cohort(REPORT ",\"traits\":{\"plan\":\"pro\"}}", 64, &u),
-                     FL_COHORT_EVALUATE);
-    assert_int_equal(fl_evaluate_flag_detail(p, 0, &u, 100000, FL_SWITCH_NONE, &d), 0);
-    assert_int_equal(d.enabled, 1);
-    assert_int_equal(cohort(REPORT ",\"traits\":{\"plan\":\"free\"}}", 64, &u),
-                     FL_COHORT_EVALUATE);
-    assert_int_equal(fl_evaluate_flag_detail(p, 0, &u, 100000, FL_SWITCH_NONE, &d), 0);
-    assert_int_equal(d.enabled, 0);
+    assert_int_equal(reporter_enabled(p, 0, 100000,
+                                      REPORT ",\"traits\":{\"plan\":\"pro\"}}"), 1);
+    assert_int_equal(reporter_enabled(p, 0, 100000,
+                                      REPORT ",\"traits\":{\"plan\":\"free\"}}"), 0);
 
     /* bucket("new-checkout", "user-1") is 40631, "user-2" 10789
      * (docs/evaluation.md): off and on at 25 % */
-    assert_int_equal(cohort(REPORT ",\"userId\":\"user-1\"}", 64, &u),
-                     FL_COHORT_EVALUATE);
-    assert_int_equal(fl_evaluate_flag_detail(p, 1, &u, 25000, FL_SWITCH_NONE, &d), 0);
-    assert_int_equal(d.enabled, 0);
-    assert_int_equal(cohort(REPORT ",\"userId\":\"user-2\"}", 64, &u),
-                     FL_COHORT_EVALUATE);
-    assert_int_equal(fl_evaluate_flag_detail(p, 1, &u, 25000, FL_SWITCH_NONE, &d), 0);
-    assert_int_equal(d.enabled, 1);
+    assert_int_equal(reporter_enabled(p, 1, 25000,
+                                      REPORT ",\"userId\":\"user-1\"}"), 0);
+    assert_int_equal(reporter_enabled(p, 1, 25000,
+                                      REPORT ",\"userId\":\"user-2\"}"), 1);
 
     fl_project_free(p);
 }
