@@ -89,6 +89,29 @@ Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
                    "traits_json is not an object");
     }
 
+    /* the reporter as a caller: within the limits, sorted, unique (its
+     * memory apart: the bound below is the parser's) */
+    fuzz::Arena users;
+    fl_user_t u;
+    fl_cohort_t c = fl_report_cohort(&rep, 4, users.handle(), &u);
+    FUZZ_CHECK(c == FL_COHORT_ON || c == FL_COHORT_OFF
+               || c == FL_COHORT_EVALUATE, "cohort %d", static_cast<int>(c));
+    FUZZ_CHECK(c == FL_COHORT_EVALUATE
+               || (u.user_id == nullptr && u.ntraits == 0),
+               "a caller without an evaluation");
+    FUZZ_CHECK(!rep.has_enabled || c == (rep.enabled ? FL_COHORT_ON
+                                                     : FL_COHORT_OFF),
+               "\"enabled\" not obeyed");
+    FUZZ_CHECK(u.ntraits <= 4 && (u.user_id == nullptr
+                                  || u.user_id_len <= FL_MAX_VALUE_LEN),
+               "a caller over the limits");
+    for (size_t i = 1; i < u.ntraits; i++) {
+        size_t a = u.traits[i - 1].name_len, b = u.traits[i].name_len;
+        int cmp = std::memcmp(u.traits[i - 1].name, u.traits[i].name,
+                              a < b ? a : b);
+        FUZZ_CHECK(cmp < 0 || (cmp == 0 && a < b), "traits not sorted");
+    }
+
     size_t bound = fl_report_log_bound(&rep, sizeof(project) - 1);
     char *buf = static_cast<char *>(std::malloc(bound ? bound : 1));
     FUZZ_CHECK(buf != nullptr, "malloc");

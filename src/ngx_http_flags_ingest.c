@@ -2,10 +2,13 @@
  * ngx_http_flags_ingest.c - POST {base}/ingest/errors.
  *
  * Checks in the order of the spec (token, method, Content-Type, size, JSON,
- * fields, flag), hands the report's line to flags_error_log
- * (ngx_http_flags_reportlog.c), and once it is written counts the error,
- * lets the core decide on a rollback and answers 204.  A line that could
- * not be written is answered 500 and not counted.
+ * fields, flag), finds the report's cohort (the core's fl_report_cohort():
+ * its "enabled", else the flag's answer now for its userId and traits,
+ * else on), hands the report's line to flags_error_log
+ * (ngx_http_flags_reportlog.c), and once it is written counts the error
+ * in its cohort, lets the core decide on a rollback after an error of the
+ * on cohort and answers 204.  A line that could not be written is
+ * answered 500 and not counted.
  */
 
 #include "ngx_http_flags_module.h"
@@ -15,6 +18,7 @@ typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;      /* of the accepted report */
     uint32_t                      source;    /* fl_source_key() */
+    ngx_uint_t                    on;        /* its cohort */
 } ngx_http_flags_ingest_ctx_t;
 
 
@@ -34,6 +38,8 @@ static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
+static ngx_uint_t ngx_http_flags_report_on(ngx_http_flags_project_t *project,
+    ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc);
 static ngx_int_t ngx_http_flags_logged(ngx_http_request_t *r,
     ngx_int_t rc);
 static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
@@ -213,6 +219,9 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     ctx->source = fl_source_key(report.user_id, report.user_id_len,
                                 (const char *) r->connection->addr_text.data,
                                 r->connection->addr_text.len);
+    /* now, while the report's strings are in the pool */
+    ctx->on = ngx_http_flags_report_on(project, idx, &report,
+                                       flcf->max_traits, &alloc);
 
     return ngx_http_flags_report_log(r, &project->name, &report,
                                      ngx_http_flags_logged);
@@ -247,15 +256,56 @@ ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx)
 {
     int64_t                  now;
+    ngx_http_flags_flag_t   *flag;
     ngx_http_flags_change_t  ch;
 
-    ngx_http_flags_change_init(&ch, r, ctx->project, ctx->flag);
+    flag = ctx->flag;
 
-    if (ngx_http_flags_count_error(ctx->flag, ctx->source, &now)) {
+    if (!ctx->on) {
+        /* the flag was off for the client: its cohort's error, never
+         * the window's, so no rollback to decide */
+        if (flag->totals != NULL) {
+            fl_count_error_cohort(flag->totals, flag->window,
+                                  ngx_http_flags_now_sec(), 0, 0);
+        }
+
+    } else if (ngx_http_flags_count_error(flag, ctx->source, &now)) {
+        ngx_http_flags_change_init(&ch, r, ctx->project, flag);
         (void) ngx_http_flags_control_decide(&ch, now);
     }
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
+}
+
+
+/* The report's cohort: 1 on, 0 off; what the flag answers the reporter
+ * now (rollback and override included) is not an evaluation. */
+
+static ngx_uint_t
+ngx_http_flags_report_on(ngx_http_flags_project_t *project, ngx_uint_t i,
+    fl_report_t *report, size_t max_traits, fl_alloc_t *alloc)
+{
+    fl_user_t    user;
+    fl_detail_t  d;
+
+    switch (fl_report_cohort(report, max_traits, alloc, &user)) {
+
+    case FL_COHORT_OFF:
+        return 0;
+
+    case FL_COHORT_EVALUATE:
+        if (ngx_http_flags_evaluate_flag(project, i, &user, &d,
+                                         NGX_HTTP_FLAGS_NOT_COUNTED)
+            == NGX_OK)
+        {
+            return d.enabled;
+        }
+
+        return 1;
+
+    default:
+        return 1;
+    }
 }
 
 

@@ -350,7 +350,7 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
         }
     }
 
-    fl_count_upstream_error(flag->totals, flag->window, walk->now, enabled);
+    fl_count_error_cohort(flag->totals, flag->window, walk->now, enabled, 1);
 
     if (!enabled) {
         return;

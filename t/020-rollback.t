@@ -25,6 +25,8 @@ _EOC_
 our $Eval = "GET /flags?userId=user-1&trait_plan=pro";
 our $Auth = "Authorization: Bearer pub_shop_1";
 our $Json = "Authorization: Bearer pub_shop_1\nContent-Type: application/json";
+# A report with neither userId, traits nor "enabled" is of the on cohort
+# (issue 17): it shows in cohorts.on.errors as well as in the window.
 sub report { "POST /ingest/errors\n{\"flagName\":\"$_[0]\",\"message\":\"m\"}" }
 
 our $AllOn = '{"flags":[{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":[]},{"name":"safe","enabled":true,"rolloutPercentage":100,"segments":[]},{"name":"plain","enabled":true,"rolloutPercentage":100,"segments":[]},{"name":"half","enabled":true,"rolloutPercentage":50,"segments":["beta"]}]}';
@@ -64,7 +66,7 @@ __DATA__
 [(200) x 4, (204) x 3, (200) x 13]
 --- response_body_like eval
 [("^\Q$::AllOn\E\$") x 4, ("^\$") x 3, ("^\Q$::RiskyOff\E\$") x 12,
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,"counters":\{"evaluations":16,"enabledEvaluations":4,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":4,"errors":3,"sources":1\},"rollbackRule":\{"enabled":true,"minErrors":3,"rate":50,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":4,"errors":0,"errorPercentage":0\},"off":\{"evaluations":12,"errors":0,"errorPercentage":0\}\},"rollback":\{"at":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","errors":3,"enabledEvaluations":4,"sources":1,"decidedBy":"rule"\},"zoneFull":false\}']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,"counters":\{"evaluations":16,"enabledEvaluations":4,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":4,"errors":3,"sources":1\},"rollbackRule":\{"enabled":true,"minErrors":3,"rate":50,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":4,"errors":3,"errorPercentage":75\},"off":\{"evaluations":12,"errors":0,"errorPercentage":0\}\},"rollback":\{"at":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","errors":3,"enabledEvaluations":4,"sources":1,"decidedBy":"rule"\},"zoneFull":false\}']
 --- no_error_log
 [alert]
 [crit]
@@ -114,7 +116,7 @@ rolled back
 [200, 204, 204, 204, 200, 204, 200, 200]
 --- response_body_like eval
 ["^\Q$::AllOn\E\$", "^\$", "^\$", "^\$", "^\Q$::RiskyOff\E\$", "^\$", "^\Q$::AllOn\E\$",
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":3,"enabledEvaluations":2,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":1,"errors":0,"sources":0\},"rollbackRule":\{"enabled":true,"minErrors":3,"rate":50,"window":60,"minSources":1,"waitingFor":\{"errors":3,"rateErrors":1,"sources":1\}\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":2,"errors":0,"errorPercentage":0\},"off":\{"evaluations":1,"errors":0,"errorPercentage":0\}\},"rollback":null,"zoneFull":false\}']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"risky","enabled":true,"rolloutPercentage":100,"segments":\[\],"effectiveRolloutPercentage":100,"rolledBack":false,"override":null,"counters":\{"evaluations":3,"enabledEvaluations":2,"errors":3\},"window":\{"seconds":60,"enabledEvaluations":1,"errors":0,"sources":0\},"rollbackRule":\{"enabled":true,"minErrors":3,"rate":50,"window":60,"minSources":1,"waitingFor":\{"errors":3,"rateErrors":1,"sources":1\}\},"errorsBySource":\{"reports":3,"upstream":0\},"cohorts":\{"on":\{"evaluations":2,"errors":3,"errorPercentage":100\},"off":\{"evaluations":1,"errors":0,"errorPercentage":0\}\},"rollback":null,"zoneFull":false\}']
 --- no_error_log
 [alert]
 [crit]

@@ -466,11 +466,9 @@ typedef struct fl_window_s  fl_window_t;
 
 /* One evaluation (enabled is its result), whatever asked for it: the
  * totals, the cohort it falls in (on: enabled) and, when enabled, the
- * window w.  One accepted error: the totals and the window. */
+ * window w. */
 void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled) FL_NOEXCEPT;
-void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
-    FL_NOEXCEPT;
 
 /* n evaluations at once, enabled of them answered enabled: what n calls of
  * fl_count_eval() count, with one atomic operation a counter (a second's
@@ -479,12 +477,26 @@ void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     uint32_t n, uint32_t enabled) FL_NOEXCEPT;
 
 
-/* An upstream error (a status in flags_upstream_errors' range) of a
- * request that read the flag through a variable.  On: an error of the
- * flag like a report (totals and window, so it can roll the flag back)
- * and of the on cohort; off: only the off cohort's. */
-void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
-    int enabled) FL_NOEXCEPT;
+/*
+ * One error of the flag in the cohort enabled says (the one rule of
+ * reports and upstream errors, docs/rollback.md):
+ *  - on: the flag's errors and its window (so it counts toward the
+ *    absolute rule; its source is the caller's fl_count_source()), and
+ *    the on cohort's errors;
+ *  - off: the off cohort's errors, never the window: the flag was not on
+ *    for that client.  An accepted report (upstream 0) is still one of
+ *    the flag's lifetime errors; an upstream error (a status in
+ *    flags_upstream_errors' range of a request that read the flag) of an
+ *    off flag is not.
+ * upstream also counts an on error as errors_upstream.
+ */
+void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled, int upstream) FL_NOEXCEPT;
+
+/* One accepted report of the on cohort: fl_count_error_cohort(t, w,
+ * now_sec, 1, 0). */
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec)
+    FL_NOEXCEPT;
 
 /* A rollback tripped (fl_control_try_rollback() returned 1): the lifetime
  * count flags_metrics shows.  A rollback restored from the state file is
@@ -610,6 +622,8 @@ typedef struct {
     const char  *traits_json;   size_t traits_json_len;
                                 /* the traits object re-serialized
                                  * compactly, NULL when absent/null */
+    int          has_enabled;   /* "enabled" was a boolean (null: absent) */
+    int          enabled;       /* then the answer the client got: 0, 1 */
 } fl_report_t;
 
 typedef struct fl_report_parser_s  fl_report_parser_t;
@@ -646,10 +660,33 @@ size_t fl_report_log_bound(const fl_report_t *r, size_t project_len)
 
 /* One log line, '\n' included:
  * {"time":"...","project":"...","flagName":"...","message":"...",
- *  "stack":"...","userId":"...","traits":{...}}
+ *  "stack":"...","userId":"...","traits":{...},"enabled":true|false}
  * optional fields omitted when absent.  Returns bytes written. */
 size_t fl_report_log_line(const fl_report_t *r, const char *project,
     size_t project_len, uint64_t now_ms, char *buf) FL_NOEXCEPT;
+
+/* The reporter as a caller of the flags (fl_evaluate_detail()): userId
+ * and traits read as fl_sdk_parse_request() reads a body (a trait is a
+ * string, a number's text or "true" / "false"; null is absent; an empty
+ * userId is none), sorted, with the limits of fl_parse_query().  Over a
+ * limit (or a NUL byte): FL_ERR_FIELD with a message; the report itself
+ * stays valid.  Strings point into r and memory from a. */
+fl_status_t fl_report_user(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
+    FL_NOEXCEPT;
+
+/* The cohort of an accepted report (docs/http-api.md). */
+typedef enum {
+    FL_COHORT_OFF = 0,
+    FL_COHORT_ON,
+    FL_COHORT_EVALUATE          /* the flag's answer for *user, now */
+} fl_cohort_t;
+
+/* "enabled" given: that cohort.  Else a userId or traits: evaluate the
+ * flag for *user (fl_report_user(); a userId or traits over its limits
+ * are left out, as if not sent).  Neither: on. */
+fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *user) FL_NOEXCEPT;
 
 
 /* ------------------------------------------------------ admin overrides */

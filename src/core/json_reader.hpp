@@ -114,6 +114,15 @@ fl_status_t jparse(const char *data, size_t len, const fl_alloc_t *a,
 fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
     uint32_t *milli, char *err, size_t err_len) noexcept;
 
+/* A caller from a userId and a traits object (either nullptr: absent or
+ * null), as the SDK's body reads them, with the limits of fl_parse_query;
+ * where prefixes the member names in messages.  FL_ERR_FIELD with a
+ * message.  Shared by the SDK's bodies and the report's cohort; defined
+ * in sdk.cpp. */
+fl_status_t user_from_json(const jval *uid, const jval *traits,
+    size_t max_traits, const fl_alloc_t *a, const char *where,
+    fl_user_t *out, char *err, size_t err_len) noexcept;
+
 } // namespace fl
 
 #endif /* FLAGS_JSON_READER_HPP */

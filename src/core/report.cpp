@@ -20,6 +20,12 @@
  *  - An empty flagName is valid here: no flag has that name, the caller
  *    answers 404 unknown_flag.
  *  - A body of only whitespace counts as empty.
+ *  - "enabled" (the answer the client got for the flag) is a boolean, or
+ *    null for absent.  It names the report's cohort; without it the
+ *    userId and traits do, read as the SDK reads a caller
+ *    (fl::user_from_json(), sdk.cpp) from the traits' compact text.  A
+ *    caller over the limits of a query string is not refused: the part
+ *    at fault is left out of the cohort's caller (fl_report_cohort()).
  *  - UTF-8 is checked strictly before yajl sees a byte (utf8.hpp): yajl
  *    lets overlong forms, surrogates and lone surrogate escapes through.
  *    Where both a syntax error and bad UTF-8 exist, the earlier one is
@@ -49,6 +55,7 @@ enum field_id {
     F_STACK,
     F_USER_ID,
     F_TRAITS,
+    F_ENABLED,
     F_COUNT,
     F_UNKNOWN = F_COUNT
 };
@@ -60,7 +67,7 @@ struct field_name {
 
 constexpr field_name field_names[F_COUNT] = {
     { "flagName", 8 }, { "message", 7 }, { "stack", 5 }, { "userId", 6 },
-    { "traits", 6 }
+    { "traits", 6 }, { "enabled", 7 }
 };
 
 using fl::jkind;
@@ -76,6 +83,7 @@ struct field {
     size_t       seq;       /* position among top-level keys */
     const char  *str;       /* string fields: the decoded value */
     size_t       len;
+    bool         boolean;   /* enabled: the value */
 };
 
 struct trait {
@@ -186,6 +194,9 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
     }
     if (k == fl::J_NULL) {
         f.state = S_ABSENT;
+    } else if (p->cur_field == F_ENABLED) {
+        f.state = k == fl::J_TRUE || k == fl::J_FALSE ? S_OK : S_BAD;
+        f.boolean = k == fl::J_TRUE;
     } else if (k == fl::J_STRING) {
         f.str = fl::dup_bytes(&p->alloc, s, len);
         if (f.str == nullptr) {
@@ -486,7 +497,8 @@ fl_status_t check_fields(parser *p, char *err, size_t err_len)
     }
     if (bad != nullptr) {
         fl::set_err(err, err_len, "%s must be %s", field_names[bad_id].name,
-                    bad_id == F_TRAITS ? "an object" : "a string");
+                    bad_id == F_TRAITS ? "an object"
+                    : bad_id == F_ENABLED ? "a boolean" : "a string");
         return FL_ERR_FIELD;
     }
     if (p->fields[F_FLAG_NAME].state != S_OK) {
@@ -564,8 +576,43 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
             return rc;
         }
     }
+    if (f[F_ENABLED].state == S_OK) {
+        r.has_enabled = 1;
+        r.enabled = f[F_ENABLED].boolean ? 1 : 0;
+    }
     *out = r;
     return FL_OK;
+}
+
+/* The reporter as fl::user_from_json() reads a caller: the userId (when
+ * uid) as a string value, the traits (when traits) read back from their
+ * compact text, which finish() wrote and so is valid JSON. */
+fl_status_t report_user(const fl_report_t *r, bool uid, bool traits,
+    size_t max_traits, const fl_alloc_t *a, fl_user_t *out, char *err,
+    size_t err_len)
+{
+    fl::jval id{};
+    fl::jval *obj = nullptr;
+
+    if (uid && r->user_id != nullptr) {
+        id.kind = fl::J_STRING;
+        id.str = r->user_id;
+        id.len = r->user_id_len;
+    }
+    if (traits && r->traits_json != nullptr) {
+        fl::jread_error e;
+        fl::json_read(r->traits_json, r->traits_json_len, a,
+                      FL_REPORT_MAX_DEPTH, &obj, &e);
+        if (obj == nullptr) {
+            *out = fl_user_t{nullptr, 0, nullptr, 0};
+            fl::set_err(err, err_len, e.kind == fl::jread_error::NOMEM
+                        ? "out of memory" : "traits could not be read");
+            return e.kind == fl::jread_error::NOMEM ? FL_ERR_NOMEM
+                                                    : FL_ERR_INTERNAL;
+        }
+    }
+    return fl::user_from_json(id.kind == fl::J_STRING ? &id : nullptr, obj,
+                              max_traits, a, "", out, err, err_len);
 }
 
 /* Appends "name":"escaped" with a leading comma. */
@@ -699,11 +746,64 @@ fl_status_t fl_report_parser_finish(fl_report_parser_t *rp, fl_report_t *out,
     }
 }
 
+fl_status_t fl_report_user(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len) noexcept
+{
+    try {
+        if (r == nullptr || out == nullptr || a == nullptr
+            || a->alloc == nullptr)
+        {
+            fl::set_err(err, err_len, "internal error");
+            return FL_ERR_INTERNAL;
+        }
+        return report_user(r, true, true, max_traits, a, out, err, err_len);
+    } catch (...) {
+        fl::set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
+fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
+    const fl_alloc_t *a, fl_user_t *user) noexcept
+{
+    static const bool parts[][2] = {        /* userId, traits */
+        { true, true }, { true, false }, { false, true }
+    };
+    char err[8];
+
+    *user = fl_user_t{nullptr, 0, nullptr, 0};
+    if (r->has_enabled) {
+        return r->enabled ? FL_COHORT_ON : FL_COHORT_OFF;
+    }
+    if (a == nullptr || a->alloc == nullptr) {
+        return FL_COHORT_ON;
+    }
+
+    try {
+        /* a part over fl_report_user()'s limits is left out, as if not
+         * sent; a report is never refused for it */
+        for (const auto &part : parts) {
+            if (report_user(r, part[0], part[1], max_traits, a, user, err,
+                            sizeof(err))
+                == FL_OK)
+            {
+                break;
+            }
+            *user = fl_user_t{nullptr, 0, nullptr, 0};
+        }
+    } catch (...) {
+        *user = fl_user_t{nullptr, 0, nullptr, 0};
+    }
+
+    return user->user_id != nullptr || user->ntraits > 0
+           ? FL_COHORT_EVALUATE : FL_COHORT_ON;
+}
+
 size_t fl_report_log_bound(const fl_report_t *r, size_t project_len) noexcept
 {
     /* The fixed text ({"time":"<24 bytes>","project":...}\n with every
-     * optional member) is 99 bytes without the quotes of the strings,
-     * which str_bound() counts. */
+     * optional member, "enabled":false the longest) is 116 bytes without
+     * the quotes of the strings, which str_bound() counts. */
     size_t n = 128 + fl::str_bound(project_len)
                + fl::str_bound(r->flag_name_len) + fl::str_bound(r->message_len);
 
@@ -743,6 +843,11 @@ size_t fl_report_log_line(const fl_report_t *r, const char *project,
         o = fl::put_lit(o, ",\"traits\":");
         std::memcpy(o, r->traits_json, r->traits_json_len);
         o += r->traits_json_len;
+    }
+    if (r->has_enabled && r->enabled) {
+        o = fl::put_lit(o, ",\"enabled\":true");
+    } else if (r->has_enabled) {
+        o = fl::put_lit(o, ",\"enabled\":false");
     }
     *o++ = '}';
     *o++ = '\n';

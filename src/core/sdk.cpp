@@ -131,14 +131,17 @@ void trait_err(char *err, size_t err_len, const char *where,
                 shown < m.key_len ? "..." : "", what);
 }
 
+} // namespace
+
 /*
  * userId and traits (either may be nullptr: absent, or null) into a
  * fl_user_t with the limits of fl_parse_query.  where prefixes the field
- * names in messages ("" or "evaluations[3].").
+ * names in messages ("" or "evaluations[3].").  Shared with the report's
+ * cohort (report.cpp).
  */
-fl_status_t user_from_json(const jval *uid, const jval *traits,
+fl_status_t fl::user_from_json(const jval *uid, const jval *traits,
     size_t max_traits, const fl_alloc_t *a, const char *where,
-    fl_user_t *out, char *err, size_t err_len)
+    fl_user_t *out, char *err, size_t err_len) noexcept
 {
     *out = fl_user_t{nullptr, 0, nullptr, 0};
 
@@ -309,6 +312,8 @@ fl_status_t user_from_json(const jval *uid, const jval *traits,
     out->ntraits = k;
     return FL_OK;
 }
+
+namespace {
 
 /* The last element of an array member of a message, which must be an
  * object; *last is nullptr for an absent, null or empty array. */
@@ -610,8 +615,9 @@ fl_status_t fl_sdk_parse_request(const char *body, size_t len,
         if (rc != FL_OK) {
             return rc;
         }
-        rc = user_from_json(fl::jget(root, "userId"), fl::jget(root, "traits"),
-                            max_traits, a, "", out, err, err_len);
+        rc = fl::user_from_json(fl::jget(root, "userId"),
+                                fl::jget(root, "traits"), max_traits, a, "",
+                                out, err, err_len);
         if (rc != FL_OK) {
             *out = fl_user_t{nullptr, 0, nullptr, 0};
         }
@@ -714,8 +720,9 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
         char where[48];
         fl::set_err(where, sizeof(where), "%s[%zu].", events,
                     out->nevents - 1);
-        rc = user_from_json(fl::jget(last, "userId"), fl::jget(last, "traits"),
-                            max_traits, a, where, &out->user, err, err_len);
+        rc = fl::user_from_json(fl::jget(last, "userId"),
+                                fl::jget(last, "traits"), max_traits, a,
+                                where, &out->user, err, err_len);
         if (rc != FL_OK) {
             out->user = fl_user_t{nullptr, 0, nullptr, 0};
             return rc;

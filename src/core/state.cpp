@@ -366,24 +366,31 @@ void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     }
 }
 
-void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec) noexcept
+void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
+    int enabled, int upstream) noexcept
 {
+    if (!enabled) {
+        /* not the window: an off client's error never rolls back */
+        if (!upstream) {
+            add(&t->errors, 1);
+        }
+        add(&t->off_errors, 1);
+        return;
+    }
+
     uint32_t now = stamp_of(now_sec);
 
     add(&t->errors, 1);
     bump(&buckets(w)[now % block_seconds(w)].errors, now);
+    if (upstream) {
+        add(&t->errors_upstream, 1);
+    }
+    add(&t->on_errors, 1);
 }
 
-void fl_count_upstream_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
-    int enabled) noexcept
+void fl_count_error(fl_totals_t *t, fl_window_t *w, int64_t now_sec) noexcept
 {
-    if (!enabled) {
-        add(&t->off_errors, 1);
-        return;
-    }
-    fl_count_error(t, w, now_sec);
-    add(&t->errors_upstream, 1);
-    add(&t->on_errors, 1);
+    fl_count_error_cohort(t, w, now_sec, 1, 0);
 }
 
 void fl_count_rollback(fl_totals_t *t, fl_decided_t by) noexcept

@@ -94,6 +94,8 @@ static result parse_n(const char *body, size_t len)
                      whole.r.user_id, whole.r.user_id_len);
             same_str(other.r.traits_json, other.r.traits_json_len,
                      whole.r.traits_json, whole.r.traits_json_len);
+            assert_int_equal(other.r.has_enabled, whole.r.has_enabled);
+            assert_int_equal(other.r.enabled, whole.r.enabled);
         } else if (whole.rc == FL_ERR_FIELD
                    || strncmp(whole.err, "request body is not valid JSON", 30) != 0)
         {
@@ -717,6 +719,292 @@ static void test_allocation_failure(void **state)
 }
 
 
+/* ------------------------------------------- "enabled": the report's cohort */
+
+static void log_line_is(const fl_report_t *r, const char *project, uint64_t now_ms,
+    const char *want);
+
+/* body parses, with "enabled" absent (has 0) or the value given */
+static void expect_enabled(const char *body, int has, int value)
+{
+    result res = parse(body);
+    assert_int_equal(res.rc, FL_OK);
+    assert_int_equal(res.r.has_enabled, has);
+    assert_int_equal(res.r.enabled, has ? value : 0);
+}
+
+static void test_enabled_member(void **state)
+{
+    (void) state;
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true}", 1, 1);
+    expect_enabled(" {\"enabled\" : false , \"flagName\":\"f\",\"message\":\"m\"}",
+                   1, 0);
+
+    /* null is absent, as for every optional member */
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":null}", 0, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\"}", 0, 0);
+
+    /* the last one wins, null included; "Enabled" is another member */
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":1,"
+                   "\"enabled\":true,\"enabled\":false,\"Enabled\":7}", 1, 0);
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":true,"
+                   "\"enabled\":null}", 0, 0);
+
+    /* a member inside traits or elsewhere is not the report's */
+    expect_enabled("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"enabled\":true},"
+                   "\"x\":{\"enabled\":false}}", 0, 0);
+}
+
+static void test_enabled_wrong_type(void **state)
+{
+    (void) state;
+    static const char *const values[] = {
+        "1", "0", "-2.5e3", "\"true\"", "\"\"", "[]", "[true]", "{}",
+        "{\"a\":true}"
+    };
+    char body[256];
+
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        snprintf(body, sizeof(body),
+                 "{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":%s}",
+                 values[i]);
+        expect_field(body, "enabled must be a boolean");
+    }
+    /* in document order with the other fields, before a missing one */
+    expect_field("{\"enabled\":1,\"stack\":2}", "enabled must be a boolean");
+    expect_field("{\"stack\":2,\"enabled\":1}", "stack must be a string");
+    expect_field("{\"enabled\":\"yes\"}", "enabled must be a boolean");
+    expect_field("{\"enabled\":true}", "flagName is required");
+    /* a JSON error still comes first */
+    expect_json("{\"enabled\":1,}", NULL);
+}
+
+static void test_log_line_enabled(void **state)
+{
+    (void) state;
+    result res = parse("{\"enabled\":true,\"flagName\":\"f\",\"message\":\"m\","
+                       "\"userId\":\"u\",\"traits\":{\"a\":1}}");
+    assert_int_equal(res.rc, FL_OK);
+    log_line_is(&res.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f\",\"message\":\"m\",\"userId\":\"u\","
+        "\"traits\":{\"a\":1},\"enabled\":true}\n");
+
+    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":false}");
+    assert_int_equal(res.rc, FL_OK);
+    log_line_is(&res.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f\",\"message\":\"m\",\"enabled\":false}\n");
+
+    res = parse("{\"flagName\":\"f\",\"message\":\"m\",\"enabled\":null}");
+    assert_int_equal(res.rc, FL_OK);
+    log_line_is(&res.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f\",\"message\":\"m\"}\n");
+}
+
+
+/* ------------------------------------------ the reporter as a caller */
+
+static void trait_is(const fl_user_t *u, size_t i, const char *name,
+    const char *value)
+{
+    assert_true(i < u->ntraits);
+    expect_str(u->traits[i].name, u->traits[i].name_len, name);
+    assert_int_equal(u->traits[i].value_len, strlen(value));
+    assert_memory_equal(u->traits[i].value, value, strlen(value));
+}
+
+static fl_status_t report_user(const char *body, size_t max_traits,
+    fl_user_t *u, char *err)
+{
+    result res = parse(body);
+    assert_int_equal(res.rc, FL_OK);
+    return fl_report_user(&res.r, max_traits, &arena, u, err, 256);
+}
+
+static void test_report_user(void **state)
+{
+    (void) state;
+    fl_user_t u;
+    char err[256];
+
+    /* sorted by name; numbers as their text, booleans as words, null and
+     * duplicates as the SDK's body has them */
+    assert_int_equal(report_user(
+        "{\"flagName\":\"f\",\"message\":\"m\",\"userId\":\"u-1\","
+        "\"traits\":{\"plan\":\"pro\",\"n\":-1.50e2,\"b\":true,\"f\":false,"
+        "\"z\":null,\"e\":\"\",\"plan\":\"team\",\"\u00e9\":\"\u20ac\"}}",
+        64, &u, err), FL_OK);
+    expect_str(u.user_id, u.user_id_len, "u-1");
+    assert_int_equal(u.ntraits, 6);
+    trait_is(&u, 0, "b", "true");
+    trait_is(&u, 1, "e", "");
+    trait_is(&u, 2, "f", "false");
+    trait_is(&u, 3, "n", "-1.50e2");
+    trait_is(&u, 4, "plan", "team");
+    trait_is(&u, 5, "\xc3\xa9", "\xe2\x82\xac");
+    assert_non_null(fl_user_trait(&u, "plan", 4));
+    assert_null(fl_user_trait(&u, "z", 1));
+
+    /* neither, an empty userId, empty or null traits: no one */
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"userId\":\"\",\"traits\":{\"a\":null}}",
+                                 64, &u, err), FL_OK);
+    assert_null(u.user_id);
+    assert_int_equal(u.ntraits, 0);
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\"}",
+                                 64, &u, err), FL_OK);
+    assert_null(u.user_id);
+    assert_int_equal(u.ntraits, 0);
+
+    /* the limits of a query string */
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"traits\":{\"a\":1,\"b\":2,\"c\":null}}",
+                                 2, &u, err), FL_OK);
+    assert_int_equal(u.ntraits, 2);
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"traits\":{\"a\":1,\"b\":2,\"c\":3}}",
+                                 2, &u, err), FL_ERR_FIELD);
+    assert_string_equal(err, "more than 2 traits");
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"traits\":{\"\":1}}", 64, &u, err), FL_ERR_FIELD);
+    assert_string_equal(err, "a trait name is empty");
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"traits\":{\"a\":\"x\\u0000y\"}}", 64, &u, err),
+                     FL_ERR_FIELD);
+    assert_string_equal(err, "traits.a holds a NUL byte");
+    assert_int_equal(report_user("{\"flagName\":\"f\",\"message\":\"m\","
+                                 "\"userId\":\"a\\u0000\"}", 64, &u, err),
+                     FL_ERR_FIELD);
+    assert_string_equal(err, "userId holds a NUL byte");
+
+    char body[1400], name[200];
+    memset(name, 'n', 129);
+    name[129] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"%s\":1}}", name);
+    assert_int_equal(report_user(body, 64, &u, err), FL_ERR_FIELD);
+    assert_string_equal(err, "a trait name is longer than 128 bytes");
+    char value[1100];
+    memset(value, 'v', 1025);
+    value[1025] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"flagName\":\"f\",\"message\":\"m\",\"userId\":\"%s\"}", value);
+    assert_int_equal(report_user(body, 64, &u, err), FL_ERR_FIELD);
+    assert_string_equal(err, "userId is longer than 1024 bytes");
+    value[1024] = '\0';
+    snprintf(body, sizeof(body),
+             "{\"flagName\":\"f\",\"message\":\"m\",\"userId\":\"%s\"}", value);
+    assert_int_equal(report_user(body, 64, &u, err), FL_OK);
+    assert_int_equal(u.user_id_len, 1024);
+}
+
+static fl_cohort_t cohort(const char *body, size_t max_traits, fl_user_t *u)
+{
+    result res = parse(body);
+    assert_int_equal(res.rc, FL_OK);
+    return fl_report_cohort(&res.r, max_traits, &arena, u);
+}
+
+#define REPORT "{\"flagName\":\"f\",\"message\":\"m\""
+
+static void test_report_cohort(void **state)
+{
+    (void) state;
+    fl_user_t u;
+
+    /* "enabled" says it outright, whoever reports */
+    assert_int_equal(cohort(REPORT ",\"enabled\":true,\"userId\":\"u\"}", 64, &u),
+                     FL_COHORT_ON);
+    assert_null(u.user_id);
+    assert_int_equal(cohort(REPORT ",\"enabled\":false,\"userId\":\"u\"}", 64, &u),
+                     FL_COHORT_OFF);
+    assert_int_equal(cohort(REPORT ",\"enabled\":false}", 64, &u), FL_COHORT_OFF);
+
+    /* neither: on, as before cohorts */
+    assert_int_equal(cohort(REPORT "}", 64, &u), FL_COHORT_ON);
+    assert_int_equal(cohort(REPORT ",\"enabled\":null}", 64, &u), FL_COHORT_ON);
+    assert_int_equal(cohort(REPORT ",\"userId\":\"\",\"traits\":{}}", 64, &u),
+                     FL_COHORT_ON);
+    assert_int_equal(cohort(REPORT ",\"traits\":{\"a\":null}}", 64, &u),
+                     FL_COHORT_ON);
+
+    /* a userId or traits: the flag's answer for them */
+    assert_int_equal(cohort(REPORT ",\"userId\":\"u\"}", 64, &u), FL_COHORT_EVALUATE);
+    expect_str(u.user_id, u.user_id_len, "u");
+    assert_int_equal(u.ntraits, 0);
+    assert_int_equal(cohort(REPORT ",\"traits\":{\"plan\":\"pro\"}}", 64, &u),
+                     FL_COHORT_EVALUATE);
+    assert_null(u.user_id);
+    trait_is(&u, 0, "plan", "pro");
+
+    /* a part over the limits is left out, as if not sent */
+    assert_int_equal(cohort(REPORT ",\"userId\":\"u\",\"traits\":{\"a\":1,\"b\":2}}",
+                            1, &u), FL_COHORT_EVALUATE);
+    expect_str(u.user_id, u.user_id_len, "u");
+    assert_int_equal(u.ntraits, 0);
+    assert_int_equal(cohort(REPORT ",\"traits\":{\"a\":1,\"b\":2}}", 1, &u),
+                     FL_COHORT_ON);
+    assert_int_equal(u.ntraits, 0);
+    assert_int_equal(cohort(REPORT ",\"userId\":\"a\\u0000\",\"traits\":{\"a\":1}}",
+                            64, &u), FL_COHORT_EVALUATE);
+    assert_null(u.user_id);
+    trait_is(&u, 0, "a", "1");
+    assert_int_equal(cohort(REPORT ",\"userId\":\"a\\u0000\",\"traits\":{\"\":1}}",
+                            64, &u), FL_COHORT_ON);
+}
+
+/* The answer flag i of p gives the caller of a report that names one,
+ * at effective_milli. */
+static int reporter_enabled(const fl_project_t *p, size_t i,
+    uint32_t effective_milli, const char *body)
+{
+    fl_detail_t d;
+    fl_user_t u;
+
+    assert_int_equal(cohort(body, 64, &u), FL_COHORT_EVALUATE);
+    assert_int_equal(fl_evaluate_flag_detail(p, i, &u, effective_milli,
+                                             FL_SWITCH_NONE, &d), 0);
+    return d.enabled;
+}
+
+/* The caller evaluates as GET /flags's would: a segment on a trait, a
+ * percentage on the userId. */
+static void test_report_cohort_evaluates(void **state)
+{
+    (void) state;
+    static const char file[] =
+        "{\"flags\":["
+        "{\"name\":\"pro-only\",\"enabled\":true,\"rolloutPercentage\":100,"
+        " \"segments\":[\"pro\"]},"
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25}],"
+        "\"segments\":{\"pro\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"eq\","
+        "\"value\":\"pro\"}]}}}";
+    fl_project_t *p = NULL;
+    char err[256];
+
+    assert_int_equal(fl_project_load_buffer(file, sizeof(file) - 1, "test", &p,
+                                            err, sizeof(err)), FL_OK);
+
+    assert_int_equal(reporter_enabled(p, 0, 100000,
+                                      REPORT ",\"traits\":{\"plan\":\"pro\"}}"), 1);
+    assert_int_equal(reporter_enabled(p, 0, 100000,
+                                      REPORT ",\"traits\":{\"plan\":\"free\"}}"), 0);
+
+    /* bucket("new-checkout", "user-1") is 40631, "user-2" 10789
+     * (docs/evaluation.md): off and on at 25 % */
+    assert_int_equal(reporter_enabled(p, 1, 25000,
+                                      REPORT ",\"userId\":\"user-1\"}"), 0);
+    assert_int_equal(reporter_enabled(p, 1, 25000,
+                                      REPORT ",\"userId\":\"user-2\"}"), 1);
+
+    fl_project_free(p);
+}
+
+#undef REPORT
+
+
 /* ------------------------------------------------------------- log line */
 
 static void log_line_is(const fl_report_t *r, const char *project, uint64_t now_ms,
@@ -854,6 +1142,12 @@ int main(void)
         cmocka_unit_test_teardown(test_valid_utf8_kept, arena_teardown),
         cmocka_unit_test_teardown(test_errors_are_sticky, arena_teardown),
         cmocka_unit_test_teardown(test_allocation_failure, arena_teardown),
+        cmocka_unit_test_teardown(test_enabled_member, arena_teardown),
+        cmocka_unit_test_teardown(test_enabled_wrong_type, arena_teardown),
+        cmocka_unit_test_teardown(test_log_line_enabled, arena_teardown),
+        cmocka_unit_test_teardown(test_report_user, arena_teardown),
+        cmocka_unit_test_teardown(test_report_cohort, arena_teardown),
+        cmocka_unit_test_teardown(test_report_cohort_evaluates, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_minimal, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_full, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_epoch_and_nul, arena_teardown),

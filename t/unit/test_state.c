@@ -171,9 +171,10 @@ static void test_exact_counts(void **state)
     free_block(m);
 }
 
-/* Cohorts are the evaluations by their answer; an on-cohort upstream
- * error is a flag error (totals and window); an off-cohort one is only
- * the cohort's. */
+/* Cohorts are the evaluations by their answer; an on-cohort error is a
+ * flag error (totals and window) and the on cohort's; an off-cohort one
+ * is the off cohort's, never the window's, and a report's (not an
+ * upstream one's) still a lifetime error of the flag. */
 static void test_cohorts_and_upstream_errors(void **state)
 {
     (void) state;
@@ -182,18 +183,20 @@ static void test_cohorts_and_upstream_errors(void **state)
     for (int i = 0; i < 7; i++) {
         fl_count_eval(&FS(m)->t, FS(m)->w, 500, i < 5);
     }
-    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
-    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 1);
-    fl_count_upstream_error(&FS(m)->t, FS(m)->w, 500, 0);
+    fl_count_error_cohort(&FS(m)->t, FS(m)->w, 500, 1, 1);
+    fl_count_error_cohort(&FS(m)->t, FS(m)->w, 500, 1, 1);
+    fl_count_error_cohort(&FS(m)->t, FS(m)->w, 500, 0, 1);
     record_error(m, 500, 0, &off_policy);
+    fl_count_error_cohort(&FS(m)->t, FS(m)->w, 500, 0, 0);
+    fl_count_error_cohort(&FS(m)->t, FS(m)->w, 500, 0, 0);
 
     fl_state_snapshot_t s = snap(m, 500);
     assert_int_equal(s.on_evaluations, 5);
     assert_int_equal(s.off_evaluations, 2);
-    assert_int_equal(s.on_errors, 2);
-    assert_int_equal(s.off_errors, 1);
+    assert_int_equal(s.on_errors, 3);           /* 2 upstream + 1 report */
+    assert_int_equal(s.off_errors, 3);          /* 1 upstream + 2 reports */
     assert_int_equal(s.errors_upstream, 2);
-    assert_int_equal(s.errors, 3);              /* 2 upstream + 1 report */
+    assert_int_equal(s.errors, 5);              /* not the off upstream */
     assert_int_equal(s.window_errors, 3);
     assert_int_equal(s.evaluations, 7);
     assert_int_equal(s.enabled_evaluations, 5);
@@ -899,6 +902,7 @@ static void test_status_json(void **state)
 
     eval_n(m, 100, 1, 3);
     eval_n(m, 100, 0, 1);
+    /* a report of the on cohort (issue 17: a report is in a cohort too) */
     record_error(m, 100, 0, &pol);
     fl_state_snapshot_t s = snap(m, 100);
     s.policy = pol;
@@ -911,7 +915,7 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":1,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":1,\"errorPercentage\":33.333},"
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
@@ -929,7 +933,7 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":2,\"errorPercentage\":66.666},"
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
         "\"enabledEvaluations\":3,\"sources\":1,\"decidedBy\":\"rule\"},"
@@ -947,7 +951,7 @@ static void test_status_json(void **state)
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":2,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
-        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
+        "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":2,\"errorPercentage\":66.666},"
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":null,\"zoneFull\":false}");
 
