@@ -370,10 +370,9 @@ void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled, int upstream) noexcept
 {
     if (!enabled) {
-        /* not the window: an off client's error never rolls back */
-        if (!upstream) {
-            add(&t->errors, 1);
-        }
+        /* only its cohort: an off client's error is not the flag's (not
+         * in "errors", which flags_sync sends to the fleet's window, nor
+         * in the window), so it never rolls the flag back */
         add(&t->off_errors, 1);
         return;
     }

@@ -196,7 +196,7 @@ static void test_cohorts_and_upstream_errors(void **state)
     assert_int_equal(s.on_errors, 3);           /* 2 upstream + 1 report */
     assert_int_equal(s.off_errors, 3);          /* 1 upstream + 2 reports */
     assert_int_equal(s.errors_upstream, 2);
-    assert_int_equal(s.errors, 5);              /* not the off upstream */
+    assert_int_equal(s.errors, 3);              /* the on cohort's only */
     assert_int_equal(s.window_errors, 3);
     assert_int_equal(s.evaluations, 7);
     assert_int_equal(s.enabled_evaluations, 5);
