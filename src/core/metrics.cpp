@@ -87,10 +87,10 @@ constexpr family families[F_MAX] = {
      "Errors counted against the flag, by source: error reports and "
      "upstream errors of requests that read it."},
     {"flags_cohort_requests_total", "counter",
-     "Requests that read the flag through an nginx variable, by answer."},
+     "Evaluations of the flag on every path, by answer: its cohorts."},
     {"flags_cohort_errors_total", "counter",
-     "Upstream errors of requests that read the flag through an nginx "
-     "variable, by answer."},
+     "Errors of the flag's cohorts: reports by the cohort they belong to, "
+     "upstream errors by the request's answer."},
     {"flags_rollbacks_total", "counter",
      "Automatic rollbacks that took effect on this host since the zone was "
      "created, by who decided them: this host's rule or the fleet's."},

@@ -175,7 +175,9 @@ fl_ramp_event_t progress(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now)
 {
     uint64_t stage = ld(&r->stage);
     const fl_ramp_stage_t &s = d->stages[stage];
-    uint64_t elapsed = now - ld(&r->stage_ms);
+    uint64_t started = ld(&r->stage_ms);
+    /* a wall clock stepped back holds the stage; it never ends it early */
+    uint64_t elapsed = now > started ? now - started : 0;
     bool held = elapsed >= static_cast<uint64_t>(s.hold) * 1000;
 
     if (held && ld(&r->stage_on) >= s.min_requests) {

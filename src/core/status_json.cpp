@@ -13,6 +13,7 @@
  *               "off":{"evaluations":N,"errors":N,"errorPercentage":P}},
  *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
  *                "enabledEvaluations":N,"sources":N,"decidedBy":"rule"},
+ *    "ramp":{...},                      (a ramped flag only, docs/ramps.md)
  *    "zoneFull":false}
  *
  * "enabled", "rolloutPercentage" and "segments" are the definition's;
@@ -21,10 +22,11 @@
  * evaluated but nothing is counted and it cannot roll back, so its
  * counters read 0.  "errorsBySource" splits "counters"."errors" into
  * accepted reports and upstream errors (flags_upstream_errors);
- * "cohorts" are the requests that read the flag through a variable, by
- * their answer, and their upstream errors; errorPercentage is
+ * "cohorts" are every evaluation of the flag by its answer, with their
+ * errors (reports by their cohort, upstream errors by the request's
+ * answer); errorPercentage is
  * errors / evaluations in percent, rounded down to 3 decimals, null with
- * no evaluation (docs/variables.md).  "rollbackRule" is the policy in
+ * no evaluation (docs/http-api.md).  "rollbackRule" is the policy in
  * force and what the window still lacks before it trips ("waitingFor" is
  * null while the flag is rolled back, the rule is off or the zone was
  * full); "decidedBy" is
