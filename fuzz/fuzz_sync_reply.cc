@@ -24,6 +24,8 @@
 
 #include "fuzz_common.h"
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -193,6 +195,99 @@ uint64_t check_action(const fl_sync_fleet_t &f, uint64_t h)
     return a.known;
 }
 
+/* A ramp's definition of any numbers (nstages 1 .. FL_RAMP_MAX_STAGES). */
+const fl_ramp_def_t *ramp_def(uint64_t h)
+{
+    static fl_ramp_def_t d;
+
+    std::memset(&d, 0, sizeof(d));
+    d.nstages = 1 + static_cast<uint32_t>(h % FL_RAMP_MAX_STAGES);
+    for (uint32_t k = 0; k < FL_RAMP_MAX_STAGES; k++) {
+        d.stages[k].milli = static_cast<uint32_t>(fuzz::mix64(h + k));
+        d.stages[k].hold = static_cast<uint32_t>(fuzz::mix64(h - k));
+        d.stages[k].min_requests = static_cast<uint32_t>(fuzz::mix64(h ^ k));
+    }
+    d.start_at_ms = fuzz::mix64(h + 100);
+    d.max_extend = static_cast<uint32_t>(h >> 7);
+    d.on_insufficient = static_cast<uint32_t>(h >> 13);
+    d.alpha_ppm = static_cast<uint32_t>(h >> 19);
+    d.dispersion_milli = static_cast<uint32_t>(h >> 29);
+    d.tick = static_cast<uint32_t>(h >> 37);
+    return &d;
+}
+
+/* A ramp's state of any words, doubles included (NaN, infinities). */
+const fl_ramp_t *seed(uint64_t h)
+{
+    static fl_ramp_t r;
+    uint64_t *w = reinterpret_cast<uint64_t *>(&r);
+
+    for (size_t k = 0; k < sizeof(r) / sizeof(uint64_t); k++) {
+        w[k] = fuzz::mix64(h + k);
+    }
+    return &r;
+}
+
+/* The reply's ramps read for the round's flags, and copied into a state:
+ * only what reads whole, and never out of range. */
+void check_ramps(const View &v, const fl_sync_flag_t *f, size_t n)
+{
+    const fl_sync_elt_t *view = v.elts.empty() ? nullptr : v.elts.data();
+    fl_sync_head_t head;
+    fl_sync_ramp_t out[3];
+    size_t ignored = 0;
+
+    if (fl_sync_reply_head(view, v.elts.size(), 0, &head)
+        != FL_SYNC_REPLY_OK)
+    {
+        return;
+    }
+
+    size_t used = fl_sync_reply_ramps(view, v.elts.size(), &head, f, n, out,
+                                      &ignored);
+
+    if (!head.has_ramps) {
+        FUZZ_CHECK(used == 0 && ignored == 0, "ramps read without ramps");
+        return;
+    }
+
+    FUZZ_CHECK(used + ignored <= view[head.ramps].elements,
+               "%zu used and %zu ignored of %zu items", used, ignored,
+               view[head.ramps].elements);
+
+    size_t present = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!out[i].present) {
+            continue;
+        }
+        present++;
+        FUZZ_CHECK(f[i].ramp_def != nullptr && f[i].entry != FL_SYNC_NO_ENTRY,
+                   "a ramp for flag %zu, which sent none", i);
+        FUZZ_CHECK(out[i].state.state <= FL_RAMP_ROLLED_BACK
+                   && out[i].state.stage < f[i].ramp_def->nstages
+                   && out[i].state.cause <= FL_RAMP_CAUSE_OTHER,
+                   "ramp %zu out of range", i);
+        for (int k = 0; k < FL_REGRESSION_GRID; k++) {
+            FUZZ_CHECK(std::isfinite(out[i].state.evidence.log_lr[k]),
+                       "ramp %zu: log_lr %d", i, k);
+        }
+
+        fl_ramp_t r;
+        fl_ramp_init(&r);
+        fl_ramp_event_t ev = fl_sync_ramp_copy(f[i].ramp_def, &r,
+                                               &out[i].state);
+        FUZZ_CHECK(ev >= FL_RAMP_EV_NONE && ev <= FL_RAMP_EV_STALLED,
+                   "copy event %d", static_cast<int>(ev));
+        FUZZ_CHECK(std::memcmp(&r, &out[i].state, sizeof(r)) == 0,
+                   "ramp %zu copied whole", i);
+        /* flags_status writes what was copied */
+        char json[FL_RAMP_JSON_BOUND];
+        size_t len = fl_ramp_status_json(f[i].ramp_def, &r, 0, 0, json);
+        FUZZ_CHECK(len > 0 && len <= sizeof(json), "status of %zu", len);
+    }
+    FUZZ_CHECK(present == used, "%zu present, %zu used", present, used);
+}
+
 /* The records as a round's flags: the encoding holds any numbers. */
 void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
     size_t n, uint64_t h, const View &v)
@@ -243,6 +338,15 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
         f[i].source_keys = keys;
         f[i].source_ages = ages;
         f[i].nsources = static_cast<size_t>(fleets[i].sources);
+        if ((h >> (20 + i)) & 1) {
+            /* a ramped flag: any numbers, any actions, a seed or none */
+            f[i].ramp_def = ramp_def(h + i);
+            f[i].on = fleets[i].at_ms;
+            f[i].base_on = fleets[i].errors;
+            f[i].off_errors = fleets[i].enabled;
+            f[i].ramp_actions = fuzz::mix64(h ^ i);
+            f[i].ramp_seed = (h >> (24 + i)) & 1 ? seed(h - i) : nullptr;
+        }
     }
 
     size_t sources = 0;
@@ -260,7 +364,8 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
                                      FL_SYNC_ROUND_ARGC(3), &nkeys);
     FUZZ_CHECK(argc == FL_SYNC_ROUND_ARGC(entries),
                "argc %zu for %zu entries (bound %zu)", argc, entries, bound);
-    FUZZ_CHECK(nkeys == 1 + 2 * entries, "nkeys %zu", nkeys);
+    FUZZ_CHECK(nkeys == 1 + FL_SYNC_ENTRY_KEYS * entries, "nkeys %zu",
+               nkeys);
 
     size_t used = 0;
     for (size_t i = 0; i < argc; i++) {
@@ -281,6 +386,8 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
     }
     FUZZ_CHECK(used <= bound, "%zu bytes written, bound %zu", used, bound);
     std::free(buf);
+
+    check_ramps(v, f, n);
 }
 
 } // namespace

@@ -12,7 +12,8 @@
  *   a cleared rollback               flags_admin, or the fleet
  *   an override set or removed       flags_admin, or the fleet
  *   a new definition                 a reload commits other definitions
- *   a ramp's stage                   the ramp's step, or flags_admin
+ *   a ramp's stage                   the ramp's step, flags_admin, or
+ *                                    the fleet's ramp (flags_sync)
  *   a rollback by a ramp's rule      the ramp's step (regression, or
  *                                    onInsufficient "rollback")
  *
@@ -39,6 +40,8 @@ static void ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
     const char *what, fl_ramp_t *r);
 static ngx_str_t *ngx_http_flags_control_host(ngx_http_flags_change_t *ch,
     ngx_str_t *by, u_char *buf, size_t size);
+static ngx_uint_t ngx_http_flags_control_ramp_fleet_log(
+    ngx_http_flags_change_t *ch);
 
 
 /* A change made while serving r: its log (with the request's context),
@@ -88,9 +91,13 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
         return 0;
     }
 
-    if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)) {
+    if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)
+        && !ngx_http_flags_sync_away(ch->fmcf))
+    {
         /* the ramp's control group is the baseline: its regression rule
-         * guards the flag, not the absolute threshold (docs/ramps.md) */
+         * guards the flag, not the absolute threshold (docs/ramps.md);
+         * with the fleet's ramp frozen (Redis away), the threshold does
+         * (docs/sync.md) */
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ch->log, 0,
                        "flags: flag \"%V\" of project \"%V\": the ramp's "
                        "regression rule guards it", &flag->name,
@@ -160,7 +167,10 @@ ngx_http_flags_control_fleet_rollback(ngx_http_flags_change_t *ch,
      * fleet's rollback counts it, so an alert pages for each */
     fl_count_rollback(flag->totals, FL_DECIDED_FLEET);
 
-    if (ch->who.len) {
+    if (ngx_http_flags_control_ramp_fleet_log(ch)) {
+        /* the fleet's ramp decided it */
+
+    } else if (ch->who.len) {
         ngx_log_error(ch->level, ch->log, 0,
                       "flags: flag \"%V\" of project \"%V\" rolled back by "
                       "the fleet (decided on host \"%V\": %uL errors, %uL "
@@ -320,8 +330,9 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
 
 
 /*
- * A ramp's step (ch->by RULE) or an operator's action (ADMIN) gave ev:
- * the stage's percentage into the control word, or the ramp's rollback.
+ * A ramp's step (ch->by RULE), an operator's action (ADMIN) or the
+ * fleet's state copied into the zone (FLEET) gave ev: the stage's
+ * percentage into the control word, or the ramp's rollback.
  */
 
 void
@@ -391,6 +402,22 @@ ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
     ngx_shmtx_lock(&ch->fmcf->shpool->mutex);
     rc = fl_ramp_act(flag->ramp_def, flag->ramp, ngx_http_flags_now_ms(),
                      action, &c, why);
+
+    if (rc >= 0 && ch->fmcf->sync) {
+        /* the fleet runs the ramp: the next round takes the action to it
+         * (docs/sync.md), and this host's copy waits for its answer */
+        if (!fl_sync_ramp_actions_push(&flag->version->sync_ramp_actions,
+                                       action))
+        {
+            ngx_log_error(NGX_LOG_WARN, ch->log, 0,
+                          "flags: ramp of flag \"%V\" of project \"%V\": "
+                          "%ui actions wait for the fleet already: this one "
+                          "is applied here only", &flag->name,
+                          &ch->project->name,
+                          (ngx_uint_t) FL_SYNC_RAMP_ACTIONS_MAX);
+        }
+    }
+
     ngx_shmtx_unlock(&ch->fmcf->shpool->mutex);
 
     if (rc < 0) {
@@ -470,6 +497,66 @@ ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
 }
 
 
+/* A fleet's rollback decided by the fleet's ramp (its state was copied
+ * into the zone before the record was applied): its evidence, as this
+ * host's ramp would say it.  0 when the ramp did not decide it. */
+
+static ngx_uint_t
+ngx_http_flags_control_ramp_fleet_log(ngx_http_flags_change_t *ch)
+{
+    double                  alpha;
+    fl_ramp_t               r;
+    ngx_str_t               by;
+    ngx_http_flags_flag_t  *flag;
+    u_char                  buf[NGX_HTTP_FLAGS_WHO_LEN + 16];
+
+    flag = ch->flag;
+
+    if (flag->ramp_def == NULL || flag->ramp == NULL) {
+        return 0;
+    }
+
+    fl_ramp_read(flag->ramp, &r);
+
+    if (r.state != FL_RAMP_ROLLED_BACK
+        || (r.cause != FL_RAMP_CAUSE_REGRESSION
+            && r.cause != FL_RAMP_CAUSE_INSUFFICIENT))
+    {
+        return 0;
+    }
+
+    (void) ngx_http_flags_control_host(ch, &by, buf, sizeof(buf));
+
+    if (r.cause == FL_RAMP_CAUSE_INSUFFICIENT) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: flag \"%V\" of project \"%V\" rolled back by "
+                      "the fleet: its ramp's stage %uL had %uL of its %uD on "
+                      "evaluations after hold and maxExtend (onInsufficient "
+                      "\"rollback\"; %V)", &flag->name, &ch->project->name,
+                      r.stage, r.stage_on,
+                      flag->ramp_def->stages[r.stage].min_requests, &by);
+        return 1;
+    }
+
+    alpha = flag->ramp_def->alpha_ppm / 1e6;
+
+    ngx_log_error(ch->level, ch->log, 0,
+                  "flags: flag \"%V\" of project \"%V\" rolled back by the "
+                  "fleet: its ramp's regression rule at stage %uL found the "
+                  "on cohort failing more than the off cohort (evidence %.1f "
+                  "reached 1/alpha = %.1f after %uL ticks of the fleet; "
+                  "errors on %uL, off %uL; the deciding tick: on %uL errors "
+                  "in %uL requests, off %uL in %uL; %V)", &flag->name,
+                  &ch->project->name, r.stage,
+                  fl_regression_ratio(&r.evidence, alpha) / alpha, 1 / alpha,
+                  r.evidence.ticks, r.evidence.errors_on,
+                  r.evidence.errors_off, r.decided_e1, r.decided_n1,
+                  r.decided_e0, r.decided_n0, &by);
+
+    return 1;
+}
+
+
 /* "flags: ramp of flag "f" of project "p" advanced to stage 2 (25%), by
  * user "alice"" */
 
@@ -484,6 +571,15 @@ ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
     flag = ch->flag;
 
     len = fl_json_milli(flag->ramp_def->stages[r->stage].milli, pc);
+
+    if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
+        ngx_log_error(ch->level, ch->log, 0,
+                      "flags: ramp of flag \"%V\" of project \"%V\" %s "
+                      "stage %uL of %uD (%*s%%), by the fleet", &flag->name,
+                      &ch->project->name, what, r->stage,
+                      flag->ramp_def->nstages, len, pc);
+        return;
+    }
 
     ngx_log_error(ch->level, ch->log, 0,
                   "flags: ramp of flag \"%V\" of project \"%V\" %s stage "

@@ -131,6 +131,12 @@ struct ngx_http_flags_version_s {
     /* flags_sync: this definition's rollback and override as the fleet
      * last said (ngx_http_flags_sync.c); only the syncing worker uses it */
     uint64_t                    sync_known;
+    /* flags_sync and a ramp: flags_admin's actions the fleet has not
+     * acknowledged yet (fl_sync_ramp_actions_push(), under the zone's
+     * lock), and whether the fleet answered this ramp since Redis was
+     * last away (0: the next round sends this host's copy as a seed) */
+    uint64_t                    sync_ramp_actions;
+    ngx_uint_t                  sync_ramp_seen;
 };
 
 
@@ -146,6 +152,11 @@ typedef struct {
      * or the next, continues from it (ngx_http_flags_sync.c) */
     uint64_t                    sync_base_errors;
     uint64_t                    sync_base_enabled;
+    /* and of the cohorts' totals, for a ramp the fleet runs */
+    uint64_t                    sync_base_on;
+    uint64_t                    sync_base_off;
+    uint64_t                    sync_base_on_errors;
+    uint64_t                    sync_base_off_errors;
     ngx_uint_t                  sync_based;  /* 0: take the totals */
     ngx_http_flags_version_t   *versions;
     size_t                      key_len;
@@ -475,7 +486,8 @@ void ngx_http_flags_control_committed(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 ngx_int_t ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
-/* a ramp's step (by RULE) or an operator's action (by ADMIN) gave ev */
+/* a ramp's step (by RULE), an operator's action (by ADMIN) or the
+ * fleet's state copied into the zone (by FLEET, flags_sync) gave ev */
 void ngx_http_flags_control_ramp(ngx_http_flags_change_t *ch,
     fl_ramp_event_t ev);
 /* an operator's action on the ramp: 0 and *changed, or -1 and *why */
@@ -607,6 +619,10 @@ typedef struct {
 } ngx_http_flags_sync_state_t;
 ngx_uint_t ngx_http_flags_sync_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_sync_state_t *st);
+/* 1 when flags_sync is configured and Redis is away (not connected, or
+ * no round answered for a few intervals): the fleet's ramps freeze here
+ * and the absolute rule guards their flags again */
+ngx_uint_t ngx_http_flags_sync_away(ngx_http_flags_main_conf_t *fmcf);
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

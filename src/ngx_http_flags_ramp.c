@@ -15,6 +15,9 @@
  *
  * A worker of a generation that is shutting down runs no step: its
  * successors do.
+ *
+ * With flags_sync no worker runs this timer: the fleet decides each ramp
+ * (docs/sync.md, "Ramps across the fleet"; ngx_http_flags_sync_round.c).
  */
 
 #include "ngx_http_flags_module.h"
@@ -58,7 +61,11 @@ ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
 
     ngx_http_flags_ramps = NULL;
 
-    if (fmcf->sh == NULL) {
+    if (fmcf->sh == NULL || fmcf->sync) {
+        /* with flags_sync the fleet runs the ramps, in Redis: the syncing
+         * worker copies their state into the zone each round; while Redis
+         * is away they stay frozen where the fleet left them and the
+         * absolute rule guards their flags (docs/sync.md) */
         return NGX_OK;
     }
 

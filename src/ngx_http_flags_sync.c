@@ -565,3 +565,30 @@ ngx_http_flags_sync_state(ngx_http_flags_main_conf_t *fmcf,
 
     return 1;
 }
+
+
+/* Redis is away: not connected, or no round answered for two intervals
+ * and a second (a round is not answered within 5 intervals, at least 2 s,
+ * before it fails: this says it sooner). */
+
+ngx_uint_t
+ngx_http_flags_sync_away(ngx_http_flags_main_conf_t *fmcf)
+{
+    uint64_t                 now, last;
+    ngx_http_flags_shctx_t  *sh;
+
+    if (fmcf->sync == NULL || fmcf->sh == NULL) {
+        return 0;
+    }
+
+    sh = fmcf->sh;
+
+    if (!sh->sync_connected) {
+        return 1;
+    }
+
+    now = ngx_http_flags_now_ms();
+    last = sh->sync_last_ok_ms;
+
+    return last == 0 || now > last + 2 * fmcf->sync->interval + 1000;
+}

@@ -78,9 +78,10 @@ ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
  */
 
 static void
-ngx_http_flags_sync_read_flag(ngx_http_flags_flag_t *flag, ngx_uint_t rebase,
-    fl_sync_flag_t *f)
+ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
+    ngx_http_flags_flag_t *flag, ngx_uint_t rebase, fl_sync_flag_t *f)
 {
+    fl_flag_info_t          info;
     fl_state_snapshot_t     snap;
     ngx_http_flags_node_t  *node;
 
@@ -99,19 +100,50 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_flag_t *flag, ngx_uint_t rebase,
     }
 
     f->counted = 1;
+    f->control = ngx_http_flags_sync_control(flag, &snap);
     f->errors = flag->totals->errors;
     f->enabled = flag->totals->enabled_evaluations;
+    f->on = snap.on_evaluations;
+    f->off = snap.off_evaluations;
+    f->on_errors = snap.on_errors;
+    f->off_errors = snap.off_errors;
 
     if (rebase || !node->sync_based) {
         node->sync_base_errors = f->errors;
         node->sync_base_enabled = f->enabled;
+        node->sync_base_on = f->on;
+        node->sync_base_off = f->off;
+        node->sync_base_on_errors = f->on_errors;
+        node->sync_base_off_errors = f->off_errors;
         node->sync_based = 1;
     }
 
     f->base_errors = node->sync_base_errors;
     f->base_enabled = node->sync_base_enabled;
+    f->base_on = node->sync_base_on;
+    f->base_off = node->sync_base_off;
+    f->base_on_errors = node->sync_base_on_errors;
+    f->base_off_errors = node->sync_base_off_errors;
 
-    f->control = ngx_http_flags_sync_control(flag, &snap);
+    if (flag->ramp_def && flag->ramp) {
+        /* the fleet runs the ramp: what it must know of the flag, as
+         * ngx_http_flags_ramp.c tells fl_ramp_step() */
+        f->ramp_def = flag->ramp_def;
+        f->ramp_stopped = snap.override_kind != FL_OVERRIDE_NONE
+                          || (fl_project_flag_info(project->core,
+                                                   flag - project->flags,
+                                                   &info) == 0
+                              && !info.enabled);
+        f->ramp_guard = flag->policy.mode == FL_ROLLBACK_ON;
+        f->ramp_actions = __atomic_load_n(&flag->version->sync_ramp_actions,
+                                          __ATOMIC_RELAXED);
+
+        if (rebase) {
+            /* Redis was away: it may have restarted empty */
+            flag->version->sync_ramp_seen = 0;
+        }
+    }
+
     f->known = flag->version->sync_known;
     f->rb_at_ms = snap.rollback_at_ms;
     f->rb_errors = snap.rollback_errors;
@@ -298,7 +330,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     char                       *cmd;
     size_t                      entries, sources;
     uint32_t                   *keys;
-    ngx_uint_t                  i, n;
+    fl_ramp_t                  *seed;
+    ngx_uint_t                  i, n, seeds;
     fl_sync_flag_t             *flags;
     fl_sync_round_t             round;
     ngx_http_flags_sync_conf_t *sc;
@@ -327,25 +360,43 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     round.epoch = project->pversion->sync_epoch;
     round.ver = project->pversion->sync_ver;
 
+    seeds = 0;
+
     for (i = 0; i < n; i++) {
-        ngx_http_flags_sync_read_flag(&project->flags[i], rebase, &flags[i]);
+        ngx_http_flags_sync_read_flag(project, &project->flags[i], rebase,
+                                      &flags[i]);
+        seeds += flags[i].ramp_def != NULL
+                 && !project->flags[i].version->sync_ramp_seen;
     }
 
     entries = fl_sync_round_plan(&round, flags, n, &sources);
 
     keys = ngx_alloc((sources ? sources : 1) * 2 * FL_SOURCE_SLOTS
-                     * sizeof(uint32_t), s->log);
+                     * sizeof(uint32_t) + seeds * sizeof(fl_ramp_t), s->log);
     if (keys == NULL) {
         return NGX_ERROR;
     }
 
     ngx_http_flags_sync_prepare(s, project, flags, keys);
 
+    /* the seeds: this host's copy of each ramp the fleet has not
+     * answered since Redis was away, taken if Redis lost its own */
+    seed = (fl_ramp_t *) (keys + (sources ? sources : 1) * 2
+                                 * FL_SOURCE_SLOTS);
+
+    for (i = 0; seeds && i < n; i++) {
+        if (flags[i].ramp_def && !project->flags[i].version->sync_ramp_seen) {
+            fl_ramp_read(project->flags[i].ramp, seed);
+            flags[i].ramp_seed = seed++;
+        }
+    }
+
     len = ngx_http_flags_sync_call(s, pi, &round, entries, &cmd);
 
     for (i = 0; i < n; i++) {
         flags[i].source_keys = NULL;
         flags[i].source_ages = NULL;
+        flags[i].ramp_seed = NULL;
     }
 
     ngx_free(keys);
@@ -436,6 +487,13 @@ ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
 
         node->sync_base_errors = flags[i].errors;
         node->sync_base_enabled = flags[i].enabled;
+
+        if (flags[i].ramp_def) {
+            node->sync_base_on = flags[i].on;
+            node->sync_base_off = flags[i].off;
+            node->sync_base_on_errors = flags[i].on_errors;
+            node->sync_base_off_errors = flags[i].off_errors;
+        }
     }
 }
 
@@ -459,6 +517,7 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
     for (i = 0; i < project->nflags; i++) {
         if (project->flags[i].node) {
             project->flags[i].version->sync_known = 0;
+            project->flags[i].version->sync_ramp_seen = 0;
         }
     }
 
@@ -527,6 +586,113 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
     flag->version->sync_known = act.known;
 
     return changed;
+}
+
+
+/*
+ * The fleet's state of each ramp the round sent, copied into the zone
+ * under its lock, the operator's actions it acknowledged dropped; a ramp
+ * whose actions here are not all acknowledged yet is left as it is (they
+ * go next round).  A new stage is applied through the control owner.
+ */
+
+static ngx_int_t
+ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    fl_sync_elt_t *view, size_t n, fl_sync_head_t *head)
+{
+    size_t                     used, ignored;
+    uint64_t                   q, state, ticks;
+    ngx_uint_t                 i, dirty;
+    fl_sync_flag_t            *flags;
+    fl_sync_ramp_t            *ramps;
+    fl_ramp_event_t           *ev;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_change_t    ch;
+    ngx_http_flags_project_t  *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    flags = s->projects[pi].flags;
+
+    ramps = ngx_alloc((project->nflags + 1)
+                      * (sizeof(fl_sync_ramp_t) + sizeof(fl_ramp_event_t)),
+                      s->log);
+    if (ramps == NULL) {
+        return NGX_ERROR;
+    }
+
+    ev = (fl_ramp_event_t *) (ramps + project->nflags + 1);
+
+    used = fl_sync_reply_ramps(view, n, head, flags, project->nflags, ramps,
+                               &ignored);
+
+    dirty = 0;
+
+    ngx_shmtx_lock(&s->fmcf->shpool->mutex);
+
+    for (i = 0; i < project->nflags; i++) {
+        flag = &project->flags[i];
+        ev[i] = FL_RAMP_EV_NONE;
+
+        if (!ramps[i].present || flag->ramp == NULL
+            || !ngx_http_flags_sync_owns(s))
+        {
+            continue;
+        }
+
+        q = fl_sync_ramp_actions_drop(flag->version->sync_ramp_actions,
+                         fl_sync_ramp_actions_count(flags[i].ramp_actions));
+        flag->version->sync_ramp_actions = q;
+        flag->version->sync_ramp_seen = 1;
+
+        if (q != 0) {
+            continue;
+        }
+
+        state = flag->ramp->state;
+        ticks = flag->ramp->evidence.ticks;
+
+        ev[i] = fl_sync_ramp_copy(flag->ramp_def, flag->ramp,
+                                  &ramps[i].state);
+
+        if (ev[i] != FL_RAMP_EV_NONE || state != flag->ramp->state
+            || (ticks != flag->ramp->evidence.ticks
+                && flag->ramp->last_e1 + flag->ramp->last_e0 > 0))
+        {
+            /* what the state file keeps moved (as the local step's) */
+            dirty = 1;
+        }
+    }
+
+    ngx_shmtx_unlock(&s->fmcf->shpool->mutex);
+
+    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
+    ch.fmcf = s->fmcf;
+    ch.project = project;
+    ch.log = s->log;
+    ch.level = s->fmcf->log_level;
+    ch.by = NGX_HTTP_FLAGS_BY_FLEET;
+    ch.batch = 1;               /* the round saves once, at its end */
+
+    if (dirty) {
+        s->changed = 1;
+    }
+
+    for (i = 0; i < project->nflags; i++) {
+        if (ev[i] == FL_RAMP_EV_NONE) {
+            continue;
+        }
+
+        ch.flag = &project->flags[i];
+        ngx_http_flags_control_ramp(&ch, ev[i]);
+    }
+
+    ngx_free(ramps);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags: sync: project \"%V\": %uz ramps of the fleet "
+                   "read, %uz ignored", &project->name, used, ignored);
+
+    return NGX_OK;
 }
 
 
@@ -637,6 +803,13 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     }
 
     ngx_http_flags_sync_counted(s, project, s->projects[pi].flags);
+
+    if (st == FL_SYNC_REPLY_OK && head.has_ramps
+        && ngx_http_flags_sync_ramps(s, pi, view, n, &head) != NGX_OK)
+    {
+        ngx_free(view);
+        return NGX_ERROR;
+    }
 
     if (st == FL_SYNC_REPLY_CONTROL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,

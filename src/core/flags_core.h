@@ -1258,21 +1258,46 @@ typedef struct {
     const uint32_t         *source_keys;    /* FL_SYNC_ENTRY_SOURCES: */
     const uint32_t         *source_ages;    /* fl_window_source_ages() */
     size_t                  nsources;       /* at most FL_SOURCE_SLOTS */
+    /* a ramped definition (NULL: none): the fleet runs its ramp
+     * (docs/sync.md, "Ramps across the fleet"); its cohorts' lifetime
+     * totals and, of them, what the fleet has counted */
+    const fl_ramp_def_t    *ramp_def;
+    uint64_t                on, off, on_errors, off_errors;
+    uint64_t                base_on, base_off, base_on_errors,
+                            base_off_errors;
+    int                     ramp_stopped;   /* kill switch or override */
+    int                     ramp_guard;     /* rollback not off */
+    uint64_t                ramp_actions;   /* FL_SYNC_RAMP_ACTIONS */
+    const fl_ramp_t        *ramp_seed;      /* non-NULL: this host's copy,
+                                             * taken by a fleet without
+                                             * one (Redis restarted) */
     fl_sync_entry_t         entry;      /* fl_sync_round_plan() sets it */
 } fl_sync_flag_t;
+
+/* Operator actions waiting for the fleet, oldest first: 4 bits each,
+ * fl_ramp_action_t + 1, 0 ends them (at most FL_SYNC_RAMP_ACTIONS_MAX).
+ * fl_sync_ramp_actions_push() appends one (0 when full), _count() says
+ * how many there are, _drop() removes the n oldest (those the fleet
+ * acknowledged). */
+#define FL_SYNC_RAMP_ACTIONS_MAX  16u
+int fl_sync_ramp_actions_push(uint64_t *q, fl_ramp_action_t a) FL_NOEXCEPT;
+unsigned fl_sync_ramp_actions_count(uint64_t q) FL_NOEXCEPT;
+uint64_t fl_sync_ramp_actions_drop(uint64_t q, unsigned n) FL_NOEXCEPT;
 
 /* The script's arguments an entry, and a round's KEYS and ARGV for
  * `entries` entries: the control hash, two keys an entry (its window and
  * its sources), epoch, version, the count and the host, then the
  * entries'. */
-#define FL_SYNC_ENTRY_ARGS           10u
-#define FL_SYNC_ROUND_ARGC(entries)  (5 + 12 * (size_t) (entries))
+#define FL_SYNC_ENTRY_ARGS           13u
+#define FL_SYNC_ENTRY_KEYS           3u
+#define FL_SYNC_ROUND_ARGC(entries)  (5 + 16 * (size_t) (entries))
 
 /* Sets each flag's entry and returns how many send one; *with_sources
  * (when not NULL) is set to how many of them want their sources.  A flag
  * sends an entry when its control differs from what the fleet last said
- * (taken as none while the epoch is 0) or, under an active policy and not
- * rolled back, when it has a delta. */
+ * (taken as none while the epoch is 0), under an active policy and not
+ * rolled back when it has a delta, and always when it is ramped (the
+ * fleet steps its ramp). */
 size_t fl_sync_round_plan(const fl_sync_round_t *r, fl_sync_flag_t *flags,
     size_t n, size_t *with_sources) FL_NOEXCEPT;
 
@@ -1291,7 +1316,13 @@ size_t fl_sync_round_bound(const fl_sync_round_t *r,
  * "del") and value ("off" or milli-percent), the error and enabled
  * deltas, the policy "min_errors rate_milli window min_sources" ("" when
  * off) and the sources "key:age ..." (8 hex digits, seconds; "" without
- * an error delta).  *nkeys is set to the number of keys.  Returns argc,
+ * an error delta), then the ramp: its definition "tick alpha_ppm
+ * dispersion_milli start_at_ms max_extend on_insufficient nstages
+ * milli:hold:min_requests ..." ("" when none), this host's part "n1 n0
+ * e1 e0 stopped guard actions" (the cohorts' deltas, 0 or 1 twice, the
+ * actions' digits or "-") and the seed (FL_SYNC_RAMP_VALUES numbers, ""
+ * when none).  Keys: after the sources, PREFIX{project}:r:<def>:<flag>
+ * of each entry.  *nkeys is set to the number of keys.  Returns argc,
  * FL_SYNC_ROUND_ARGC(entries), or 0 when argv_max or buf_len is short.
  */
 size_t fl_sync_round_args(const fl_sync_round_t *r,
@@ -1333,7 +1364,7 @@ typedef enum {
                                  * value pairs; epoch and ver are read */
 } fl_sync_reply_status_t;
 
-/* The script's answer {epoch, ver[, HGETALL ctl]}. */
+/* The script's answer {epoch, ver[, HGETALL ctl | 0[, ramps]]}. */
 typedef struct {
     uint64_t    epoch;
     uint64_t    ver;
@@ -1342,10 +1373,13 @@ typedef struct {
                                  * one known (nor 0): the fleet's state
                                  * is new, nothing of it is applied */
     size_t      control;        /* has_control: its index in the view */
+    int         has_ramps;      /* a fourth element, an array: the ramps */
+    size_t      ramps;          /* has_ramps: its index in the view */
 } fl_sync_head_t;
 
 /* Reads the head of a reply; known_epoch is the one this host last read
- * (0: none).  A number is an integer (a negative one read as its two's
+ * (0: none).  The third element is the control hash or the integer 0
+ * (none: the ramps follow).  A number is an integer (a negative one read as its two's
  * complement, as before) or a string of 1 to 19 digits up to INT64_MAX.
  * On FL_SYNC_REPLY_OK and FL_SYNC_REPLY_CONTROL, epoch and ver are set
  * (the deltas sent were counted); has_control only on OK. */
@@ -1406,6 +1440,45 @@ typedef struct {
  * differs from the one here. */
 int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
     fl_sync_action_t *out) FL_NOEXCEPT;
+
+/*
+ * Ramps across the fleet (docs/sync.md): the script runs each ramped
+ * entry's ramp in Redis (the twin of fl_ramp_step() and fl_ramp_act())
+ * and answers, in the reply's fourth element, one item an entry in the
+ * round's order: 0 (no ramp) or FL_SYNC_RAMP_VALUES numbers, the fleet's
+ * state in this order: state, stage, start_ms, stage_ms, paused_ms,
+ * next_tick_ms, stage_on, stage_off, stage_changes, cause, decided_ms,
+ * stalled, last_n1, last_n0, last_e1, last_e0, the five log_lr, ticks,
+ * errors_on, errors_off, decided_tick, decided, decided_n1, decided_n0,
+ * decided_e1, decided_e0 (the seed a round sends is the same list).
+ */
+#define FL_SYNC_RAMP_VALUES  30u
+
+/* The seed argument: r's FL_SYNC_RAMP_VALUES numbers, space-separated,
+ * into buf (FL_SYNC_RAMP_SEED_MAX bytes); returns the bytes written. */
+#define FL_SYNC_RAMP_SEED_MAX  (FL_SYNC_RAMP_VALUES * 26)
+size_t fl_sync_ramp_seed(const fl_ramp_t *r, char *buf) FL_NOEXCEPT;
+
+typedef struct {
+    int         present;        /* the fleet answered this flag's ramp */
+    fl_ramp_t   state;          /* its values (the local baselines 0) */
+} fl_sync_ramp_t;
+
+/* Reads the ramps of a reply whose head said has_ramps into out[i] for
+ * flags[i] (the round's flags, nflags, their entries as planned; out
+ * zeroed first).  An item of an entry without a ramp, or whose numbers do
+ * not read (a count, a state or a stage out of range, a log_lr not
+ * finite), is skipped and counted in *ignored.  Returns the ramps read. */
+size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
+    const fl_sync_head_t *head, const fl_sync_flag_t *flags, size_t nflags,
+    fl_sync_ramp_t *out, size_t *ignored) FL_NOEXCEPT;
+
+/* The fleet's state into the zone's r (the caller holds the zone's lock;
+ * r's baselines stay), and what changed for the host to apply: STARTED
+ * (a start or a restart), ADVANCED or DONE (another stage), STALLED,
+ * else NONE. */
+fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d, fl_ramp_t *r,
+    const fl_ramp_t *fleet) FL_NOEXCEPT;
 
 
 #ifdef __cplusplus

@@ -20,12 +20,19 @@
  *  - a host name is kept only when host= would accept it: no log line
  *    carries what a hostile server wrote;
  *  - a field's <def> is 16 hex digits, either case; anything else is not a
- *    field this host reads.
+ *    field this host reads;
+ *  - a ramp's state from the fleet is taken whole or not at all: every
+ *    number must read, its state, stage and cause be ones this host
+ *    knows, its log likelihood ratios be finite.
  */
 
 #include "flags_core.h"
 #include "text.hpp"
 
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -236,6 +243,132 @@ bool control_field(const fl_sync_elt_t *f, const fl_sync_elt_t *v,
     }
 }
 
+/* ------------------------------------------------ ramps across the fleet */
+
+enum slot_kind { U64, DBL, U32 };
+
+struct slot {
+    size_t      off;
+    slot_kind   kind;
+};
+
+#define RAMP_SLOT(m, k)  { offsetof(fl_ramp_t, m), k }
+
+/* FL_SYNC_RAMP_VALUES, in the script's order (sync_script.cpp) */
+const slot ramp_slots[] = {
+    RAMP_SLOT(state, U64), RAMP_SLOT(stage, U64), RAMP_SLOT(start_ms, U64),
+    RAMP_SLOT(stage_ms, U64), RAMP_SLOT(paused_ms, U64),
+    RAMP_SLOT(next_tick_ms, U64), RAMP_SLOT(stage_on, U64),
+    RAMP_SLOT(stage_off, U64), RAMP_SLOT(stage_changes, U64),
+    RAMP_SLOT(cause, U64), RAMP_SLOT(decided_ms, U64),
+    RAMP_SLOT(stalled, U64), RAMP_SLOT(last_n1, U64),
+    RAMP_SLOT(last_n0, U64), RAMP_SLOT(last_e1, U64),
+    RAMP_SLOT(last_e0, U64),
+    RAMP_SLOT(evidence.log_lr[0], DBL), RAMP_SLOT(evidence.log_lr[1], DBL),
+    RAMP_SLOT(evidence.log_lr[2], DBL), RAMP_SLOT(evidence.log_lr[3], DBL),
+    RAMP_SLOT(evidence.log_lr[4], DBL),
+    RAMP_SLOT(evidence.ticks, U64), RAMP_SLOT(evidence.errors_on, U64),
+    RAMP_SLOT(evidence.errors_off, U64),
+    RAMP_SLOT(evidence.decided_tick, U64),
+    RAMP_SLOT(evidence.decided, U32),
+    RAMP_SLOT(decided_n1, U64), RAMP_SLOT(decided_n0, U64),
+    RAMP_SLOT(decided_e1, U64), RAMP_SLOT(decided_e0, U64),
+};
+
+static_assert(sizeof(ramp_slots) / sizeof(ramp_slots[0])
+              == FL_SYNC_RAMP_VALUES, "the script's order");
+
+template <typename T>
+T *at(fl_ramp_t *r, size_t off) noexcept
+{
+    return reinterpret_cast<T *>(reinterpret_cast<char *>(r) + off);
+}
+
+template <typename T>
+const T *at(const fl_ramp_t *r, size_t off) noexcept
+{
+    return reinterpret_cast<const T *>(
+        reinterpret_cast<const char *>(r) + off);
+}
+
+/* A finite double written by the script (%.17g). */
+bool real(const fl_sync_elt_t *e, double *out) noexcept
+{
+    char buf[48];
+
+    if (e->type == FL_SYNC_ELT_INTEGER) {
+        *out = static_cast<double>(e->integer);
+        return true;
+    }
+    if (e->type != FL_SYNC_ELT_STRING || e->str == nullptr || e->len == 0
+        || e->len >= sizeof(buf))
+    {
+        return false;
+    }
+    for (size_t i = 0; i < e->len; i++) {
+        unsigned char c = static_cast<unsigned char>(e->str[i]);
+        if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.'
+              || c == 'e' || c == 'E'))
+        {
+            return false;
+        }
+    }
+    std::memcpy(buf, e->str, e->len);
+    buf[e->len] = '\0';
+    char *end = nullptr;
+    double d = std::strtod(buf, &end);
+    if (end != buf + e->len || !std::isfinite(d)) {
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
+/* One entry's item: FL_SYNC_RAMP_VALUES numbers, all of them good. */
+bool ramp_item(const fl_sync_elt_t *v, size_t n, size_t i,
+    const fl_ramp_def_t *d, fl_ramp_t *out) noexcept
+{
+    if (v[i].type != FL_SYNC_ELT_ARRAY
+        || v[i].elements != FL_SYNC_RAMP_VALUES
+        || n - i - 1 < FL_SYNC_RAMP_VALUES)
+    {
+        return false;
+    }
+
+    std::memset(out, 0, sizeof(*out));
+
+    for (size_t k = 0; k < FL_SYNC_RAMP_VALUES; k++) {
+        const fl_sync_elt_t *e = &v[i + 1 + k];
+        const slot &sl = ramp_slots[k];
+        uint64_t u;
+        double dv;
+
+        switch (sl.kind) {
+        case DBL:
+            if (!real(e, &dv)) {
+                return false;
+            }
+            *at<double>(out, sl.off) = dv;
+            break;
+        case U32:
+            if (!number(e, &u) || u > 1) {
+                return false;
+            }
+            *at<uint32_t>(out, sl.off) = static_cast<uint32_t>(u);
+            break;
+        default:
+            if (!number(e, &u)) {
+                return false;
+            }
+            *at<uint64_t>(out, sl.off) = u;
+            break;
+        }
+    }
+
+    return out->state <= FL_RAMP_ROLLED_BACK && out->stage < d->nstages
+           && out->cause <= FL_RAMP_CAUSE_OTHER;
+}
+
 /* The hash's own fields, which say nothing of a flag. */
 bool own_field(const fl_sync_elt_t *f) noexcept
 {
@@ -305,13 +438,26 @@ extern "C" fl_sync_reply_status_t fl_sync_reply_head(
 
     i = skip(view, n, i);
 
-    if (view[i].type != FL_SYNC_ELT_ARRAY || (view[i].elements & 1)) {
+    if (view[i].type == FL_SYNC_ELT_INTEGER && view[i].integer == 0) {
+        /* no control hash: the ramps follow */
+
+    } else if (view[i].type != FL_SYNC_ELT_ARRAY || (view[i].elements & 1)) {
         return FL_SYNC_REPLY_CONTROL;
+
+    } else {
+        out->has_control = 1;
+        out->control = i;
+        out->new_epoch = known_epoch != 0 && known_epoch != out->epoch;
     }
 
-    out->has_control = 1;
-    out->control = i;
-    out->new_epoch = known_epoch != 0 && known_epoch != out->epoch;
+    if (view[0].elements >= 4) {
+        i = skip(view, n, i);
+
+        if (view[i].type == FL_SYNC_ELT_ARRAY) {
+            out->has_ramps = 1;
+            out->ramps = i;
+        }
+    }
 
     return FL_SYNC_REPLY_OK;
 }
@@ -418,4 +564,145 @@ extern "C" int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent,
     out->known = said;
 
     return 1;
+}
+
+
+extern "C" size_t fl_sync_ramp_seed(const fl_ramp_t *r, char *buf) noexcept
+{
+    char *o = buf;
+
+    for (size_t k = 0; k < FL_SYNC_RAMP_VALUES; k++) {
+        const slot &sl = ramp_slots[k];
+        int len;
+
+        if (k) {
+            *o++ = ' ';
+        }
+        switch (sl.kind) {
+        case DBL: {
+            double d = *at<double>(r, sl.off);
+            len = std::snprintf(o, 25, "%.17g", std::isfinite(d) ? d : 0.0);
+            break;
+        }
+        case U32:
+            len = std::snprintf(o, 25, "%u",
+                                static_cast<unsigned>(
+                                    *at<uint32_t>(r, sl.off) != 0));
+            break;
+        default:
+            len = std::snprintf(o, 25, "%llu",
+                                static_cast<unsigned long long>(
+                                    *at<uint64_t>(r, sl.off)));
+            break;
+        }
+        o += len > 0 && len < 25 ? len : 0;
+    }
+
+    return static_cast<size_t>(o - buf);
+}
+
+
+extern "C" size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
+    const fl_sync_head_t *head, const fl_sync_flag_t *flags, size_t nflags,
+    fl_sync_ramp_t *out, size_t *ignored) noexcept
+{
+    size_t used = 0, skipped = 0;
+
+    if (out && nflags) {
+        std::memset(out, 0, nflags * sizeof(fl_sync_ramp_t));
+    }
+    if (ignored) {
+        *ignored = 0;
+    }
+
+    if (view == nullptr || head == nullptr || flags == nullptr
+        || out == nullptr || !head->has_ramps || head->ramps >= n
+        || view[head->ramps].type != FL_SYNC_ELT_ARRAY)
+    {
+        return 0;
+    }
+
+    size_t items = view[head->ramps].elements;
+    size_t i = head->ramps + 1;
+    size_t f = 0;
+
+    for (size_t j = 0; j < items; j++) {
+        size_t next = skip(view, n, i);
+
+        if (next == bad) {
+            skipped += items - j;
+            break;
+        }
+
+        /* the j-th entry of the round */
+        while (f < nflags && flags[f].entry == FL_SYNC_NO_ENTRY) {
+            f++;
+        }
+        if (f == nflags) {
+            skipped += items - j;
+            break;
+        }
+
+        if (flags[f].ramp_def != nullptr
+            && ramp_item(view, n, i, flags[f].ramp_def, &out[f].state))
+        {
+            out[f].present = 1;
+            used++;
+        } else if (flags[f].ramp_def != nullptr
+                   || view[i].type == FL_SYNC_ELT_ARRAY)
+        {
+            std::memset(&out[f].state, 0, sizeof(fl_ramp_t));
+            skipped++;
+        }
+
+        f++;
+        i = next;
+    }
+
+    if (ignored) {
+        *ignored = skipped;
+    }
+
+    return used;
+}
+
+
+extern "C" fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d,
+    fl_ramp_t *r, const fl_ramp_t *fleet) noexcept
+{
+    fl_ramp_t old;
+
+    (void) d;
+
+    fl_ramp_read(r, &old);
+
+    for (size_t k = 0; k < FL_SYNC_RAMP_VALUES; k++) {
+        const slot &sl = ramp_slots[k];
+
+        if (sl.kind == U32) {
+            __atomic_store_n(at<uint32_t>(r, sl.off),
+                             *at<uint32_t>(fleet, sl.off), __ATOMIC_RELAXED);
+        } else {
+            /* a double travels as the word it is */
+            uint64_t w;
+            std::memcpy(&w, at<uint64_t>(fleet, sl.off), sizeof(w));
+            __atomic_store_n(at<uint64_t>(r, sl.off), w, __ATOMIC_RELAXED);
+        }
+    }
+
+    if (fleet->state == FL_RAMP_PENDING) {
+        return FL_RAMP_EV_NONE;
+    }
+    if (old.state == FL_RAMP_PENDING || old.start_ms != fleet->start_ms) {
+        return fleet->state == FL_RAMP_DONE ? FL_RAMP_EV_DONE
+                                            : FL_RAMP_EV_STARTED;
+    }
+    if (old.stage != fleet->stage) {
+        return fleet->state == FL_RAMP_DONE ? FL_RAMP_EV_DONE
+                                            : FL_RAMP_EV_ADVANCED;
+    }
+    if (fleet->stalled && !old.stalled) {
+        return FL_RAMP_EV_STALLED;
+    }
+    return FL_RAMP_EV_NONE;
 }

@@ -12,7 +12,9 @@
  *    say "nothing": only what is active here is published;
  *  - deltas go only under an active policy and with no rollback in place;
  *    otherwise they are dropped (the caller moves the baseline);
- *  - the sources go with an error delta only.
+ *  - the sources go with an error delta only;
+ *  - a ramped flag sends an entry every round: the fleet steps its ramp
+ *    (docs/sync.md, "Ramps across the fleet").
  */
 
 #include "flags_core.h"
@@ -217,6 +219,78 @@ void sources_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
     a.since(o, start);
 }
 
+/* "tick alpha_ppm dispersion_milli start_at_ms max_extend
+ * on_insufficient nstages milli:hold:min_requests ..." */
+void ramp_def_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
+{
+    const fl_ramp_def_t *d = f->ramp_def;
+    char *start = o.p;
+
+    if (d != nullptr) {
+        uint32_t nst = d->nstages < FL_RAMP_MAX_STAGES ? d->nstages
+                                                       : FL_RAMP_MAX_STAGES;
+        const uint64_t head[] = {
+            d->tick, d->alpha_ppm, d->dispersion_milli, d->start_at_ms,
+            d->max_extend, d->on_insufficient, nst,
+        };
+        for (size_t k = 0; k < sizeof(head) / sizeof(head[0]); k++) {
+            if (k) {
+                o.bytes(" ", 1);
+            }
+            o.u64(head[k]);
+        }
+        for (uint32_t k = 0; k < nst; k++) {
+            o.bytes(" ", 1);
+            o.u64(d->stages[k].milli);
+            o.bytes(":", 1);
+            o.u64(d->stages[k].hold);
+            o.bytes(":", 1);
+            o.u64(d->stages[k].min_requests);
+        }
+    }
+    a.since(o, start);
+}
+
+/* "n1 n0 e1 e0 stopped guard actions": the cohorts' deltas since what
+ * the fleet counted, and the operator's actions as digits ("-": none) */
+void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
+{
+    char *start = o.p;
+
+    if (f->ramp_def != nullptr) {
+        o.u64(f->on - f->base_on);
+        o.bytes(" ", 1);
+        o.u64(f->off - f->base_off);
+        o.bytes(" ", 1);
+        o.u64(f->on_errors - f->base_on_errors);
+        o.bytes(" ", 1);
+        o.u64(f->off_errors - f->base_off_errors);
+        o.bytes(f->ramp_stopped ? " 1" : " 0", 2);
+        o.bytes(f->ramp_guard ? " 1 " : " 0 ", 3);
+        unsigned n = fl_sync_ramp_actions_count(f->ramp_actions);
+        if (n == 0) {
+            o.bytes("-", 1);
+        }
+        for (unsigned k = 0; k < n; k++) {
+            char c = static_cast<char>('0' + ((f->ramp_actions >> (4 * k))
+                                              & 0xf));
+            o.bytes(&c, 1);
+        }
+    }
+    a.since(o, start);
+}
+
+void ramp_seed_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
+{
+    char *start = o.p;
+
+    if (f->ramp_def != nullptr && f->ramp_seed != nullptr) {
+        char seed[FL_SYNC_RAMP_SEED_MAX];
+        o.bytes(seed, fl_sync_ramp_seed(f->ramp_seed, seed));
+    }
+    a.since(o, start);
+}
+
 /* The FL_SYNC_ENTRY_ARGS arguments of one entry. */
 void entry_args(Out &o, Args &a, const fl_sync_round_t *r,
     const fl_sync_flag_t *f) noexcept
@@ -242,9 +316,44 @@ void entry_args(Out &o, Args &a, const fl_sync_round_t *r,
 
     policy_arg(o, a, f);
     sources_arg(o, a, f);
+
+    ramp_def_arg(o, a, f);
+    ramp_host_arg(o, a, f);
+    ramp_seed_arg(o, a, f);
 }
 
 } // namespace
+
+
+extern "C" int fl_sync_ramp_actions_push(uint64_t *q, fl_ramp_action_t a)
+    noexcept
+{
+    unsigned n = fl_sync_ramp_actions_count(*q);
+
+    if (n >= FL_SYNC_RAMP_ACTIONS_MAX || static_cast<unsigned>(a) > 14) {
+        return 0;
+    }
+    *q |= static_cast<uint64_t>(a + 1) << (4 * n);
+    return 1;
+}
+
+
+extern "C" unsigned fl_sync_ramp_actions_count(uint64_t q) noexcept
+{
+    unsigned n = 0;
+
+    while (n < FL_SYNC_RAMP_ACTIONS_MAX && ((q >> (4 * n)) & 0xf) != 0) {
+        n++;
+    }
+    return n;
+}
+
+
+extern "C" uint64_t fl_sync_ramp_actions_drop(uint64_t q, unsigned n)
+    noexcept
+{
+    return n >= FL_SYNC_RAMP_ACTIONS_MAX ? 0 : q >> (4 * n);
+}
 
 
 extern "C" uint64_t fl_sync_control(int rolled_back, fl_override_kind_t kind,
@@ -273,7 +382,8 @@ extern "C" size_t fl_sync_round_plan(const fl_sync_round_t *r,
             continue;
         }
 
-        if (f->control == known_of(r, f)
+        if (f->ramp_def == nullptr
+            && f->control == known_of(r, f)
             && (f->policy.mode != FL_ROLLBACK_ON || (f->control & 1)
                 || (de == 0 && dn == 0)))
         {
@@ -313,14 +423,22 @@ extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
         size_t ns = f->nsources < FL_SOURCE_SLOTS ? f->nsources
                                                   : FL_SOURCE_SLOTS;
 
-        /* two keys: "w:" or "s:", <def>, ':', the name */
-        b += 2 * (head + 2 + 16 + 1 + f->name_len);
+        /* three keys: "w:", "s:" or "r:", <def>, ':', the name */
+        b += FL_SYNC_ENTRY_KEYS * (head + 2 + 16 + 1 + f->name_len);
         /* <def>; the record: four numbers, the host, four spaces */
         b += 16 + 4 * u64_digits + r->host_len + 4;
         /* the override, two deltas, the policy: four numbers, 3 spaces */
         b += u64_digits + 2 * u64_digits + 4 * u32_digits + 3;
         /* each source: 8 hex digits, ':', its age, a space */
         b += ns * (8 + 1 + u32_digits + 1);
+        /* the ramp: its definition (7 numbers, 3 a stage), this host's
+         * part (4 numbers, 2 flags, the actions), the seed */
+        if (f->ramp_def != nullptr) {
+            b += 7 * (u64_digits + 1)
+                 + FL_RAMP_MAX_STAGES * (3 * (u32_digits + 1));
+            b += 4 * (u64_digits + 1) + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 1;
+            b += FL_SYNC_RAMP_SEED_MAX;
+        }
     }
 
     return b;
@@ -347,6 +465,7 @@ extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
 
     entry_keys(o, a, r, flags, n, "w:");
     entry_keys(o, a, r, flags, n, "s:");
+    entry_keys(o, a, r, flags, n, "r:");
 
     /* ARGV: what this host last read, the count, who calls */
     start = o.p;
@@ -374,7 +493,7 @@ extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
     }
 
     if (nkeys) {
-        *nkeys = 1 + 2 * entries;
+        *nkeys = 1 + FL_SYNC_ENTRY_KEYS * entries;
     }
 
     return a.argc;

@@ -325,13 +325,16 @@ static void test_round_args(void **state)
         "flags:{shop}:s:00c0ffee12345678:risky",
         "flags:{shop}:s:abcdef0123456789:calm",
         "flags:{shop}:s:0000000000000001:back",
+        "flags:{shop}:r:00c0ffee12345678:risky",
+        "flags:{shop}:r:abcdef0123456789:calm",
+        "flags:{shop}:r:0000000000000001:back",
         "1700000000123456", "7", "3", "h1",
         "risky", "00c0ffee12345678", "-", "0 0 0 h1 0", "-", "off",
-        "6", "60", "5 10000 60 3", "deadbeef:3 00000001:0",
+        "6", "60", "5 10000 60 3", "deadbeef:3 00000001:0", "", "", "",
         "calm", "abcdef0123456789", "-", "0 0 0 h1 0", "set", "25000",
-        "0", "0", "", "",
+        "0", "0", "", "", "", "", "",
         "back", "0000000000000001", "set", "1700000000000 6 40 h1 2",
-        "del", "off", "0", "0", "5 10000 60 3", "",
+        "del", "off", "0", "0", "5 10000 60 3", "", "", "", "",
     };
     fl_sync_round_t r = shop_round();
     fl_sync_flag_t f[4];
@@ -352,7 +355,7 @@ static void test_round_args(void **state)
                               &nkeys);
     assert_int_equal(argc, FL_SYNC_ROUND_ARGC(3));
     assert_int_equal(argc, N(want));
-    assert_int_equal(nkeys, 7);
+    assert_int_equal(nkeys, 10);
 
     for (i = 0; i < argc; i++) {
         if (argvlen[i] != strlen(want[i])
@@ -443,9 +446,167 @@ static void test_round_bound(void **state)
                                         argvlen, 32, &nkeys),
                      FL_SYNC_ROUND_ARGC(1));
     /* the sources: FL_SOURCE_SLOTS of "ffffffff:4294967295" */
-    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 1],
+    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 4],
                      FL_SOURCE_SLOTS * 20 - 1);
     free(buf);
+
+    /* and a ramp of every stage, the largest numbers, every action and a
+     * seed of the longest words */
+    fl_ramp_def_t d;
+    fl_ramp_t seed;
+    memset(&d, 0xff, sizeof(d));
+    d.nstages = FL_RAMP_MAX_STAGES;
+    memset(&seed, 0xff, sizeof(seed));
+    for (i = 0; i < FL_REGRESSION_GRID; i++) {
+        seed.evidence.log_lr[i] = -1.2345678901234567e-300;
+    }
+    f.ramp_def = &d;
+    f.ramp_seed = &seed;
+    f.on = f.off = f.on_errors = f.off_errors = UINT64_MAX;
+    f.ramp_actions = 0x4444444444444444ull;
+    f.ramp_stopped = f.ramp_guard = 1;
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
+    bound = fl_sync_round_bound(&r, &f, 1);
+    buf = malloc(bound);
+    assert_non_null(buf);
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv,
+                                        argvlen, 32, &nkeys),
+                     FL_SYNC_ROUND_ARGC(1));
+    /* the actions: 16 digits */
+    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 2],
+                     4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX);
+    free(buf);
+}
+
+/* A ramped flag sends an entry every round, with its definition, this
+ * host's part and, when asked, its seed. */
+static void test_round_ramp(void **state)
+{
+    static const char *want[] = {
+        "flags:{shop}:ctl",
+        "flags:{shop}:w:0000000000000009:climb",
+        "flags:{shop}:s:0000000000000009:climb",
+        "flags:{shop}:r:0000000000000009:climb",
+        "1700000000123456", "7", "1", "h1",
+        "climb", "0000000000000009", "-", "0 0 0 h1 0", "-", "off", "0",
+        "0", "5 10000 60 3", "",
+        "1 10000 1500 1700000000000 30 1 3 1000:60:0 50000:120:100 "
+        "100000:0:0",
+        "5 15 1 0 0 1 32",
+        "1 2 1700000000000 1700000001000 0 1700000002000 10 40 2 0 0 0 "
+        "3 12 0 1 0.5 -0.25 0 0 0 7 1 2 0 0 0 0 0 0",
+    };
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f = flag("climb", 9, 1);
+    fl_ramp_def_t d;
+    fl_ramp_t seed;
+    const char *argv[32];
+    size_t argvlen[32], nkeys = 0, i, bound;
+    char *buf;
+
+    (void) state;
+    memset(&d, 0, sizeof(d));
+    d.nstages = 3;
+    d.stages[0].milli = 1000;
+    d.stages[0].hold = 60;
+    d.stages[1].milli = 50000;
+    d.stages[1].hold = 120;
+    d.stages[1].min_requests = 100;
+    d.stages[2].milli = 100000;
+    d.start_at_ms = 1700000000000ull;
+    d.max_extend = 30;
+    d.on_insufficient = FL_RAMP_INSUFFICIENT_ROLLBACK;
+    d.alpha_ppm = 10000;
+    d.dispersion_milli = 1500;
+    d.tick = 1;
+
+    /* no delta, no change, but a ramp: an entry */
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 0);
+    f.ramp_def = &d;
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
+    assert_int_equal(f.entry, FL_SYNC_ENTRY);
+
+    fl_ramp_init(&seed);
+    seed.state = FL_RAMP_RUNNING;
+    seed.stage = 2;
+    seed.start_ms = 1700000000000ull;
+    seed.stage_ms = 1700000001000ull;
+    seed.next_tick_ms = 1700000002000ull;
+    seed.stage_on = 10;
+    seed.stage_off = 40;
+    seed.stage_changes = 2;
+    seed.last_n1 = 3;
+    seed.last_n0 = 12;
+    seed.last_e0 = 1;
+    seed.evidence.log_lr[0] = 0.5;
+    seed.evidence.log_lr[1] = -0.25;
+    seed.evidence.ticks = 7;
+    seed.evidence.errors_on = 1;
+    seed.evidence.errors_off = 2;
+    seed.base_on = 99;              /* this host's: never sent */
+    f.ramp_seed = &seed;
+    f.on = 105;
+    f.base_on = 100;
+    f.off = 15;
+    f.on_errors = 1;
+    f.ramp_guard = 1;
+    f.ramp_stopped = 0;
+    assert_true(fl_sync_ramp_actions_push(&f.ramp_actions, FL_RAMP_ADVANCE));
+    assert_true(fl_sync_ramp_actions_push(&f.ramp_actions, FL_RAMP_RESUME));
+
+    bound = fl_sync_round_bound(&r, &f, 1);
+    buf = malloc(bound);
+    assert_non_null(buf);
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
+                                        32, &nkeys), FL_SYNC_ROUND_ARGC(1));
+    assert_int_equal(nkeys, 4);
+    for (i = 0; i < N(want); i++) {
+        if (argvlen[i] != strlen(want[i])
+            || memcmp(argv[i], want[i], argvlen[i]) != 0)
+        {
+            fail_msg("argument %zu: \"%.*s\", want \"%s\"", i,
+                     (int) argvlen[i], argv[i], want[i]);
+        }
+    }
+
+    /* no actions, stopped, no seed */
+    f.ramp_actions = 0;
+    f.ramp_stopped = 1;
+    f.ramp_seed = NULL;
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
+                                        32, &nkeys), FL_SYNC_ROUND_ARGC(1));
+    assert_int_equal(argvlen[19], strlen("5 15 1 0 1 1 -"));
+    assert_memory_equal(argv[19], "5 15 1 0 1 1 -", argvlen[19]);
+    assert_int_equal(argvlen[20], 0);
+    free(buf);
+}
+
+/* The actions waiting for the fleet: in order, at most 16, dropped from
+ * the oldest. */
+static void test_ramp_actions(void **state)
+{
+    uint64_t q = 0;
+    unsigned i;
+
+    (void) state;
+    assert_int_equal(fl_sync_ramp_actions_count(q), 0);
+    assert_true(fl_sync_ramp_actions_push(&q, FL_RAMP_PAUSE));
+    assert_true(fl_sync_ramp_actions_push(&q, FL_RAMP_RESTART));
+    assert_true(fl_sync_ramp_actions_push(&q, FL_RAMP_RESUME));
+    assert_int_equal(fl_sync_ramp_actions_count(q), 3);
+    assert_true(q == 0x241);
+    assert_true(fl_sync_ramp_actions_drop(q, 2) == 0x2);
+    assert_true(fl_sync_ramp_actions_drop(q, 0) == q);
+    assert_true(fl_sync_ramp_actions_drop(q, 3) == 0);
+
+    for (i = 3; i < FL_SYNC_RAMP_ACTIONS_MAX; i++) {
+        assert_true(fl_sync_ramp_actions_push(&q, FL_RAMP_ADVANCE));
+    }
+    assert_int_equal(fl_sync_ramp_actions_count(q), FL_SYNC_RAMP_ACTIONS_MAX);
+    assert_false(fl_sync_ramp_actions_push(&q, FL_RAMP_PAUSE));
+    assert_true(fl_sync_ramp_actions_drop(q, FL_SYNC_RAMP_ACTIONS_MAX) == 0);
+    assert_int_equal(fl_sync_ramp_actions_count(
+                         fl_sync_ramp_actions_drop(q, 15)), 1);
 }
 
 /* ------------------------------------------------------ a reply's head */
@@ -857,6 +1018,144 @@ static fl_sync_fleet_t fleet(int rolled_back, fl_override_kind_t kind,
     return f;
 }
 
+/* {epoch, ver, 0, ramps}: the seed's words read back as the fleet's
+ * answer give the same state; broken items are skipped; the copy says
+ * what changed. */
+static void test_ramps(void **state)
+{
+    static char words[FL_SYNC_RAMP_VALUES][32];
+    fl_sync_elt_t v[8 + 2 * (FL_SYNC_RAMP_VALUES + 1)];
+    fl_sync_flag_t f[3];
+    fl_sync_head_t h;
+    fl_sync_ramp_t out[3];
+    fl_ramp_def_t d;
+    fl_ramp_t st, zone;
+    char seed[FL_SYNC_RAMP_SEED_MAX];
+    size_t len, k, n, ignored;
+    const char *p;
+
+    (void) state;
+    memset(&d, 0, sizeof(d));
+    d.nstages = 3;
+    d.stages[0].milli = 1000;
+    d.stages[1].milli = 50000;
+    d.stages[2].milli = 100000;
+    d.tick = 1;
+
+    fl_ramp_init(&st);
+    st.state = FL_RAMP_HOLDING;
+    st.stage = 1;
+    st.start_ms = 1700000000000ull;
+    st.stage_ms = 1700000060000ull;
+    st.next_tick_ms = 1700000061000ull;
+    st.stage_on = 12345;
+    st.stage_changes = 1;
+    st.evidence.log_lr[0] = 0.1;
+    st.evidence.log_lr[4] = -3.141592653589793;
+    st.evidence.ticks = 61;
+    st.evidence.decided = 1;
+    st.evidence.decided_tick = 60;
+    st.decided_e1 = 4;
+
+    len = fl_sync_ramp_seed(&st, seed);
+    assert_true(len < sizeof(seed));
+    seed[len] = '\0';
+
+    /* entries: f[0] no entry, f[1] ramped, f[2] an entry without a ramp */
+    f[0] = flag("a", 1, 1);
+    f[1] = flag("b", 2, 1);
+    f[2] = flag("c", 3, 1);
+    f[0].entry = FL_SYNC_NO_ENTRY;
+    f[1].entry = FL_SYNC_ENTRY;
+    f[1].ramp_def = &d;
+    f[2].entry = FL_SYNC_ENTRY;
+
+    n = 0;
+    v[n++] = A(4);
+    v[n++] = S("5");
+    v[n++] = S("6");
+    v[n++] = I(0);
+    v[n++] = A(2);
+    v[n++] = A(FL_SYNC_RAMP_VALUES);
+    for (k = 0, p = seed; k < FL_SYNC_RAMP_VALUES; k++) {
+        const char *sp = strchr(p, ' ');
+        size_t wl = sp ? (size_t) (sp - p) : strlen(p);
+        memcpy(words[k], p, wl);
+        words[k][wl] = '\0';
+        v[n++] = S(words[k]);
+        p = sp ? sp + 1 : p + wl;
+    }
+    v[n++] = I(0);
+
+    assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
+    assert_false(h.has_control);
+    assert_true(h.has_ramps);
+    assert_int_equal(h.ramps, 4);
+
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    assert_int_equal(ignored, 0);
+    assert_false(out[0].present);
+    assert_true(out[1].present);
+    assert_false(out[2].present);
+    assert_memory_equal(&out[1].state, &st, sizeof(st));
+
+    /* the copy: a zone pending, then at stage 1, then restarted */
+    fl_ramp_init(&zone);
+    zone.base_on = 77;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+                     FL_RAMP_EV_STARTED);
+    assert_true(zone.base_on == 77);
+    assert_true(zone.stage == 1 && zone.evidence.ticks == 61);
+    assert_true(zone.evidence.log_lr[4] == -3.141592653589793);
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+                     FL_RAMP_EV_NONE);
+    out[1].state.stage = 2;
+    out[1].state.state = FL_RAMP_DONE;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+                     FL_RAMP_EV_DONE);
+    out[1].state.stage = 0;
+    out[1].state.state = FL_RAMP_RUNNING;
+    out[1].state.start_ms++;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+                     FL_RAMP_EV_STARTED);
+    out[1].state.stalled = 1;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+                     FL_RAMP_EV_STALLED);
+
+    /* broken items: a stage past the definition, a word not a number, a
+     * log_lr not finite, one value short */
+    v[6 + 1] = S("3");
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(ignored, 1);
+    v[6 + 1] = S("x");
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    v[6 + 1] = S("1");
+    v[6 + 16] = S("inf");
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    v[6 + 16] = S("1e999");
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    v[6 + 16] = S("0.1");
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    /* one value short (the last value becomes the second item), and a
+     * third item for which no entry was sent */
+    v[5] = A(FL_SYNC_RAMP_VALUES - 1);
+    v[4] = A(3);
+    assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(ignored, 2);
+
+    /* a fourth element that is no array: no ramps */
+    v[0] = A(4);
+    v[4] = I(7);
+    assert_int_equal(head_of(v, 5, 0, &h), FL_SYNC_REPLY_OK);
+    assert_false(h.has_ramps);
+    assert_int_equal(fl_sync_reply_ramps(v, 5, &h, f, 3, out, &ignored), 0);
+    /* the integer 0 is the only number that stands for the hash */
+    v[0] = A(3);
+    v[3] = I(1);
+    assert_int_equal(head_of(v, 4, 0, &h), FL_SYNC_REPLY_CONTROL);
+}
+
 static void test_action(void **state)
 {
     fl_sync_action_t a;
@@ -923,6 +1222,8 @@ int main(void)
         cmocka_unit_test(test_round_args),
         cmocka_unit_test(test_round_empty),
         cmocka_unit_test(test_round_bound),
+        cmocka_unit_test(test_round_ramp),
+        cmocka_unit_test(test_ramp_actions),
         cmocka_unit_test(test_head_good),
         cmocka_unit_test(test_head_broken),
         cmocka_unit_test(test_head_deep),
@@ -931,6 +1232,7 @@ int main(void)
         cmocka_unit_test(test_controls_ignored),
         cmocka_unit_test(test_controls_refused),
         cmocka_unit_test(test_action),
+        cmocka_unit_test(test_ramps),
     };
 
     return cmocka_run_group_tests(tests, load_shop, free_shop);
