@@ -503,6 +503,8 @@ SC[flags1000users]='BENCH_USERS=100000 scenario flags1000users "GET /flags1000 (
 SC[static1000users]='BENCH_USERS=100000 scenario static1000users "GET /static1000 (baseline, the same URLs)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running ramp)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
 SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags, no ramps)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[flagsrampusers]='BENCH_USERS=100000 scenario flagsrampusers "GET /flagsramp (30 ramped flags, a new user each time)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
+SC[flags30rusers]='BENCH_USERS=100000 scenario flags30rusers "GET /flags (the same 30 flags, no ramps, a new user each time)" "/flags?$QUERY" "" "${AUTH30[@]}"'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
 
 # compare MODULE_KEY BASELINE_KEY: ROUNDS alternating runs, module first;
@@ -543,6 +545,7 @@ compare ofrepbulk    flags30b
 compare flags304     static304
 compare proxyflags   proxy
 compare flagsramp    flags30r
+compare flagsrampusers flags30rusers
 compare flags30users    static30users
 compare flags1000users  static1000users
 
@@ -652,6 +655,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio flags304     static304     0.95 "GET /flags answered 304 vs return 304"
     row_ratio proxyflags   proxy         0.97 "proxy reading two \$flag_ variables vs the same proxy"
     row_ratio flagsramp    flags30r      0.97 "GET /flags, 30 flags each with a running ramp vs the same flags without"
+    row_ratio flagsrampusers flags30rusers 0.97 "the same, a new user each request (memo misses: every flag evaluated)"
     row_ratio flags30users static30users -    "GET /flags (30 flags), a new user each request (memo misses) vs return 200"
     row_ratio flags1000users static1000users - "GET /flags1000, a new user each request (memo misses) vs static file"
     echo
