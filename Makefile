@@ -70,6 +70,10 @@ $(FUZZ_STAMP): flags_core_force
 $(FUZZ_OBJS): $(FUZZ_OUT)/obj/core_%.o: $(FLAGS_CORE_DIR)/%.cpp $(FUZZ_STAMP)
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 
+# the operator's page, as core.mk embeds it
+$(FUZZ_OUT)/obj/core_dashboard.o: $(FLAGS_DASHBOARD_INC)
+$(FUZZ_OUT)/obj/core_dashboard.o: FUZZ_CXXFLAGS += -I$(FLAGS_CORE_OBJDIR)
+
 $(FUZZ_OUT)/bin/fuzz_%: $(ROOT)/fuzz/fuzz_%.cc $(FUZZ_OBJS) $(FUZZ_STAMP)
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer -MMD -MP -MF $@.d -MT $@ -o $@ $< \
 		$(FUZZ_OBJS) $(FLAGS_CORE_LDLIBS)

@@ -264,6 +264,10 @@ Tri regex_ref(const RuleDef &r, const std::string &v)
                            PCRE2_UTF | PCRE2_MATCH_INVALID_UTF
                            | (r.ic ? PCRE2_CASELESS : 0), &code, &off, nullptr);
         if (re == nullptr || slot == 16) std::abort();
+#ifndef FL_NO_PCRE2_JIT
+        /* as the core does: the match limit then counts JIT's steps */
+        (void) pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+#endif
         owner[slot] = &r;
         cache[slot] = re;
     }
@@ -273,11 +277,20 @@ Tri regex_ref(const RuleDef &r, const std::string &v)
         pcre2_set_match_limit(c, 1000000);
         return c;
     }();
+    /* the interpreter's answer, and JIT's where the core uses JIT: a
+     * subject that reaches the match limit on either (JIT counts its steps
+     * otherwise) has no answer the core must give */
     int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(v.data()), v.size(),
-                         0, 0, md, mc);
+                         0, PCRE2_NO_JIT, md, mc);
+    int jrc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(v.data()), v.size(),
+                          0, 0, md, mc);
+    if ((rc < 0 && rc != PCRE2_ERROR_NOMATCH)
+        || (jrc < 0 && jrc != PCRE2_ERROR_NOMATCH))
+    {
+        return UNKNOWN;                 /* match limit etc. */
+    }
     if (rc >= 0) return YES;
-    if (rc == PCRE2_ERROR_NOMATCH) return NO;
-    return UNKNOWN;                     /* match limit etc.: JIT may differ */
+    return NO;
 }
 
 Tri rule_ref(const RuleDef &r, const fl_user_t *u)
