@@ -18,6 +18,12 @@
 #   GET  /flags with a matching If-None-Match (304)  vs  return 304
 #   GET  /flags of the 30 flags, each with a running ramp (docs/ramps.md)
 #                        vs  GET /flags of the same flags without ramps
+#   GET  /flags-status   (every flag of the four projects: the 1000 of p1000
+#                        and 61 more; what flags_dashboard's page loads)
+#                        vs  /status-static  that body from a file
+#
+# The operator's page itself (src/dashboard/index.html, app.js, app.css) is
+# only sized, raw and gzipped: it is sent once per page load.
 #
 # One nginx, worker_processes 1 pinned to CPU 0; wrk pinned to CPU 1 with
 # -t1 -c$CONNECTIONS, a warm-up of $WARMUP s then a measured run of $DURATION s.
@@ -310,6 +316,12 @@ $1
             flags_ingest_errors;
         }
         location = /flags-status { flags_status; }
+        # the flags_status body of the run's start, as a static file
+        location = /status-static {
+            default_type  application/json;
+            add_header    Cache-Control no-store;
+            alias         $PREFIX/html/status.json;
+        }
 
         # a proxied request reading two \$flag_ variables vs the same proxy
         # without them (docs/variables.md); the backend is a return 200 in
@@ -379,10 +391,19 @@ cmp -s "$OUT/static1000.out" "$OUT/body1000.json" || die "/static1000 does not r
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN30" \
        -H 'Content-Type: application/json' --data-binary @"$OUT/report.json" "$BASE/ingest/errors")
 [ "$code" = 204 ] || die "POST /ingest/errors answered $code, not 204"
+# flags_status as it is now (its counters grow during the run, so the
+# module's body grows a little past this baseline's: both sizes are shown)
+code=$(curl -s -o "$PREFIX/html/status.json" -w '%{http_code}' "$BASE/flags-status") || true
+[ "$code" = 200 ] || die "GET /flags-status answered $code, not 200"
+STATUS_LEN=$(stat -c %s "$PREFIX/html/status.json")
+STATUS_FLAGS=$(python3 -c 'import json,sys; print(sum(len(p["flags"]) for p in json.load(open(sys.argv[1]))["projects"]))' "$PREFIX/html/status.json")
+curl -s "$BASE/status-static" -o "$OUT/status-static.out"
+cmp -s "$OUT/status-static.out" "$PREFIX/html/status.json" || die "/status-static does not return the flags_status body"
 
 say "nginx master $NGX_PID, worker $WORKER_PID on CPU $SERVER_CPU; wrk on CPU $CLIENT_CPU"
 say "GET /flags body: $BODY30_LEN bytes (30 flags), GET /flags1000 body: $BODY1000_LEN bytes (1000 flags)"
 say "report body: $(stat -c %s "$OUT/report.json") bytes; baseline /static1000 is a static file"
+say "GET /flags-status body: $STATUS_LEN bytes ($STATUS_FLAGS flags); baseline /status-static is a static file"
 say "each scenario: ${WARMUP}s warm-up, then ${DURATION}s measured (wrk -t1 -c$CONNECTIONS)"
 
 # --------------------------------------------------------------------------
@@ -505,6 +526,8 @@ SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running
 SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags, no ramps)" "/flags?$QUERY" "" "${AUTH30[@]}"'
 SC[flagsrampusers]='BENCH_USERS=100000 scenario flagsrampusers "GET /flagsramp (30 ramped flags, a new user each time)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
 SC[flags30rusers]='BENCH_USERS=100000 scenario flags30rusers "GET /flags (the same 30 flags, no ramps, a new user each time)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[status]='scenario status "GET /flags-status ($STATUS_FLAGS flags)" "/flags-status" ""'
+SC[statusstatic]='scenario statusstatic "GET /status-static (baseline, static file)" "/status-static" ""'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
 
 # compare MODULE_KEY BASELINE_KEY: ROUNDS alternating runs, module first;
@@ -548,6 +571,7 @@ compare flagsramp    flags30r
 compare flagsrampusers flags30rusers
 compare flags30users    static30users
 compare flags1000users  static1000users
+compare status          statusstatic
 
 # median of the numbers in $1 (space-separated); "-" when there are none
 median() { echo "$1" | tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -564,6 +588,25 @@ median() { echo "$1" | tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } EN
 #    log; the lines it added must equal the 204s that log holds. nginx is
 #    stopped (QUIT) before counting so every log is flushed.
 # --------------------------------------------------------------------------
+STATUS_END_LEN=$(curl -s "$BASE/flags-status" | wc -c)
+
+# The operator's page (flags_dashboard): the three files the module embeds,
+# raw and gzipped (gzip -9; nginx's gzip at its default level 1 sends a
+# little more).
+DASH=$ROOT/src/dashboard
+PAGE_SIZE="not built (src/dashboard/index.html, app.js, app.css not all there)"
+if [ -f "$DASH/index.html" ] && [ -f "$DASH/app.js" ] && [ -f "$DASH/app.css" ]; then
+    page_raw=0 page_gz=0 page_each=
+    for f in index.html app.js app.css; do
+        r=$(stat -c %s "$DASH/$f")
+        g=$(gzip -9 -c "$DASH/$f" | wc -c)
+        page_raw=$((page_raw + r)) page_gz=$((page_gz + g))
+        page_each+="${page_each:+, }$f $r / $g"
+    done
+    PAGE_SIZE="$page_raw bytes raw, $page_gz bytes gzipped ($page_each)"
+fi
+say "flags_dashboard page: $PAGE_SIZE"
+
 REPORTS=$PREFIX/logs/reports.log
 CHECKED=$PREFIX/logs/ingest-checked.access.log
 report_lines() { if [ -f "$REPORTS" ]; then wc -l <"$REPORTS"; else echo 0; fi; }
@@ -658,6 +701,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio flagsrampusers flags30rusers 0.97 "the same, a new user each request (memo misses: every flag evaluated)"
     row_ratio flags30users static30users -    "GET /flags (30 flags), a new user each request (memo misses) vs return 200"
     row_ratio flags1000users static1000users - "GET /flags1000, a new user each request (memo misses) vs static file"
+    row_ratio status       statusstatic  -    "GET /flags-status ($STATUS_FLAGS flags: the page's data) vs static file same size"
     echo
     echo "ratio = module req/s / baseline req/s of the same round, median of the rounds (the targets apply"
     echo "to it); req/s and CPU are the medians of each side's runs. CPU/req ratio = baseline / module"
@@ -679,6 +723,10 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
         printf '| %s | %s | %s | %s | %s | %s | %s%% | %s |\n' "${LABEL[$k]}" "${REQS[$k]}" "${RPS[$k]}" \
             "${P50[$k]}" "${P99[$k]}" "${CPU[$k]}" "${BUSY[$k]}" "${WAIT[$k]}"
     done
+    echo
+    echo "flags_status (what the flags_dashboard page loads, on open and on each change): $STATUS_FLAGS flags,"
+    echo "$STATUS_LEN bytes at the start (the baseline file), $STATUS_END_LEN bytes at the end of the run (counters grew)."
+    echo "The flags_dashboard page (src/dashboard/index.html + app.js + app.css): $PAGE_SIZE."
     echo
     echo "A ramp costs the request path nothing beyond this row: its stage rides in the control word GET /flags"
     echo "already reads; the ticks run in a timer (twice a second a worker), not in requests."
