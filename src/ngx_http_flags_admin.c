@@ -95,6 +95,7 @@ static void ngx_http_flags_ramp_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_ramp_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_body(ngx_http_request_t *r,
     ngx_str_t *body, ngx_int_t *answer);
+static ngx_uint_t ngx_http_flags_admin_cross_site(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_flags_admin_path(ngx_http_request_t *r,
     ngx_str_t *project, ngx_str_t *flag);
 static ngx_http_flags_admin_ctx_t *ngx_http_flags_admin_target(
@@ -132,6 +133,15 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     ngx_uint_t                   kind;
     ngx_str_t                    project_name, flag_name;
     ngx_http_flags_admin_ctx_t  *ctx;
+
+    if (ngx_http_flags_admin_cross_site(r)) {
+        r->expect_tested = 1;
+        return ngx_http_flags_send_error(r, NGX_HTTP_FORBIDDEN,
+                                         "cross_origin",
+                                         "a browser sent this for another "
+                                         "site: flags_admin answers only "
+                                         "its own origin");
+    }
 
     kind = ngx_http_flags_admin_path(r, &project_name, &flag_name);
 
@@ -878,3 +888,82 @@ ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
 
 #endif
 }
+
+
+/*
+ * A browser's request made for another site (docs/dashboard.md): an
+ * Origin whose host is not the request's Host, or Sec-Fetch-Site saying
+ * "cross-site" or "same-site".  Programs (curl) send neither.
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
+{
+    u_char           *p, *last;
+    ngx_str_t        *host;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    host = r->headers_in.host ? &r->headers_in.host->value : NULL;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == sizeof("Sec-Fetch-Site") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Sec-Fetch-Site",
+                               h[i].key.len) == 0)
+        {
+            if ((h[i].value.len == 10
+                 && ngx_strncasecmp(h[i].value.data, (u_char *) "cross-site",
+                                    10) == 0)
+                || (h[i].value.len == 9
+                    && ngx_strncasecmp(h[i].value.data,
+                                       (u_char *) "same-site", 9) == 0))
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (h[i].key.len != sizeof("Origin") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Origin",
+                               h[i].key.len) != 0)
+        {
+            continue;
+        }
+
+        /* scheme://host[:port]: the part after "//" must be the Host */
+        p = ngx_strlcasestrn(h[i].value.data,
+                             h[i].value.data + h[i].value.len,
+                             (u_char *) "//", 2 - 1);
+        if (p == NULL) {
+            return 1;           /* "null" and other opaque origins */
+        }
+
+        p += 2;
+        last = h[i].value.data + h[i].value.len;
+
+        if (host == NULL || (size_t) (last - p) != host->len
+            || ngx_strncasecmp(p, host->data, host->len) != 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+

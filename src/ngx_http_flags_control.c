@@ -38,6 +38,8 @@ static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
 static void ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch);
 static void ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
     const char *what, fl_ramp_t *r);
+static void ngx_http_flags_control_event(ngx_http_flags_change_t *ch,
+    fl_event_kind_t kind, const char *fmt, ...);
 static ngx_str_t *ngx_http_flags_control_host(ngx_http_flags_change_t *ch,
     ngx_str_t *by, u_char *buf, size_t size);
 static ngx_uint_t ngx_http_flags_control_ramp_fleet_log(
@@ -137,6 +139,12 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
                   flag->policy.window, sources, flag->policy.min_errors,
                   rate_len, rate, flag->policy.min_sources);
 
+    ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
+                                 "%uL errors and %uL enabled evaluations in "
+                                 "%uD s from %uL distinct sources",
+                                 errors, enabled, flag->policy.window,
+                                 sources);
+
     ngx_http_flags_control_changed(ch);
 
     return 1;
@@ -187,6 +195,10 @@ ngx_http_flags_control_fleet_rollback(ngx_http_flags_change_t *ch,
                       flag->policy.window);
     }
 
+    ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
+                                 "decided by the fleet: %uL errors and %uL "
+                                 "enabled evaluations", errors, enabled);
+
     ngx_http_flags_control_changed(ch);
 
     return 1;
@@ -224,6 +236,8 @@ ngx_http_flags_control_clear(ngx_http_flags_change_t *ch)
                       ch->who.len ? "\"" : "");
     }
 
+    ngx_http_flags_control_event(ch, FL_EVENT_CLEAR, "rollback cleared");
+
     ngx_http_flags_control_changed(ch);
 
     return 1;
@@ -250,6 +264,12 @@ ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
                       kind != FL_OVERRIDE_NONE ? "set" : "removed",
                       ngx_http_flags_control_host(ch, &by, buf,
                                                   sizeof(buf)));
+        ngx_http_flags_control_event(ch, kind != FL_OVERRIDE_NONE
+                                         ? FL_EVENT_OVERRIDE
+                                         : FL_EVENT_OVERRIDE_REMOVED,
+                                     kind != FL_OVERRIDE_NONE
+                                     ? "override set by the fleet"
+                                     : "override removed by the fleet");
         ngx_http_flags_control_changed(ch);
         return;
     }
@@ -277,6 +297,16 @@ ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
                   &ch->flag->name, &ch->project->name, (size_t) (p - value),
                   value, ch->who.len ? ", by user \"" : "", &ch->who,
                   ch->who.len ? "\"" : "");
+
+    if (kind == FL_OVERRIDE_NONE) {
+        ngx_http_flags_control_event(ch, FL_EVENT_OVERRIDE_REMOVED,
+                                     "override removed");
+
+    } else {
+        /* value is ": enabled false" or ": rolloutPercentage N" */
+        ngx_http_flags_control_event(ch, FL_EVENT_OVERRIDE, "%*s",
+                                     (size_t) (p - value - 2), value + 2);
+    }
 
     ngx_http_flags_control_changed(ch);
 }
@@ -315,6 +345,17 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
 
         for (n = 0; n < project[i].nflags; n++) {
             flag = &project[i].flags[n];
+
+            if (flag->version && flag->version->defined_ms == 0) {
+                flag->version->defined_ms = ngx_http_flags_now_ms();
+            }
+
+            if (flag->replaced) {
+                ch.flag = flag;
+                ngx_http_flags_control_event(&ch, FL_EVENT_DEFINITION,
+                                             "a new definition");
+                ch.flag = NULL;
+            }
 
             if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
                 ngx_log_error(ch.level, ch.log, 0,
@@ -358,6 +399,11 @@ ngx_http_flags_control_ramp(ngx_http_flags_change_t *ch, fl_ramp_event_t ev)
                       "hold and maxExtend (onInsufficient \"hold\")",
                       &flag->name, &ch->project->name, r.stage, r.stage_on,
                       flag->ramp_def->stages[r.stage].min_requests);
+        ngx_http_flags_control_event(ch, FL_EVENT_RAMP,
+                                     "holds at stage %uL: %uL of its %uD on "
+                                     "evaluations", r.stage, r.stage_on,
+                                     flag->ramp_def->stages[r.stage]
+                                         .min_requests);
         return;
 
     case FL_RAMP_EV_STARTED:
@@ -483,6 +529,14 @@ ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
                       r.evidence.errors_off, r.decided_e1, r.decided_n1,
                       r.decided_e0, r.decided_n0);
 
+        ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
+                                     "the ramp's regression rule at stage "
+                                     "%uL: evidence %.2f times its bound; "
+                                     "errors on %uL, off %uL", r.stage,
+                                     fl_regression_ratio(&r.evidence, alpha),
+                                     r.evidence.errors_on,
+                                     r.evidence.errors_off);
+
     } else {
         ngx_log_error(ch->level, ch->log, 0,
                       "flags: rolled back flag \"%V\" of project \"%V\": "
@@ -491,6 +545,13 @@ ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
                       "(onInsufficient \"rollback\")", &flag->name,
                       &ch->project->name, r.stage, r.stage_on,
                       flag->ramp_def->stages[r.stage].min_requests);
+
+        ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
+                                     "the ramp's stage %uL had %uL of its "
+                                     "%uD on evaluations", r.stage,
+                                     r.stage_on,
+                                     flag->ramp_def->stages[r.stage]
+                                         .min_requests);
     }
 
     ngx_http_flags_control_changed(ch);
@@ -572,6 +633,12 @@ ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
 
     len = fl_json_milli(flag->ramp_def->stages[r->stage].milli, pc);
 
+    /* a stage change, or a pause or resume */
+    ngx_http_flags_control_event(ch, what[0] == 'p' || what[0] == 'r'
+                                     ? FL_EVENT_RAMP : FL_EVENT_STAGE,
+                                 "%s stage %uL of %uD (%*s%%)", what,
+                                 r->stage, flag->ramp_def->nstages, len, pc);
+
     if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
         ngx_log_error(ch->level, ch->log, 0,
                       "flags: ramp of flag \"%V\" of project \"%V\" %s "
@@ -649,3 +716,39 @@ ngx_http_flags_control_host(ngx_http_flags_change_t *ch, ngx_str_t *by,
 
     return by;
 }
+
+
+/* One entry of the zone's ring of recent changes (docs/dashboard.md):
+ * what changed, who changed it, and a short sentence. */
+
+static void
+ngx_http_flags_control_event(ngx_http_flags_change_t *ch,
+    fl_event_kind_t kind, const char *fmt, ...)
+{
+    u_char         detail[FL_EVENT_DETAIL_MAX], *p;
+    va_list        args;
+    fl_event_by_t  by;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(detail, detail + sizeof(detail), fmt, args);
+    va_end(args);
+
+    switch (ch->by) {
+    case NGX_HTTP_FLAGS_BY_FLEET:
+        by = FL_EVENT_BY_FLEET;
+        break;
+    case NGX_HTTP_FLAGS_BY_ADMIN:
+        by = FL_EVENT_BY_ADMIN;
+        break;
+    case NGX_HTTP_FLAGS_BY_DEFINITION:
+        by = FL_EVENT_BY_DEFINITION;
+        break;
+    default:
+        by = FL_EVENT_BY_RULE;
+    }
+
+    ngx_http_flags_event_add(ch->fmcf, kind, by, &ch->project->name,
+                             ch->flag ? &ch->flag->name : NULL, &ch->who,
+                             detail, p - detail);
+}
+

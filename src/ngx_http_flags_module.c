@@ -44,8 +44,6 @@ static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf);
 static void ngx_http_flags_cleanup_project(void *data);
@@ -186,6 +184,14 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       (void *) ngx_http_flags_admin_handler },
+
+    /* the operator's page (ngx_http_flags_dashboard.c) */
+    { ngx_string("flags_dashboard"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS|NGX_CONF_TAKE1,
+      ngx_http_flags_dashboard,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      (void *) ngx_http_flags_dashboard_handler },
 
     { ngx_string("flags_ofrep"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
@@ -1287,7 +1293,7 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-static char *
+char *
 ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_flags_loc_conf_t *flcf = conf;

@@ -33,6 +33,7 @@
  *                              its batch, one write(2) an event-loop pass
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
+ *   ngx_http_flags_dashboard.c flags_dashboard: the operator's page
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
  *   ngx_http_flags_push.c      live push: the cap, the token, the registry
@@ -128,6 +129,8 @@ struct ngx_http_flags_version_s {
     fl_control_t                ctl;
     /* the definition's ramp, if it has one (ngx_http_flags_ramp.c) */
     fl_ramp_t                   ramp;
+    /* when a configuration using it was first committed (0: not yet) */
+    uint64_t                    defined_ms;
     /* flags_sync: this definition's rollback and override as the fleet
      * last said (ngx_http_flags_sync.c); only the syncing worker uses it */
     uint64_t                    sync_known;
@@ -222,6 +225,10 @@ typedef struct {
     ngx_atomic_t                sync_rounds;
     /* Redis was away: the next round drops what was counted meanwhile */
     ngx_atomic_t                sync_rebase;
+    /* the ring of recent control changes (docs/dashboard.md): the last
+     * sequence number given, and the slots (seq % FL_EVENTS_MAX) */
+    ngx_atomic_t                event_seq;
+    fl_event_t                  events[FL_EVENTS_MAX];
 } ngx_http_flags_shctx_t;
 
 
@@ -323,6 +330,9 @@ typedef struct {
     ngx_array_t                *upstream_flags; /* of ngx_str_t; NULL: the
                                                  * flags read by name */
 
+    /* flags_dashboard admin=PATH (empty: the page is read-only) */
+    ngx_str_t                   dashboard_admin;
+
     /* the content handler one of our directives set, and where */
     ngx_http_handler_pt         handler;
     ngx_str_t                  *handler_directive;
@@ -371,6 +381,15 @@ void ngx_http_flags_refused(ngx_http_request_t *r, ngx_uint_t reason);
 void ngx_http_flags_zone_bytes(ngx_http_flags_main_conf_t *fmcf,
     uint64_t *used, uint64_t *nfree);
 uint64_t ngx_http_flags_now_ms(void);
+/* the ring of recent control changes: add one (who and detail may be
+ * empty), copy them all out (FL_EVENTS_MAX slots, a free one has seq 0),
+ * the last sequence number */
+void ngx_http_flags_event_add(ngx_http_flags_main_conf_t *fmcf,
+    fl_event_kind_t kind, fl_event_by_t by, ngx_str_t *project,
+    ngx_str_t *flag, ngx_str_t *who, u_char *detail, size_t len);
+void ngx_http_flags_events_read(ngx_http_flags_main_conf_t *fmcf,
+    fl_event_t *out);
+ngx_atomic_uint_t ngx_http_flags_events_seq(ngx_http_flags_main_conf_t *fmcf);
 
 /* ngx_http_flags_statefile.c */
 ngx_int_t ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
@@ -553,6 +572,8 @@ void ngx_http_flags_memo_exit(void);
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_status_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_flags_status_document(ngx_http_request_t *r,
+    ngx_str_t *doc);
 /* ngx_http_flags_metrics.c: flags_metrics (docs/metrics.md) */
 ngx_int_t ngx_http_flags_metrics_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
@@ -561,6 +582,13 @@ ngx_int_t ngx_http_flags_admin_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_admin_location(ngx_conf_t *cf,
     ngx_http_flags_loc_conf_t *flcf);
 ngx_int_t ngx_http_flags_admin_check(ngx_conf_t *cf);
+/* ngx_http_flags_dashboard.c: flags_dashboard (docs/dashboard.md) */
+char *ngx_http_flags_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_flags_dashboard_handler(ngx_http_request_t *r);
+/* ngx_http_flags_module.c: a content handler's directive (cmd->post) */
+char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 /* ngx_http_flags_sdk.c */
 ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 
@@ -577,7 +605,7 @@ ngx_int_t ngx_http_flags_push_token(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
 /* ngx_http_flags_push_sse.c: OFREP's event stream */
 ngx_int_t ngx_http_flags_push_sse(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project);
+    ngx_http_flags_project_t *project);      /* NULL: flags_dashboard's */
 /* ngx_http_flags_push_ws.c: flags_websocket */
 ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
 

@@ -400,7 +400,12 @@ ngx_http_flags_push_register(ngx_http_flags_push_t *push)
         return NGX_ERROR;
     }
 
-    i = push->project - (ngx_http_flags_project_t *) fmcf->projects.elts;
+    /* the operator's page (flags_dashboard) follows every project: the
+     * queue after the projects' */
+    i = push->project
+        ? (ngx_uint_t) (push->project
+                        - (ngx_http_flags_project_t *) fmcf->projects.elts)
+        : fmcf->projects.nelts;
 
     if (ngx_queue_empty(&w->conns[i])) {
         w->seen[i] = push->seen;
@@ -429,7 +434,8 @@ ngx_http_flags_push_worker_init(ngx_http_flags_push_worker_t *w,
 {
     ngx_uint_t  i, n;
 
-    n = fmcf->projects.nelts;
+    /* one queue a project, and one for the operator's page */
+    n = fmcf->projects.nelts + 1;
 
     w->conns = ngx_palloc(fmcf->cycle->pool, n * sizeof(ngx_queue_t));
     w->seen = ngx_pcalloc(fmcf->cycle->pool,
@@ -551,12 +557,13 @@ ngx_http_flags_push_tick(ngx_event_t *ev)
 
     if (ngx_http_flags_zone_current(w->fmcf)) {
 
-        for (i = 0; i < w->fmcf->projects.nelts; i++) {
+        for (i = 0; i <= w->fmcf->projects.nelts; i++) {
             if (ngx_queue_empty(&w->conns[i])) {
                 continue;
             }
 
-            v = ngx_http_flags_answer_version(&projects[i]);
+            v = ngx_http_flags_push_version(w->fmcf, i < w->fmcf->projects.nelts
+                                                     ? &projects[i] : NULL);
 
             if (v == w->seen[i]) {
                 continue;
@@ -565,9 +572,8 @@ ngx_http_flags_push_tick(ngx_event_t *ev)
             w->seen[i] = v;
 
             ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                           "flags: push: project \"%V\" changed (answer "
-                           "version %uA): telling its clients",
-                           &projects[i].name, v);
+                           "flags: push: project #%ui changed (version "
+                           "%uA): telling its clients", i, v);
 
             ngx_http_flags_push_tell(w, i, v);
         }
@@ -619,7 +625,7 @@ ngx_http_flags_push_exit(ngx_http_flags_push_worker_t *w)
                    "flags: push: the worker exits: %ui connections go "
                    "away", w->n);
 
-    for (i = 0; i < w->fmcf->projects.nelts; i++) {
+    for (i = 0; i <= w->fmcf->projects.nelts; i++) {
         while (!ngx_queue_empty(&w->conns[i])) {
             q = ngx_queue_head(&w->conns[i]);
             push = ngx_queue_data(q, ngx_http_flags_push_t, queue);
@@ -643,3 +649,16 @@ ngx_http_flags_push_beat(ngx_event_t *ev)
 
     push->transport->beat(push);
 }
+
+
+/* What a push connection follows: its project's answer version, or, for
+ * the operator's page (project NULL), the zone's event ring. */
+
+ngx_atomic_uint_t
+ngx_http_flags_push_version(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project)
+{
+    return project ? ngx_http_flags_answer_version(project)
+                   : ngx_http_flags_events_seq(fmcf);
+}
+

@@ -36,7 +36,8 @@ typedef struct {
 struct ngx_http_flags_push_s {
     ngx_queue_t                       queue;    /* its project's, here */
     ngx_http_request_t               *request;
-    ngx_http_flags_project_t         *project;
+    ngx_http_flags_project_t         *project;  /* NULL: every project
+                                                 * (flags_dashboard) */
     const ngx_http_flags_push_transport_t  *transport;
     ngx_atomic_uint_t                 seen;     /* the version pushed */
     ngx_event_t                       beat;     /* heartbeat, ping, idle */
@@ -59,6 +60,10 @@ ngx_http_flags_push_t *ngx_http_flags_push_create(ngx_http_request_t *r,
 /* Pushed to from now on (push->seen set by the caller); the heartbeat
  * starts. */
 ngx_int_t ngx_http_flags_push_register(ngx_http_flags_push_t *push);
+/* The version a connection follows: its project's answers, or with
+ * project NULL (flags_dashboard's stream) the zone's event ring. */
+ngx_atomic_uint_t ngx_http_flags_push_version(
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
 /* No longer pushed to (idempotent). */
 void ngx_http_flags_push_detach(ngx_http_flags_push_t *push);
 /* Ends the request (from any event). */

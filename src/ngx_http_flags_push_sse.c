@@ -3,7 +3,9 @@
  * {loc}v1/events?token=T in a flags_ofrep location, text/event-stream
  * with one "refetchEvaluation" event for each change of the project's
  * answers, a comment every flags_push_heartbeat, and the end of the
- * response when the worker exits.
+ * response when the worker exits.  flags_dashboard's {loc}events is the
+ * same stream for every project (project NULL): one "changed" event for
+ * each change of the zone's event ring (docs/dashboard.md).
  *
  * It goes through nginx's output filters (chunked, HTTP/2) one small
  * buffer at a time, and holds at most one event: while the peer has not
@@ -106,7 +108,9 @@ ngx_http_flags_push_sse(ngx_http_request_t *r,
 
     c = r->connection;
 
-    push->seen = ngx_http_flags_answer_version(project);
+    push->seen = ngx_http_flags_push_version(
+                     ngx_http_get_module_main_conf(r, ngx_http_flags_module),
+                     project);
 
     if (ngx_http_flags_push_register(push) != NGX_OK) {
         return NGX_ERROR;
@@ -247,9 +251,13 @@ ngx_http_flags_sse_event(ngx_http_flags_sse_t *sse)
         return NGX_OK;
     }
 
-    v = ngx_http_flags_answer_version(sse->push.project);
+    v = ngx_http_flags_push_version(
+            ngx_http_get_module_main_conf(r, ngx_http_flags_module),
+            sse->push.project);
 
-    p = buf + fl_sse_refetch_event(v, (char *) buf);
+    /* OFREP's event, or the operator's page's (docs/dashboard.md) */
+    p = buf + (sse->push.project ? fl_sse_refetch_event(v, (char *) buf)
+                                 : fl_sse_changed_event(v, (char *) buf));
 
     sse->pending = 0;
     sse->push.seen = v;
@@ -310,7 +318,10 @@ ngx_http_flags_sse_finish(ngx_http_flags_push_t *push)
 
     r = push->request;
 
-    if (push->seen != ngx_http_flags_answer_version(push->project)
+    if (push->seen != ngx_http_flags_push_version(
+                          ngx_http_get_module_main_conf(r,
+                                                        ngx_http_flags_module),
+                          push->project)
         && ngx_http_flags_sse_event(sse) != NGX_OK)
     {
         ngx_http_flags_push_end(push, NGX_ERROR);

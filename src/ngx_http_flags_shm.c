@@ -762,6 +762,7 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     v->last_gen = gen;
     fl_control_init(&v->ctl, def_hash);
     fl_ramp_init(&v->ramp);
+    v->defined_ms = 0;
     v->sync_known = 0;
 
     return v;
@@ -1061,6 +1062,8 @@ ngx_http_flags_snapshot(ngx_http_flags_main_conf_t *fmcf,
     s->window_sources = sources;
     s->policy = flag->policy;
 
+    s->defined_ms = flag->version->defined_ms;
+
     if (flag->ramp_def) {
         /* read word by word by the writer (fl_ramp_read()) */
         s->ramp = flag->ramp;
@@ -1251,3 +1254,107 @@ ngx_http_flags_zone_bytes(ngx_http_flags_main_conf_t *fmcf, uint64_t *used,
     *used = (uint64_t) (pages - ngx_min(pfree, pages)) * ngx_pagesize;
     *nfree = (uint64_t) pfree * ngx_pagesize;
 }
+
+
+/* ---------------------------------------------------------- the events */
+
+
+/*
+ * The ring of recent control changes.  A writer takes the next sequence
+ * number with one atomic add, marks its slot as being written (seq 0),
+ * fills it and publishes the number last; a reader copies a slot and keeps
+ * it only if its number was the same before and after the copy.  No lock:
+ * a worker that dies while writing leaves one slot marked free.
+ */
+
+static size_t
+ngx_http_flags_event_copy(char *dst, size_t max, const u_char *src,
+    size_t len)
+{
+    len = fl_utf8_prefix((const char *) src, len, max);
+    ngx_memcpy(dst, src, len);
+
+    return len;
+}
+
+
+void
+ngx_http_flags_event_add(ngx_http_flags_main_conf_t *fmcf,
+    fl_event_kind_t kind, fl_event_by_t by, ngx_str_t *project,
+    ngx_str_t *flag, ngx_str_t *who, u_char *detail, size_t len)
+{
+    fl_event_t              *e;
+    ngx_atomic_uint_t        seq;
+    ngx_http_flags_shctx_t  *sh;
+
+    sh = fmcf->sh;
+
+    if (sh == NULL) {
+        return;
+    }
+
+    seq = ngx_atomic_fetch_add(&sh->event_seq, 1) + 1;
+    e = &sh->events[seq % FL_EVENTS_MAX];
+
+    __atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+
+    e->at_ms = ngx_http_flags_now_ms();
+    e->kind = kind;
+    e->by = by;
+    e->project_len = ngx_http_flags_event_copy(e->project,
+                                               sizeof(e->project),
+                                               project->data, project->len);
+    e->flag_len = flag ? ngx_http_flags_event_copy(e->flag, sizeof(e->flag),
+                                                   flag->data, flag->len)
+                       : 0;
+    e->who_len = (who && who->len)
+                 ? ngx_http_flags_event_copy(e->who, sizeof(e->who),
+                                             who->data, who->len)
+                 : 0;
+    e->detail_len = ngx_http_flags_event_copy(e->detail, sizeof(e->detail),
+                                              detail, len);
+
+    __atomic_store_n(&e->seq, (uint64_t) seq, __ATOMIC_RELEASE);
+}
+
+
+void
+ngx_http_flags_events_read(ngx_http_flags_main_conf_t *fmcf, fl_event_t *out)
+{
+    uint64_t     before;
+    ngx_uint_t   i;
+    fl_event_t  *e;
+
+    for (i = 0; i < FL_EVENTS_MAX; i++) {
+        out[i].seq = 0;
+
+        if (fmcf->sh == NULL) {
+            continue;
+        }
+
+        e = &fmcf->sh->events[i];
+        before = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+
+        if (before == 0) {
+            continue;
+        }
+
+        ngx_memcpy(&out[i], e, sizeof(fl_event_t));
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+
+        if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != before) {
+            out[i].seq = 0;         /* rewritten meanwhile */
+            continue;
+        }
+
+        out[i].seq = before;
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_http_flags_events_seq(ngx_http_flags_main_conf_t *fmcf)
+{
+    return fmcf->sh ? fmcf->sh->event_seq : 0;
+}
+

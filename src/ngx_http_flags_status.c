@@ -10,15 +10,8 @@
 ngx_int_t
 ngx_http_flags_status_handler(ngx_http_request_t *r)
 {
-    u_char                      *body, *p;
-    size_t                       i, n, size;
-    int64_t                      now;
-    ngx_int_t                    rc;
-    fl_state_snapshot_t          s;
-    ngx_http_flags_project_t    *project;
-    ngx_http_flags_main_conf_t  *fmcf;
-    ngx_http_flags_sync_state_t  sync;
-    u_char                       at[24];
+    ngx_int_t  rc;
+    ngx_str_t  doc;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
@@ -28,6 +21,30 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     if (rc != NGX_OK) {
         return rc;
     }
+
+    if (ngx_http_flags_status_document(r, &doc) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return ngx_http_flags_send_json(r, NGX_HTTP_OK, doc.data, doc.len);
+}
+
+
+/* The flags_status document, from r's pool (flags_dashboard's
+ * status.json too). */
+
+ngx_int_t
+ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
+{
+    u_char                      *body, *p;
+    size_t                       i, n, size;
+    int64_t                      now;
+    fl_event_t                  *events;
+    fl_state_snapshot_t          s;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_http_flags_sync_state_t  sync;
+    u_char                       at[24];
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
     project = fmcf->projects.elts;
@@ -39,6 +56,9 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
                    "\"lagMs\":,\"lastRoundMs\":,\"failures\":,"
                    "\"rounds\":,\"owner\":}") + 24 + 5 * NGX_INT64_LEN;
 
+    /* the ring of recent changes (docs/dashboard.md) */
+    size += 1 + fl_events_json_bound(FL_EVENTS_MAX);
+
     for (i = 0; i < fmcf->projects.nelts; i++) {
         size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
 
@@ -48,8 +68,9 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     }
 
     body = ngx_pnalloc(r->pool, size);
-    if (body == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    events = ngx_palloc(r->pool, FL_EVENTS_MAX * sizeof(fl_event_t));
+    if (body == NULL || events == NULL) {
+        return NGX_ERROR;
     }
 
     /* this worker's answers from its memo are counted before reading */
@@ -103,7 +124,14 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
                         sync.rounds, sync.owner);
     }
 
+    ngx_http_flags_events_read(fmcf, events);
+    *p++ = ',';
+    p += fl_events_json(events, FL_EVENTS_MAX, (char *) p);
+
     p = ngx_cpymem(p, "}", 1);
 
-    return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, p - body);
+    doc->data = body;
+    doc->len = p - body;
+
+    return NGX_OK;
 }

@@ -18,6 +18,7 @@
 
 # The sources, one a line: add or rename a file here and nowhere else.
 FLAGS_CORE_SRCS = \
+	dashboard.cpp \
 	etag.cpp \
 	evaluate.cpp \
 	json_reader.cpp \
@@ -82,5 +83,20 @@ $(FLAGS_CORE_OBJS): $(FLAGS_CORE_OBJDIR)/%.o: $(FLAGS_CORE_DIR)/%.cpp $(FLAGS_CO
 $(FLAGS_CORE_LIB): $(FLAGS_CORE_OBJS)
 	rm -f $@
 	$(FLAGS_CORE_AR) rcs $@ $(FLAGS_CORE_OBJS)
+
+# The operator's page (docs/dashboard.md) is built into the core:
+# src/dashboard/embed.sh turns its files into byte arrays that dashboard.cpp
+# includes, rewritten whenever a file changes.
+FLAGS_DASHBOARD_DIR = $(FLAGS_CORE_DIR)/../dashboard
+FLAGS_DASHBOARD_FILES = $(FLAGS_DASHBOARD_DIR)/index.html \
+	$(FLAGS_DASHBOARD_DIR)/app.js $(FLAGS_DASHBOARD_DIR)/app.css
+FLAGS_DASHBOARD_INC = $(FLAGS_CORE_OBJDIR)/dashboard_assets.inc
+
+$(FLAGS_DASHBOARD_INC): $(FLAGS_DASHBOARD_FILES) $(FLAGS_DASHBOARD_DIR)/embed.sh
+	@mkdir -p $(FLAGS_CORE_OBJDIR)
+	sh $(FLAGS_DASHBOARD_DIR)/embed.sh $@ $(FLAGS_DASHBOARD_FILES)
+
+$(FLAGS_CORE_OBJDIR)/dashboard.o: $(FLAGS_DASHBOARD_INC)
+$(FLAGS_CORE_OBJDIR)/dashboard.o: FLAGS_CORE_ALL += -I$(FLAGS_CORE_OBJDIR)
 
 -include $(FLAGS_CORE_OBJS:.o=.d)

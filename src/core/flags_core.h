@@ -332,6 +332,10 @@ size_t fl_error_json(int typed, const char *code, const char *message,
 #define FL_SSE_EVENT_MAX  96u
 size_t fl_sse_refetch_event(uint64_t version, char *buf) FL_NOEXCEPT;
 
+/* flags_dashboard's event (docs/dashboard.md): data: {"type":"changed",
+ * "seq":N} and a blank line, N the zone's last event. */
+size_t fl_sse_changed_event(uint64_t seq, char *buf) FL_NOEXCEPT;
+
 /* Escapes a string for use inside JSON quotes: '"', '\\' and the
  * control characters (\n \r \t \b \f, others as \u00XX), U+2028 and
  * U+2029 as \u2028 / \u2029; well-formed UTF-8 is copied as it is, and
@@ -454,6 +458,9 @@ typedef struct {
     int                 ramp_in_force;  /* ramp_milli replaces the
                                          * configured percentage */
     uint32_t            ramp_milli;
+
+    /* when this host first committed the definition (0: unknown) */
+    uint64_t            defined_ms;
 
     /* a ramped flag's state (the caller sets both; NULL: no ramp): a
      * copy, or the zone's block read with fl_ramp_read() */
@@ -740,6 +747,51 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i)
     FL_NOEXCEPT;
 size_t fl_status_flag_json(const fl_project_t *p, size_t i,
     const fl_state_snapshot_t *s, int counted, char *buf) FL_NOEXCEPT;
+
+/* The zone's ring of recent control changes (docs/dashboard.md): what
+ * flags_status shows as "events" and the operator's page lists. */
+#define FL_EVENTS_MAX        64u
+#define FL_EVENT_WHO_MAX     64u
+#define FL_EVENT_DETAIL_MAX  160u
+
+typedef enum {
+    FL_EVENT_ROLLBACK = 0,
+    FL_EVENT_CLEAR,
+    FL_EVENT_OVERRIDE,
+    FL_EVENT_OVERRIDE_REMOVED,
+    FL_EVENT_STAGE,             /* a ramp started, advanced, finished */
+    FL_EVENT_RAMP,              /* a ramp paused, resumed, restarted */
+    FL_EVENT_DEFINITION,        /* a reload committed a new definition */
+    FL_EVENT_KINDS
+} fl_event_kind_t;
+
+typedef enum {
+    FL_EVENT_BY_RULE = 0,
+    FL_EVENT_BY_FLEET,
+    FL_EVENT_BY_ADMIN,
+    FL_EVENT_BY_DEFINITION
+} fl_event_by_t;
+
+/* One event as the ring keeps it: fixed-size, no pointer.  Strings are
+ * NUL-padded and their lengths are kept (any bytes: escaped when
+ * written). */
+typedef struct {
+    uint64_t    seq;                /* 1, 2, ...; 0: the slot is free or
+                                     * being written */
+    uint64_t    at_ms;
+    uint32_t    kind;               /* fl_event_kind_t */
+    uint32_t    by;                 /* fl_event_by_t */
+    uint32_t    project_len, flag_len, who_len, detail_len;
+    char        project[FL_MAX_PROJECT_NAME_LEN];
+    char        flag[FL_MAX_FLAG_NAME_LEN];
+    char        who[FL_EVENT_WHO_MAX];
+    char        detail[FL_EVENT_DETAIL_MAX];
+} fl_event_t;
+
+/* "events":[...] of flags_status, newest first, from n events in any
+ * order (those with seq 0 skipped).  Bound first; returns bytes written. */
+size_t fl_events_json_bound(size_t n) FL_NOEXCEPT;
+size_t fl_events_json(const fl_event_t *e, size_t n, char *buf) FL_NOEXCEPT;
 
 
 /* ================================================== Prometheus metrics
@@ -1036,6 +1088,31 @@ uint32_t fl_control_ramp(const fl_control_t *c) FL_NOEXCEPT;
 #define FL_RAMP_JSON_BOUND  (1400u + 60u * FL_RAMP_MAX_STAGES)
 size_t fl_ramp_status_json(const fl_ramp_def_t *d, const fl_ramp_t *r,
     uint64_t now_ms, int rolled_back, char *buf) FL_NOEXCEPT;
+
+
+/* ============================================================ dashboard
+ *
+ * flags_dashboard (docs/dashboard.md): the page's files, built into the
+ * core, and its config.json.  dashboard.cpp.
+ */
+
+typedef struct {
+    const unsigned char    *data;
+    size_t                  len;
+    const char             *type;       /* Content-Type, NUL-terminated */
+    uint64_t                etag;       /* strong tag of the bytes */
+} fl_asset_t;
+
+/* The file at path below the location ("" and "index.html": the page,
+ * "app.js", "app.css"): 0 and *out, or -1. */
+int fl_dashboard_asset(const char *path, size_t len, fl_asset_t *out)
+    FL_NOEXCEPT;
+
+/* {"admin":"/flags-admin/"|null,"status":"status.json","events":"events"}
+ * (admin NULL: the page is read-only). */
+size_t fl_dashboard_config_json_bound(size_t admin_len) FL_NOEXCEPT;
+size_t fl_dashboard_config_json(const char *admin, size_t admin_len,
+    char *buf) FL_NOEXCEPT;
 
 
 /* ================================================================ OFREP

@@ -45,6 +45,14 @@ size_t fl_error_json(int typed, const char *code, const char *message,
     return static_cast<size_t>(o - buf);
 }
 
+size_t fl_sse_changed_event(uint64_t seq, char *buf) noexcept
+{
+    int n = std::snprintf(buf, FL_SSE_EVENT_MAX,
+                          "data: {\"type\":\"changed\",\"seq\":%llu}\n\n",
+                          static_cast<unsigned long long>(seq));
+    return n < 0 ? 0 : static_cast<size_t>(n);
+}
+
 size_t fl_sse_refetch_event(uint64_t version, char *buf) noexcept
 {
     int n = std::snprintf(buf, FL_SSE_EVENT_MAX,

@@ -13,6 +13,7 @@
  *               "off":{"evaluations":N,"errors":N,"errorPercentage":P}},
  *    "rollback":{"at":"2026-11-22T13:05:09.123Z","errors":N,
  *                "enabledEvaluations":N,"sources":N,"decidedBy":"rule"},
+ *    "definedAt":"2026-11-22T13:00:00.000Z",   (null: unknown)
  *    "ramp":{...},                      (a ramped flag only, docs/ramps.md)
  *    "zoneFull":false}
  *
@@ -228,6 +229,15 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         } else {
             o = fl::put_lit(o, "null");
         }
+        o = fl::put_lit(o, ",\"definedAt\":");
+        if (s->defined_ms) {
+            *o++ = '"';
+            o += fl_format_time_ms(s->defined_ms, o);
+            *o++ = '"';
+        } else {
+            o = fl::put_lit(o, "null");
+        }
+
         const fl_ramp_def_t *ramp = fl_project_flag_ramp(p, i);
         if (ramp != nullptr) {
             o = fl::put_lit(o, ",\"ramp\":");
@@ -244,6 +254,101 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
     } catch (...) {
         return 0;
     }
+}
+
+} // extern "C"
+
+/* ------------------------------------------------------------ events */
+
+namespace {
+
+const char *const event_kinds[FL_EVENT_KINDS] = {
+    "rollback", "clear", "override", "overrideRemoved", "stage", "ramp",
+    "definition",
+};
+
+const char *const event_by[] = {"rule", "fleet", "admin", "definition"};
+
+/* {"seq":..,"at":"..","kind":"..","project":"..","flag":"..","by":"..",
+ *  "who":".."|null,"detail":".."} without the strings */
+constexpr size_t event_fixed = 160;
+
+size_t clamp(uint32_t len, size_t max)
+{
+    return len < max ? len : max;
+}
+
+} // namespace
+
+extern "C" {
+
+size_t fl_events_json_bound(size_t n) noexcept
+{
+    size_t one = event_fixed
+                 + fl::str_bound(FL_MAX_PROJECT_NAME_LEN)
+                 + fl::str_bound(FL_MAX_FLAG_NAME_LEN)
+                 + fl::str_bound(FL_EVENT_WHO_MAX)
+                 + fl::str_bound(FL_EVENT_DETAIL_MAX);
+    return sizeof("\"events\":[]") + n * (one + 1);
+}
+
+size_t fl_events_json(const fl_event_t *e, size_t n, char *buf) noexcept
+{
+    char *o = fl::put_lit(buf, "\"events\":[");
+    uint64_t last = UINT64_MAX;
+    bool first = true;
+
+    /* newest first: the largest seq below the last one written, n times
+     * at most (n is small) */
+    for (size_t k = 0; k < n; k++) {
+        const fl_event_t *best = nullptr;
+        for (size_t i = 0; i < n; i++) {
+            if (e[i].seq != 0 && e[i].seq < last
+                && (best == nullptr || e[i].seq > best->seq))
+            {
+                best = &e[i];
+            }
+        }
+        if (best == nullptr) {
+            break;
+        }
+        last = best->seq;
+
+        if (!first) {
+            *o++ = ',';
+        }
+        first = false;
+        o = fl::put_lit(o, "{\"seq\":");
+        o += fl::put_u64(best->seq, o);
+        o = fl::put_lit(o, ",\"at\":\"");
+        o += fl_format_time_ms(best->at_ms, o);
+        o = fl::put_lit(o, "\",\"kind\":");
+        const char *kind = best->kind < FL_EVENT_KINDS
+                           ? event_kinds[best->kind] : "unknown";
+        o = fl::put_str(o, kind, std::strlen(kind));
+        o = fl::put_lit(o, ",\"project\":");
+        o = fl::put_str(o, best->project,
+                        clamp(best->project_len, FL_MAX_PROJECT_NAME_LEN));
+        o = fl::put_lit(o, ",\"flag\":");
+        o = fl::put_str(o, best->flag,
+                        clamp(best->flag_len, FL_MAX_FLAG_NAME_LEN));
+        o = fl::put_lit(o, ",\"by\":");
+        const char *by = best->by < 4 ? event_by[best->by] : "rule";
+        o = fl::put_str(o, by, std::strlen(by));
+        o = fl::put_lit(o, ",\"who\":");
+        if (best->who_len) {
+            o = fl::put_str(o, best->who,
+                            clamp(best->who_len, FL_EVENT_WHO_MAX));
+        } else {
+            o = fl::put_lit(o, "null");
+        }
+        o = fl::put_lit(o, ",\"detail\":");
+        o = fl::put_str(o, best->detail,
+                        clamp(best->detail_len, FL_EVENT_DETAIL_MAX));
+        *o++ = '}';
+    }
+    *o++ = ']';
+    return static_cast<size_t>(o - buf);
 }
 
 } // extern "C"
