@@ -70,11 +70,19 @@
 
     // ---- formatting ----
 
+    // one formatter a precision: toLocaleString builds one a call, which
+    // costs more than the rest of a card's update
+    const formats = [];
+
     function num(n, digits) {
         if (n === null || n === undefined || Number.isNaN(n)) {
             return '–';
         }
-        return Number(n).toLocaleString(undefined, { maximumFractionDigits: digits === undefined ? 3 : digits });
+        const d = digits === undefined ? 3 : digits;
+        if (!formats[d]) {
+            formats[d] = new Intl.NumberFormat(undefined, { maximumFractionDigits: d });
+        }
+        return formats[d].format(n);
     }
 
     function pct(n) {
@@ -230,17 +238,11 @@
         if (!w) {
             return 'no';
         }
-        const need = [];
-        if (w.errors) {
-            need.push(plural(w.errors, 'error', 'errors'));
-        }
-        if (w.rateErrors && w.rateErrors !== w.errors) {
-            need.push(num(w.rateErrors, 0) + ' for the rate');
-        }
-        if (w.sources) {
-            need.push(plural(w.sources, 'source', 'sources'));
-        }
-        return 'no; trips after ' + (need.length ? need.join(', ') + ' more' : 'the next error');
+        // it trips once the window has both: errors enough (for the count and
+        // for the rate) and distinct sources enough
+        const e = Math.max(w.errors || 0, w.rateErrors || 0);
+        return 'no · trips after ' + (e ? plural(e, 'more error', 'more errors') : 'the next error') +
+            (w.sources ? ' from ' + plural(w.sources, 'more source', 'more sources') : '');
     }
 
     function rampText(r) {
@@ -306,9 +308,12 @@
         if (h.length === 1) {
             d = 'M0 ' + y(h[0][1]) + 'L' + CHART_W + ' ' + y(h[0][1]);
         }
-        card.curve.setAttribute('d', d);
-        const first = h.length === 1 ? '0' : x(h[0][0]);
-        card.area.setAttribute('d', d + 'L' + CHART_W + ' ' + (CHART_H - 1) + 'L' + first + ' ' + (CHART_H - 1) + 'Z');
+        if (d !== card.path) {
+            card.path = d;
+            card.curve.setAttribute('d', d);
+            const first = h.length === 1 ? '0' : x(h[0][0]);
+            card.area.setAttribute('d', d + 'L' + CHART_W + ' ' + (CHART_H - 1) + 'L' + first + ' ' + (CHART_H - 1) + 'Z');
+        }
         const label = num(rate, 3) + ' errors/s now, at most ' + num(max, 3) + '/s in the last ' +
             span(Math.round((now - h[0][0]) / 1000)) + ' (window ' + (w ? w.seconds : '–') + ' s)';
         put(card.chartNow, num(rate, 3) + '/s' + (max > rate ? ' (max ' + num(max, 3) + ')' : ''), '');
@@ -316,8 +321,8 @@
             card.chart.setAttribute('aria-label', label);
             card.chartTitle.textContent = label;
         }
-        put(card.window, w ? w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ', ' +
-            plural(w.sources, 'source', 'sources') + ', ' + num(w.enabledEvaluations, 0) + ' on' : '–',
+        put(card.window, w ? plural(w.errors, 'error', 'errors') + ', ' + num(w.enabledEvaluations, 0) +
+            ' on evals, ' + plural(w.sources, 'source', 'sources') + ' / ' + w.seconds + ' s' : '–',
             w ? 'the last ' + w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ' from ' +
             plural(w.sources, 'source', 'sources') + ' in ' +
             plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') + ' (' + num(rate, 3) + ' errors/s)' : '');
@@ -757,28 +762,34 @@
             $('confirm-pct').value = o && o.rolloutPercentage !== undefined ? o.rolloutPercentage
                 : c.flag ? c.flag.effectiveRolloutPercentage : '';
         }
-        const dlg = $('confirm');
-        dlg.returnValue = '';
-        dlg.showModal();
+        $('confirm').showModal();
         (isSet ? $('confirm-pct') : $('confirm-ok')).focus();
     }
 
-    function closed() {
-        const dlg = $('confirm');
-        const go = dlg.returnValue === 'ok' && pending;
+    // The answer is taken from the form's submit, which names its button
+    // at once; the dialog's close event comes a task later, when another
+    // dialog may already be open (a quick Escape, then Enter).
+    function submitted(e) {
         const job = pending;
-        pending = null;
-        if (opener && opener.isConnected) {
-            opener.focus();
-        }
-        if (!go) {
+        if (!e.submitter || e.submitter.value !== 'ok' || !job) {
             return;
         }
+        pending = null;
         let body = job.a.body;
         if (job.a === ACTIONS.set) {
             body = { rolloutPercentage: Number($('confirm-pct').value) };
         }
         send(job.a, job.p, job.f, body);
+    }
+
+    function closed() {
+        if ($('confirm').open) {
+            return;
+        }
+        pending = null;
+        if (opener && opener.isConnected && document.activeElement !== opener) {
+            opener.focus();
+        }
     }
 
     async function send(a, p, f, body) {
@@ -818,7 +829,9 @@
 
     function show(text, failed) {
         const a = $('answer');
-        a.textContent = text;
+        $('answer-text').textContent = text;
+        // the box comes and goes: screen readers hear it from a region that stays
+        $('announce').textContent = text;
         a.className = 'answer' + (failed ? ' failed' : '');
         a.hidden = false;
         clearTimeout(answerTimer);
@@ -853,7 +866,11 @@
                 ask(b);
             }
         });
+        $('confirm-form').addEventListener('submit', submitted);
         $('confirm').addEventListener('close', closed);
+        $('answer-close').addEventListener('click', () => {
+            $('answer').hidden = true;
+        });
         document.addEventListener('visibilitychange', () => {
             if (document.hidden) {
                 clearTimeout(timer);

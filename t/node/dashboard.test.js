@@ -192,7 +192,7 @@ test('the page loads with no console error, no request elsewhere, every flag of 
     assert.deepEqual(problems, [], 'no console error');
 });
 
-test('error reports make a rollback appear without a reload, within 2 s', async () => {
+test('error reports make a rollback appear without a reload, within 2 s', async (t) => {
     await page.evaluate(() => { window.__samePage = 1; });
     await evaluate('pub_shop_1', 5);
     const polls = () => requests.filter((r) => /status\.json$/.test(r.url)).length;
@@ -205,6 +205,7 @@ test('error reports make a rollback appear without a reload, within 2 s', async 
         return a && a.classList.contains('s-rolledBack');
     }, { timeout: LIVE_MS + 1000, polling: 20 });
     const took = Date.now() - reported;
+    t.diagnostic(`the rollback showed ${took} ms after the last report`);
     assert.ok(took <= LIVE_MS, `the rollback showed after ${took} ms`);
     assert.ok(polls() > before, 'a new status.json was read');
     assert.equal(await page.evaluate(() => window.__samePage), 1, 'the page was not reloaded');
@@ -224,8 +225,9 @@ test('"clear rollback", confirmed in the dialog with the keyboard, clears it thr
     await page.keyboard.press('Enter');
     await page.waitForSelector('dialog#confirm[open]');
     await page.keyboard.press('Escape');
-    await page.waitForFunction(() => !document.querySelector('dialog#confirm').open);
-    assert.equal(await page.evaluate((s) => document.activeElement === document.querySelector(s), sel), true);
+    // (the dialog's close event, which gives the focus back, comes a task later)
+    await page.waitForFunction((s) => !document.querySelector('dialog#confirm').open &&
+                               document.activeElement === document.querySelector(s), { timeout: 2000 }, sel);
     assert.equal(requests.filter((r) => r.url.includes('/flags-admin/')).length, 0);
 
     // Enter opens it, the focus is on the confirming button, Enter confirms
@@ -234,8 +236,12 @@ test('"clear rollback", confirmed in the dialog with the keyboard, clears it thr
     assert.equal(await page.evaluate(() => document.activeElement.id), 'confirm-ok');
     assert.match(await page.$eval('#confirm-text', (e) => e.textContent), /shop\/new-checkout/);
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => /204 done/.test(document.querySelector('#answer').textContent),
-                               { timeout: 3000 });
+    await page.waitForFunction(() => /204 done/.test(document.querySelector('#answer-text').textContent),
+                               { timeout: 3000 }).catch(async (e) => {
+        const st = await page.evaluate(() => [document.querySelector('#answer-text').textContent,
+            document.querySelector('dialog#confirm').open, document.activeElement.outerHTML]);
+        throw new Error(`${e.message}: ${JSON.stringify(st)} ${JSON.stringify(requests.filter((r) => r.url.includes('admin')))}`);
+    });
     const calls = requests.filter((r) => r.url.includes('/flags-admin/'));
     assert.deepEqual(calls.map((r) => [r.method, new URL(r.url).pathname]),
                      [['DELETE', '/flags-admin/rollbacks/shop/new-checkout']]);
@@ -257,11 +263,16 @@ test('an answer that is an error is shown with its status and message', async ()
     await page.waitForSelector('dialog#confirm[open]');
     await page.$eval('#confirm-pct', (e) => { e.removeAttribute('max'); e.value = '150'; });
     await page.click('#confirm-ok');
-    await page.waitForFunction(() => /: 400 /.test(document.querySelector('#answer').textContent),
+    await page.waitForFunction(() => /: 400 /.test(document.querySelector('#answer-text').textContent),
                                { timeout: 3000 });
-    const text = await page.$eval('#answer', (e) => e.textContent);
-    assert.match(text, /invalid_field/);
+    const text = await page.$eval('#answer-text', (e) => e.textContent);
+    assert.match(text, /^Set override shop\/dark-mode: 400 Bad Request \(invalid_field: .*rolloutPercentage/);
     assert.equal(flagOf(await status(), 'shop', 'dark-mode').override, null);
+    // chromium logs every answer >= 400 to a fetch as a console error: this
+    // one was asked for
+    const i = problems.findIndex((p) => /status of 400/.test(p));
+    assert.notEqual(i, -1);
+    problems.splice(i, 1);
 });
 
 test('a hostile admin user name stays text in the events list', async () => {
@@ -295,6 +306,7 @@ test('the read-only page has no actions', async () => {
 });
 
 test('another site cannot change anything through the admin API', async () => {
+    const logged = ng.accessLog().length;
     const admin = `${ng.base}/flags-admin/overrides/shop/dark-mode`;
     // what a browser sends for another site: refused before anything is read
     for (const h of [{ Origin: 'http://evil.example' }, { 'Sec-Fetch-Site': 'cross-site' },
@@ -352,9 +364,10 @@ fetch(${JSON.stringify(admin)}, { method: 'POST', mode: 'no-cors', credentials: 
     await other.close();
 
     assert.equal(flagOf(await status(), 'shop', 'dark-mode').override, null, 'nothing changed');
-    const lines = ng.accessLog().filter((l) => l.includes('/flags-admin/overrides/shop/dark-mode'));
-    assert.equal(lines.some((l) => /^PUT /.test(l) && !/ 403 /.test(l) && !/ 401 /.test(l)), false,
-                 `no PUT got through: ${lines.join(' | ')}`);
+    // every call this test made, the browser's included, was refused
+    const lines = ng.accessLog().slice(logged)
+        .filter((l) => l.includes('/flags-admin/overrides/shop/dark-mode'));
+    assert.ok(lines.length >= 8, lines.join(' | '));
     assert.ok(lines.every((l) => / (401|403|405) /.test(l)), lines.join(' | '));
 });
 
@@ -362,6 +375,7 @@ test('the screenshot the README shows', async () => {
     // an override and a rollback to show, then a few readings for the chart
     await nginx.reportErrors(ng.base, 'pub_shop_1', 'new-checkout', 3);
     await page.waitForSelector('article.flag.s-rolledBack[data-flag="new-checkout"]', { timeout: LIVE_MS });
+    await page.click('#answer-close');
     await page.evaluate(() => window.scrollTo(0, 0));
     await nginx.sleep(300);
     await page.screenshot({ path: SCREENSHOT, type: 'png' });
