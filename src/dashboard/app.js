@@ -18,13 +18,14 @@
     const $ = (id) => document.getElementById(id);
     const cfg = { admin: null, status: 'status.json', events: 'events' };
     const projects = new Map();   // name -> { el, cards, count, flags: Map }
-    const events = new Map();     // seq -> li
+    const events = new Map();     // 'seq at' -> li
     let order = '';               // the flags' keys in the document's order
     let timer = 0;
     let debounce = 0;
     let busy = false;
     let again = false;
     let lastOk = 0;
+    let lastDoc = {};             // the last status.json read
     let source = null;
     let pending = null;           // the action the dialog asks about
     let opener = null;            // the button that opened the dialog
@@ -579,8 +580,10 @@
         let before = ol.firstChild;
         // newest first, as flags_status gives them
         for (const ev of list) {
-            keep.add(ev.seq);
-            let li = events.get(ev.seq);
+            // a restarted nginx counts from 1 again: the time tells them apart
+            const key = ev.seq + ' ' + ev.at;
+            keep.add(key);
+            let li = events.get(key);
             if (!li) {
                 li = el('li');
                 const t = el('time', '', clock(ev.at));
@@ -592,7 +595,7 @@
                 li.append(t, el('span', 'what', what), el('span', 'detail', by + (ev.detail ? ': ' + ev.detail : '')));
                 li.setAttribute('aria-label', ev.kind + ' ' + (ev.project || '') + ' ' + (ev.flag || '') + ' at ' + ev.at);
                 li.className = 'k-' + String(ev.kind).replace(/[^A-Za-z]/g, '');
-                events.set(ev.seq, li);
+                events.set(key, li);
             }
             if (li !== before) {
                 ol.insertBefore(li, before);
@@ -601,10 +604,10 @@
             }
             before = li.nextSibling;
         }
-        for (const [seq, li] of events) {
-            if (!keep.has(seq)) {
+        for (const [key, li] of events) {
+            if (!keep.has(key)) {
                 li.remove();
-                events.delete(seq);
+                events.delete(key);
             }
         }
     }
@@ -640,8 +643,6 @@
     }
 
     // ---- reading ----
-
-    let lastDoc = {};
 
     function live(text, cls) {
         put($('live'), text, '');

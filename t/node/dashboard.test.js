@@ -275,6 +275,26 @@ test('an answer that is an error is shown with its status and message', async ()
     problems.splice(i, 1);
 });
 
+test('a ramp is paused and resumed from its card', async () => {
+    const card = 'article.flag[data-flag="search-v2"]';
+    for (const [action, state] of [['pause', 'paused'], ['resume', 'running']]) {
+        await page.click(`${card} button[data-action="${action}"]`);
+        await page.waitForSelector('dialog#confirm[open]');
+        assert.match(await page.$eval('#confirm-text', (e) => e.textContent), /the ramp of shop\/search-v2/);
+        await page.click('#confirm-ok');
+        await page.waitForFunction((a) => document.querySelector('#answer-text').textContent
+            .startsWith(`${a} shop/search-v2: 204 done`), { timeout: 3000 },
+                                   action === 'pause' ? 'Pause' : 'Resume');
+        assert.equal(flagOf(await status(), 'shop', 'search-v2').ramp.state, state);
+        await page.waitForFunction((c, s) => document.querySelector(`${c} .badge:not(.full)`).textContent === `ramp ${s}`,
+                                   { timeout: LIVE_MS }, card, state);
+    }
+    const sent = requests.filter((r) => r.url.includes('/flags-admin/ramps/'));
+    assert.deepEqual(sent.map((r) => [r.method, new URL(r.url).pathname, r.body]),
+                     [['PUT', '/flags-admin/ramps/shop/search-v2', '{"action":"pause"}'],
+                      ['PUT', '/flags-admin/ramps/shop/search-v2', '{"action":"resume"}']]);
+});
+
 test('a hostile admin user name stays text in the events list', async () => {
     const res = await fetch(`${ng.base}/flags-admin/overrides/billing/invoice-v2`, {
         method: 'PUT',
