@@ -537,6 +537,11 @@ ngx_http_flags_admin_change(ngx_http_request_t *r,
     ch->who.data = ctx->user;
     ch->who.len = ngx_http_flags_admin_user(r, ctx->user, sizeof(ctx->user));
 
+    if (ch->who.len) {
+        /* the event ring keeps the name as sent; its readers escape it */
+        ch->who_raw = r->headers_in.user;
+    }
+
     /* the answer waits for the state file (ngx_http_flags_admin_save()) */
     ch->batch = 1;
 }

@@ -748,7 +748,8 @@ ngx_http_flags_control_event(ngx_http_flags_change_t *ch,
     }
 
     ngx_http_flags_event_add(ch->fmcf, kind, by, &ch->project->name,
-                             ch->flag ? &ch->flag->name : NULL, &ch->who,
+                             ch->flag ? &ch->flag->name : NULL,
+                             ch->who_raw.len ? &ch->who_raw : &ch->who,
                              detail, p - detail);
 }
 

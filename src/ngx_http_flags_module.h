@@ -226,9 +226,10 @@ typedef struct {
     /* Redis was away: the next round drops what was counted meanwhile */
     ngx_atomic_t                sync_rebase;
     /* the ring of recent control changes (docs/dashboard.md): the last
-     * sequence number given, and the slots (seq % FL_EVENTS_MAX) */
+     * sequence number given, and the slots (seq % FL_EVENTS_MAX); NULL
+     * when the zone had no room for them (a zone of a few pages) */
     ngx_atomic_t                event_seq;
-    fl_event_t                  events[FL_EVENTS_MAX];
+    fl_event_t                 *events;
 } ngx_http_flags_shctx_t;
 
 
@@ -488,6 +489,8 @@ typedef struct {
     ngx_uint_t                  level;      /* flags_log_level in force */
     ngx_uint_t                  by;         /* ngx_http_flags_by_e */
     ngx_str_t                   who;        /* a host, a user, or empty */
+    ngx_str_t                   who_raw;    /* the user as sent (who is
+                                             * escaped for the log) */
     ngx_uint_t                  batch;      /* the caller saves, once */
 } ngx_http_flags_change_t;
 

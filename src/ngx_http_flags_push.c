@@ -571,9 +571,20 @@ ngx_http_flags_push_tick(ngx_event_t *ev)
 
             w->seen[i] = v;
 
-            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
-                           "flags: push: project #%ui changed (version "
-                           "%uA): telling its clients", i, v);
+#if (NGX_DEBUG)
+            if (i < w->fmcf->projects.nelts) {
+                ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                               "flags: push: project \"%V\" changed (answer "
+                               "version %uA): telling its clients",
+                               &projects[i].name, v);
+
+            } else {
+                ngx_log_debug1(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                               "flags: push: the zone's events changed "
+                               "(event %uA): telling the operator's pages",
+                               v);
+            }
+#endif
 
             ngx_http_flags_push_tell(w, i, v);
         }

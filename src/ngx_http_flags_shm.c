@@ -127,6 +127,10 @@ ngx_http_flags_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_memzero(sh, sizeof(ngx_http_flags_shctx_t));
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_str_rbtree_insert_value);
+
+    /* the ring of recent changes goes last among the flags' needs: a zone
+     * too small for it works without it */
+    sh->events = ngx_slab_calloc(shpool, FL_EVENTS_MAX * sizeof(fl_event_t));
     ngx_queue_init(&sh->queue);
 
     shpool->data = sh;
@@ -1289,7 +1293,7 @@ ngx_http_flags_event_add(ngx_http_flags_main_conf_t *fmcf,
 
     sh = fmcf->sh;
 
-    if (sh == NULL) {
+    if (sh == NULL || sh->events == NULL) {
         return;
     }
 
@@ -1328,7 +1332,7 @@ ngx_http_flags_events_read(ngx_http_flags_main_conf_t *fmcf, fl_event_t *out)
     for (i = 0; i < FL_EVENTS_MAX; i++) {
         out[i].seq = 0;
 
-        if (fmcf->sh == NULL) {
+        if (fmcf->sh == NULL || fmcf->sh->events == NULL) {
             continue;
         }
 

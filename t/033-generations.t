@@ -52,9 +52,9 @@ sub status {
 sub flag_status {
     my ($project, $flag) = @_;
     my $s = status();
-    my ($p) = $s =~ /\{"name":"$project","flags":\[(.*?)\]\}(?:,\{"name"|\]\}$)/;
+    my ($p) = $s =~ /\{"name":"$project","flags":\[(.*?)\]\}(?:,\{"name"|\],"(?:sync|events)"|\]\}$)/;
     return '' unless defined $p;
-    my ($f) = $p =~ /(\{"name":"\Q$flag\E",.*?"rollback":(?:null|\{[^}]*\}),"zoneFull":(?:true|false)\})/;
+    my ($f) = $p =~ /(\{"name":"\Q$flag\E",.*?"rollback":(?:null|\{[^}]*\}),"definedAt":(?:null|"[^"]+"),"zoneFull":(?:true|false)\})/;
     return $f // '';
 }
 
@@ -162,7 +162,7 @@ sleep 0.3;
 
 for my $f ('post', map { "new$_" } 1 .. 8) {
     like(flag_status('blog', $f),
-         qr/"rolledBack":false,"override":null,"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":0\}.*"rollback":null,"zoneFull":false\}$/,
+         qr/"rolledBack":false,"override":null,"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":0\}.*"rollback":null,"definedAt":"[^"]+","zoneFull":false\}$/,
          "blog's $f is untouched by shop's held reports");
 }
 like(evaluate('tok_blog'), qr/^\{"flags":\[\{"name":"post","enabled":true,"rolloutPercentage":100,/,
@@ -204,7 +204,7 @@ sleep 3;    # nginx retries the bind for a while
 is_deeply([serving_workers($master)], \@workers, 'the old workers keep serving');
 like(evaluate('tok_shop'), qr/"name":"risky","enabled":false,"rolloutPercentage":0,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":12\.5,/,
      'the rejected configuration left the rollback and the override in force');
-like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+,"sources":1,"decidedBy":"rule"\},"zoneFull":false\}$/,
+like(flag_status('shop', 'risky'), qr/"rolledBack":true,.*"rollback":\{"at":"[^"]+","errors":2,"enabledEvaluations":\d+,"sources":1,"decidedBy":"rule"\},"definedAt":"[^"]+","zoneFull":false\}$/,
      'the rollback record is intact');
 is(read_file($state_path), $state_before, 'the state file is unchanged');
 unlike($log->(), qr/new definition/, 'no definition change was logged');

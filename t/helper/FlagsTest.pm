@@ -222,13 +222,14 @@ sub valgrind_clean {
 
 # nginx -t: returns (exit status, everything nginx printed).
 sub nginx_test {
-    my ($dir) = @_;
+    my ($dir, $conf) = @_;
+    $conf //= 'conf/nginx.conf';
     unless ($Valgrind) {
-        my $out = `$Binary -p $dir/ -c conf/nginx.conf -t 2>&1`;
+        my $out = `$Binary -p $dir/ -c $conf -t 2>&1`;
         return ($? >> 8, $out);
     }
     my ($log, @vg) = valgrind_cmd($dir);
-    my $q = join ' ', map { "'$_'" } @vg, $Binary, '-p', "$dir/", '-c', 'conf/nginx.conf', '-t';
+    my $q = join ' ', map { "'$_'" } @vg, $Binary, '-p', "$dir/", '-c', $conf, '-t';
     my $out = `$q 2>&1`;
     my $rc = $? >> 8;
     valgrind_clean($log, "nginx -t in $dir");
