@@ -80,7 +80,7 @@ need() {
 }
 
 # "./build.sh deps": everything any command needs, and the packages given
-deps() { need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" valgrind "$@"; need_node; }
+deps() { need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" valgrind chromium "$@"; need_node; }
 
 san_flags() {
     if [ "$SANITIZE" = 1 ]; then
@@ -282,6 +282,8 @@ need_node() {
 node_suite() {
     need nginx
     need_node
+    # the page's test (t/node/dashboard.test.js) drives Debian's chromium
+    need chromium
     local dir=$ROOT/t/node stamp=$ROOT/t/node/node_modules/.flags-lock-md5 sum
     sum=$(md5sum <"$dir/package-lock.json" | cut -c1-32)
     if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then

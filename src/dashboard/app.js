@@ -1,7 +1,891 @@
+// The operator's page of ngx_http_flags_module (docs/dashboard.md).
+//
+// Reads config.json once, then status.json (the flags_status document)
+// on every "changed" event of the event stream (debounced) and every 5 s
+// while the page is visible, for the charts. Every card is built once per
+// flag and updated in place. Data reaches the page only through
+// textContent and attributes: nothing from the server is parsed as HTML.
 'use strict';
-/* placeholder until the page lands: shows how many flags status.json has */
-fetch('status.json').then(function (r) { return r.json(); }).then(function (j) {
-  var n = 0;
-  j.projects.forEach(function (p) { n += p.flags.length; });
-  document.getElementById('status').textContent = n + ' flags';
-});
+
+(function () {
+    const POLL_MS = 5000;
+    const DEBOUNCE_MS = 100;
+    const HISTORY_MS = 5 * 60 * 1000;
+    const CHART_W = 120;
+    const CHART_H = 32;
+    const SVG = 'http://www.w3.org/2000/svg';
+
+    const $ = (id) => document.getElementById(id);
+    const cfg = { admin: null, status: 'status.json', events: 'events' };
+    const projects = new Map();   // name -> { el, cards, count, flags: Map }
+    const events = new Map();     // 'seq at' -> li
+    let order = '';               // the flags' keys in the document's order
+    let timer = 0;
+    let debounce = 0;
+    let busy = false;
+    let again = false;
+    let lastOk = 0;
+    let lastDoc = {};             // the last status.json read
+    let source = null;
+    let pending = null;           // the action the dialog asks about
+    let opener = null;            // the button that opened the dialog
+
+    // ---- small DOM helpers: text only, never HTML ----
+
+    function el(tag, cls, text) {
+        const e = document.createElement(tag);
+        if (cls) {
+            e.className = cls;
+        }
+        if (text !== undefined) {
+            e.textContent = text;
+        }
+        return e;
+    }
+
+    function svg(tag, attrs) {
+        const e = document.createElementNS(SVG, tag);
+        for (const k in attrs) {
+            e.setAttribute(k, attrs[k]);
+        }
+        return e;
+    }
+
+    // sets a node's text (and its title, for text cut by an ellipsis) only
+    // when it changed, so an unchanged card costs no layout
+    function put(node, text, title) {
+        if (node.textContent !== text) {
+            node.textContent = text;
+        }
+        const t = title === undefined ? text : title;
+        if (node.title !== t) {
+            node.title = t;
+        }
+    }
+
+    function setClass(node, cls) {
+        if (node.className !== cls) {
+            node.className = cls;
+        }
+    }
+
+    // ---- formatting ----
+
+    // one formatter a precision: toLocaleString builds one a call, which
+    // costs more than the rest of a card's update
+    const formats = [];
+
+    function num(n, digits) {
+        if (n === null || n === undefined || Number.isNaN(n)) {
+            return '–';
+        }
+        const d = digits === undefined ? 3 : digits;
+        if (!formats[d]) {
+            formats[d] = new Intl.NumberFormat(undefined, { maximumFractionDigits: d });
+        }
+        return formats[d].format(n);
+    }
+
+    function pct(n) {
+        return n === null || n === undefined ? '–' : num(n) + ' %';
+    }
+
+    function pad(n) {
+        return String(n).padStart(2, '0');
+    }
+
+    function clock(iso) {
+        const d = new Date(iso);
+        if (!iso || Number.isNaN(d.getTime())) {
+            return '–';
+        }
+        return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+    }
+
+    function ago(iso) {
+        const d = new Date(iso);
+        if (!iso || Number.isNaN(d.getTime())) {
+            return '';
+        }
+        const s = Math.round((Date.now() - d.getTime()) / 1000);
+        if (s < 0) {
+            return 'in ' + span(-s);
+        }
+        return span(s) + ' ago';
+    }
+
+    function span(s) {
+        if (s < 90) {
+            return s + ' s';
+        }
+        if (s < 5400) {
+            return Math.round(s / 60) + ' min';
+        }
+        if (s < 172800) {
+            return Math.round(s / 3600) + ' h';
+        }
+        return Math.round(s / 86400) + ' d';
+    }
+
+    function when(iso) {
+        if (!iso) {
+            return '–';
+        }
+        const d = new Date(iso);
+        if (Number.isNaN(d.getTime())) {
+            return String(iso);
+        }
+        const today = new Date().toDateString() === d.toDateString();
+        const day = today ? '' : d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ';
+        return day + clock(iso) + ' (' + ago(iso) + ')';
+    }
+
+    function plural(n, one, many) {
+        return num(n, 0) + ' ' + (n === 1 ? one : many);
+    }
+
+    // ---- what a flag is ----
+
+    function killed(f) {
+        return f.enabled === false || (f.override !== null && f.override !== undefined && f.override.enabled === false);
+    }
+
+    function ramping(f) {
+        return !!f.ramp && f.ramp.state !== 'done';
+    }
+
+    // the one state a card's colour and badge show, the worst first
+    function stateOf(f) {
+        if (f.rolledBack) {
+            return ['rolledBack', 'rolled back'];
+        }
+        if (killed(f)) {
+            return ['killed', f.enabled === false ? 'off in file' : 'killed'];
+        }
+        if (f.override) {
+            return ['overridden', 'overridden'];
+        }
+        if (ramping(f)) {
+            return ['ramping', 'ramp ' + f.ramp.state];
+        }
+        if (f.effectiveRolloutPercentage >= 100) {
+            return ['on', 'on'];
+        }
+        if (f.effectiveRolloutPercentage <= 0) {
+            return ['off', 'off'];
+        }
+        return ['partial', 'partial'];
+    }
+
+    function matches(f, state) {
+        switch (state) {
+        case 'rolledBack': return !!f.rolledBack;
+        case 'overridden': return !!f.override;
+        case 'ramping': return ramping(f);
+        case 'killed': return killed(f);
+        default: return true;
+        }
+    }
+
+    function overrideText(o) {
+        if (!o) {
+            return 'none';
+        }
+        if (o.enabled === false) {
+            return 'kill switch (off for everyone)';
+        }
+        if (o.rolloutPercentage !== undefined) {
+            return num(o.rolloutPercentage) + ' % for everyone in the split';
+        }
+        return JSON.stringify(o);
+    }
+
+    function cohortText(c) {
+        if (!c) {
+            return '–';
+        }
+        return pct(c.errorPercentage) + ' (' + num(c.errors, 0) + ' of ' + num(c.evaluations, 0) + ')';
+    }
+
+    function rollbackText(f) {
+        const r = f.rollback;
+        if (r) {
+            const who = r.decidedBy === 'fleet' ? 'by the fleet'
+                : r.decidedBy === 'rule' ? 'by the rule' : 'restored';
+            const d = f.ramp && f.ramp.decision;
+            if (d && d.cause === 'regression') {
+                const t = d.tick || {};
+                const on = t.on || {};
+                const off = t.off || {};
+                return clock(r.at) + ' ' + who + ': the ramp found the on cohort failing more (deciding tick: on ' +
+                    num(on.errors, 0) + ' errors in ' + num(on.requests, 0) + ', off ' + num(off.errors, 0) +
+                    ' in ' + num(off.requests, 0) + ')';
+            }
+            if (d && d.cause === 'insufficientRequests') {
+                return clock(r.at) + ' ' + who + ': the ramp\'s stage saw too few requests';
+            }
+            return clock(r.at) + ' ' + who + ': ' + plural(r.errors, 'error', 'errors') + ' in ' +
+                plural(r.enabledEvaluations, 'on evaluation', 'on evaluations') + ', ' +
+                plural(r.sources, 'source', 'sources');
+        }
+        const rule = f.rollbackRule;
+        if (!rule || rule.enabled === false) {
+            return 'no: automatic rollback is off';
+        }
+        if (f.zoneFull) {
+            return 'no: not counted (zone full)';
+        }
+        const w = rule.waitingFor;
+        if (!w) {
+            return 'no';
+        }
+        // it trips once the window has both: errors enough (for the count and
+        // for the rate) and distinct sources enough
+        const e = Math.max(w.errors || 0, w.rateErrors || 0);
+        return 'no · trips after ' + (e ? plural(e, 'more error', 'more errors') : 'the next error') +
+            (w.sources ? ' from ' + plural(w.sources, 'more source', 'more sources') : '');
+    }
+
+    function rampText(r) {
+        if (!r) {
+            return ['', 'none'];
+        }
+        let head = 'stage ' + r.stage + ' of ' + r.stages + ' (' + num(r.percentage) + ' %), ' + r.state;
+        if (r.stalled) {
+            head += ', stalled';
+        }
+        const w = r.waitingFor;
+        const parts = [];
+        if (w && w.startAt) {
+            parts.push('starts ' + when(r.startAt));
+        } else if (w) {
+            if (w.resume) {
+                parts.push('waits for a resume');
+            }
+            if (w.holdSeconds) {
+                parts.push('hold ' + span(w.holdSeconds) + ' more');
+            }
+            if (w.requests) {
+                parts.push(plural(w.requests, 'on request', 'on requests') + ' more');
+            }
+        }
+        if (r.nextStageAt) {
+            parts.push('next stage ≥ ' + clock(r.nextStageAt));
+        }
+        const e = r.evidence;
+        if (e) {
+            parts.push('evidence ' + num(e.statistic, 2) + ' of ' + num(e.bound, 0) + ' after ' +
+                plural(e.ticks, 'tick', 'ticks') + ' (errors on ' + num(e.errors && e.errors.on, 0) +
+                ', off ' + num(e.errors && e.errors.off, 0) + ')');
+        }
+        return [head, parts.join('; ') || '–'];
+    }
+
+    // ---- the chart: the window's error rate per second, kept client-side ----
+
+    function sample(card, f, now) {
+        const w = f.window;
+        const rate = w && w.seconds ? w.errors / w.seconds : 0;
+        const h = card.history;
+        if (h.length && now - h[h.length - 1][0] < 500) {
+            h[h.length - 1] = [now, rate];
+        } else {
+            h.push([now, rate]);
+        }
+        while (h.length && now - h[0][0] > HISTORY_MS) {
+            h.shift();
+        }
+        let max = 0;
+        for (const p of h) {
+            max = Math.max(max, p[1]);
+        }
+        const top = max > 0 ? max * 1.15 : 1;
+        const y = (v) => (CHART_H - 1 - (v / top) * (CHART_H - 3)).toFixed(1);
+        const x = (t) => (CHART_W - ((now - t) / HISTORY_MS) * CHART_W).toFixed(1);
+        let d = '';
+        for (let i = 0; i < h.length; i++) {
+            d += (i ? 'L' : 'M') + x(h[i][0]) + ' ' + y(h[i][1]);
+        }
+        if (h.length === 1) {
+            d = 'M0 ' + y(h[0][1]) + 'L' + CHART_W + ' ' + y(h[0][1]);
+        }
+        if (d !== card.path) {
+            card.path = d;
+            card.curve.setAttribute('d', d);
+            const first = h.length === 1 ? '0' : x(h[0][0]);
+            card.area.setAttribute('d', d + 'L' + CHART_W + ' ' + (CHART_H - 1) + 'L' + first + ' ' + (CHART_H - 1) + 'Z');
+        }
+        const label = num(rate, 3) + ' errors/s now, at most ' + num(max, 3) + '/s in the last ' +
+            span(Math.round((now - h[0][0]) / 1000)) + ' (window ' + (w ? w.seconds : '–') + ' s)';
+        put(card.chartNow, num(rate, 3) + '/s' + (max > rate ? ' (max ' + num(max, 3) + ')' : ''), '');
+        if (card.chart.getAttribute('aria-label') !== label) {
+            card.chart.setAttribute('aria-label', label);
+            card.chartTitle.textContent = label;
+        }
+        put(card.window, w ? plural(w.errors, 'error', 'errors') + ', ' + num(w.enabledEvaluations, 0) +
+            ' on evals, ' + plural(w.sources, 'source', 'sources') + ' / ' + w.seconds + ' s' : '–',
+            w ? 'the last ' + w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ' from ' +
+            plural(w.sources, 'source', 'sources') + ' in ' +
+            plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') + ' (' + num(rate, 3) + ' errors/s)' : '');
+    }
+
+    // ---- a flag's card, built once ----
+
+    function row(dl, term) {
+        dl.appendChild(el('dt', '', term));
+        const dd = el('dd');
+        dl.appendChild(dd);
+        return dd;
+    }
+
+    function button(box, label, action, aria) {
+        const b = el('button', '', label);
+        b.type = 'button';
+        b.dataset.action = action;
+        b.setAttribute('aria-label', aria);
+        box.appendChild(b);
+        return b;
+    }
+
+    function makeCard(pname, fname) {
+        const id = pname + '/' + fname;
+        const c = { project: pname, name: fname, history: [], flag: null };
+        c.el = el('article', 'flag');
+        c.el.setAttribute('aria-label', 'flag ' + fname + ' of project ' + pname);
+        c.el.dataset.project = pname;
+        c.el.dataset.flag = fname;
+        const head = el('div', 'head');
+        c.title = el('h3', '', fname);
+        c.title.title = id;
+        c.badge = el('span', 'badge');
+        c.full = el('span', 'badge full', 'zone full');
+        c.full.title = 'no room in the zone: evaluated, but not counted and never rolled back';
+        c.full.hidden = true;
+        head.append(c.title, c.full, c.badge);
+        c.el.appendChild(head);
+
+        const dl = el('dl');
+        c.served = row(dl, 'Served');
+        c.servedPct = el('span', 'pct num');
+        c.servedOf = el('span', 'muted');
+        c.served.append(c.servedPct, ' ', c.servedOf);
+        c.override = row(dl, 'Override');
+        c.chartCell = row(dl, 'Errors/s');
+        c.chartCell.className = 'chartcell';
+        c.chart = svg('svg', { class: 'chart', viewBox: '0 0 ' + CHART_W + ' ' + CHART_H,
+                               preserveAspectRatio: 'none', role: 'img', focusable: 'false' });
+        c.chartTitle = svg('title', {});
+        c.area = svg('path', { class: 'area' });
+        c.curve = svg('path', { class: 'curve' });
+        c.chart.append(c.chartTitle,
+                       svg('line', { class: 'base', x1: 0, x2: CHART_W, y1: CHART_H - 0.5, y2: CHART_H - 0.5 }),
+                       c.area, c.curve);
+        c.chartNow = el('span', 'chartnow num');
+        c.chartCell.append(c.chart, c.chartNow);
+        c.window = row(dl, 'Window');
+        c.cohorts = row(dl, 'Cohorts');
+        c.on = el('span');
+        c.off = el('span');
+        c.cohorts.append('on ', c.on, ' · off ', c.off);
+        c.rollback = row(dl, 'Rolled back');
+        c.rollback.className = 'two';
+        c.ramp = row(dl, 'Ramp');
+        c.ramp.className = 'two';
+        c.rampHead = el('span', 'rampHead');
+        c.rampMore = el('span', 'muted');
+        c.ramp.append(c.rampHead, ' ', c.rampMore);
+        c.defined = row(dl, 'Defined');
+        c.el.appendChild(dl);
+
+        if (cfg.admin !== null) {
+            const box = el('div', 'actions');
+            box.setAttribute('role', 'group');
+            box.setAttribute('aria-label', 'actions on ' + id);
+            c.bClear = button(box, 'Clear rollback', 'clear', 'Clear the rollback of ' + id);
+            c.bKill = button(box, 'Kill', 'kill', 'Kill ' + id + ' (override: off)');
+            c.bSet = button(box, 'Set %…', 'set', 'Set an override percentage for ' + id);
+            c.bRemove = button(box, 'Remove override', 'remove', 'Remove the override of ' + id);
+            c.bPause = button(box, 'Pause ramp', 'pause', 'Pause the ramp of ' + id);
+            c.bResume = button(box, 'Resume ramp', 'resume', 'Resume the ramp of ' + id);
+            c.el.appendChild(box);
+        }
+        return c;
+    }
+
+    function disable(b, off) {
+        if (b.disabled !== off) {
+            b.disabled = off;
+        }
+    }
+
+    function updateCard(c, f, now) {
+        c.flag = f;
+        const st = stateOf(f);
+        c.state = st[0];
+        setClass(c.el, 'flag s-' + st[0]);
+        setClass(c.badge, 'badge s-' + st[0]);
+        put(c.badge, st[1]);
+        c.full.hidden = !f.zoneFull;
+
+        put(c.servedPct, pct(killed(f) ? 0 : f.effectiveRolloutPercentage));
+        put(c.servedOf, 'configured ' + pct(f.rolloutPercentage) + (f.enabled === false ? ', off in the file' : ''));
+        put(c.override, overrideText(f.override));
+        sample(c, f, now);
+        const co = f.cohorts || {};
+        const on = cohortText(co.on);
+        const off = cohortText(co.off);
+        put(c.on, on, '');
+        put(c.off, off, '');
+        c.cohorts.title = 'errors of the users the flag is on for: ' + on + '; off for: ' + off;
+        const worse = co.on && co.off && co.on.errorPercentage !== null && co.off.errorPercentage !== null &&
+            co.on.errorPercentage > co.off.errorPercentage;
+        setClass(c.on, worse ? 'worse' : '');
+        put(c.rollback, rollbackText(f));
+        setClass(c.rollback, f.rolledBack ? 'two bad' : 'two');
+        const r = rampText(f.ramp);
+        put(c.rampHead, r[0], '');
+        put(c.rampMore, r[0] && r[1] ? '· ' + r[1] : r[1], '');
+        c.ramp.title = r[0] ? r[0] + '; ' + r[1] : r[1];
+        put(c.defined, f.definedAt ? when(f.definedAt) : '–', f.definedAt || 'not reported by this nginx');
+
+        if (c.bClear) {
+            disable(c.bClear, !f.rolledBack);
+            disable(c.bKill, !!(f.override && f.override.enabled === false));
+            disable(c.bRemove, !f.override);
+            const s = f.ramp ? f.ramp.state : '';
+            c.bPause.hidden = !f.ramp;
+            c.bResume.hidden = !f.ramp;
+            disable(c.bPause, s !== 'running' && s !== 'holding');
+            disable(c.bResume, s !== 'paused');
+        }
+    }
+
+    // ---- the whole document ----
+
+    function project(name) {
+        let p = projects.get(name);
+        if (p) {
+            return p;
+        }
+        p = { flags: new Map() };
+        p.el = el('section', 'project');
+        p.el.setAttribute('aria-label', 'project ' + name);
+        const h = el('h2');
+        h.append(el('span', '', name));
+        p.count = el('span', 'muted num');
+        h.append(p.count);
+        p.cards = el('div', 'cards');
+        p.el.append(h, p.cards);
+        projects.set(name, p);
+        const opt = el('option', '', name);
+        opt.value = name;
+        $('f-project').appendChild(opt);
+        p.option = opt;
+        return p;
+    }
+
+    function render(doc) {
+        const now = Date.now();
+        const seen = new Set();
+        const keys = [];
+        let total = 0;
+        let rolled = 0;
+        let over = 0;
+        let ramps = 0;
+        for (const pj of doc.projects || []) {
+            const p = project(pj.name);
+            seen.add(pj.name);
+            const names = new Set();
+            let pr = 0;
+            for (const f of pj.flags || []) {
+                names.add(f.name);
+                let c = p.flags.get(f.name);
+                if (!c) {
+                    c = makeCard(pj.name, f.name);
+                    p.flags.set(f.name, c);
+                }
+                updateCard(c, f, now);
+                keys.push(pj.name + '\n' + f.name);
+                total++;
+                rolled += f.rolledBack ? 1 : 0;
+                pr += f.rolledBack ? 1 : 0;
+                over += f.override ? 1 : 0;
+                ramps += ramping(f) ? 1 : 0;
+            }
+            for (const [n, c] of p.flags) {
+                if (!names.has(n)) {
+                    c.el.remove();
+                    p.flags.delete(n);
+                }
+            }
+            put(p.count, plural(names.size, 'flag', 'flags') + (pr ? ', ' + pr + ' rolled back' : ''), '');
+        }
+        for (const [n, p] of projects) {
+            if (!seen.has(n)) {
+                p.el.remove();
+                p.option.remove();
+                projects.delete(n);
+            }
+        }
+        // (re)place the cards only when the set or order of flags changed
+        const k = keys.join('\n\n');
+        if (k !== order) {
+            order = k;
+            const main = $('flags');
+            for (const pj of doc.projects || []) {
+                const p = projects.get(pj.name);
+                main.appendChild(p.el);
+                for (const f of pj.flags || []) {
+                    p.cards.appendChild(p.flags.get(f.name).el);
+                }
+            }
+        }
+        put($('summary'), plural(projects.size, 'project', 'projects') + ', ' + plural(total, 'flag', 'flags') +
+            ': ' + rolled + ' rolled back, ' + over + ' overridden, ' + ramps + ' ramping', '');
+        setClass($('summary'), 'line' + (rolled ? ' bad' : ''));
+        renderSync(doc.sync);
+        renderEvents(doc.events);
+        filter();
+    }
+
+    function renderSync(s) {
+        const e = $('sync');
+        if (!s) {
+            put(e, 'Fleet sync: not configured', '');
+            setClass(e, 'line muted');
+            return;
+        }
+        const parts = [s.connected ? 'connected' : 'NOT connected'];
+        if (s.lagMs !== undefined && s.lagMs !== null) {
+            parts.push('lag ' + num(s.lagMs, 0) + ' ms');
+        }
+        parts.push('last success ' + (s.lastSuccess ? clock(s.lastSuccess) + ' (' + ago(s.lastSuccess) + ')' : 'never'));
+        parts.push(plural(s.failures || 0, 'failure', 'failures'));
+        parts.push(plural(s.rounds || 0, 'round', 'rounds'));
+        put(e, 'Fleet sync: ' + parts.join(', '), s.lastSuccess || '');
+        setClass(e, 'line ' + (s.connected && !s.failures ? 'good' : s.connected ? 'warn' : 'bad'));
+    }
+
+    const KINDS = {
+        rollback: 'rolled back', clear: 'rollback cleared', override: 'override set',
+        overrideRemoved: 'override removed', stage: 'ramp stage', ramp: 'ramp', definition: 'new definition',
+    };
+
+    function renderEvents(list) {
+        const ol = $('events');
+        list = Array.isArray(list) ? list : [];
+        $('events-none').hidden = list.length > 0;
+        $('events-none').textContent = 'events' in lastDoc ? 'No events yet.' : 'This nginx reports no events.';
+        const keep = new Set();
+        let before = ol.firstChild;
+        // newest first, as flags_status gives them
+        for (const ev of list) {
+            // a restarted nginx counts from 1 again: the time tells them apart
+            const key = ev.seq + ' ' + ev.at;
+            keep.add(key);
+            let li = events.get(key);
+            if (!li) {
+                li = el('li');
+                const t = el('time', '', clock(ev.at));
+                t.dateTime = String(ev.at);
+                t.title = String(ev.at);
+                const what = (KINDS[ev.kind] || String(ev.kind)) + ': ' +
+                    (ev.project ? ev.project + (ev.flag ? '/' + ev.flag : '') : '');
+                const by = 'by ' + (ev.by || '?') + (ev.who !== null && ev.who !== undefined ? ' (' + ev.who + ')' : '');
+                li.append(t, el('span', 'what', what), el('span', 'detail', by + (ev.detail ? ': ' + ev.detail : '')));
+                li.setAttribute('aria-label', ev.kind + ' ' + (ev.project || '') + ' ' + (ev.flag || '') + ' at ' + ev.at);
+                li.className = 'k-' + String(ev.kind).replace(/[^A-Za-z]/g, '');
+                events.set(key, li);
+            }
+            if (li !== before) {
+                ol.insertBefore(li, before);
+            } else {
+                before = before.nextSibling;
+            }
+            before = li.nextSibling;
+        }
+        for (const [key, li] of events) {
+            if (!keep.has(key)) {
+                li.remove();
+                events.delete(key);
+            }
+        }
+    }
+
+    // ---- filters ----
+
+    function filter() {
+        const name = $('f-name').value.trim().toLowerCase();
+        const pj = $('f-project').value;
+        const st = $('f-state').value;
+        let shown = 0;
+        let all = 0;
+        for (const [pn, p] of projects) {
+            let any = 0;
+            for (const c of p.flags.values()) {
+                all++;
+                const ok = (!pj || pj === pn) && (!name || c.name.toLowerCase().includes(name)) &&
+                    (!c.flag || matches(c.flag, st));
+                if (c.el.hidden === ok) {
+                    c.el.hidden = !ok;
+                }
+                any += ok ? 1 : 0;
+            }
+            if (p.el.hidden === (any > 0)) {
+                p.el.hidden = any === 0;
+            }
+            shown += any;
+        }
+        const text = shown === all ? 'all ' + plural(all, 'flag', 'flags') : shown + ' of ' + plural(all, 'flag', 'flags') + ' shown';
+        if ($('shown').value !== text) {
+            $('shown').value = text;
+        }
+    }
+
+    // ---- reading ----
+
+    function live(text, cls) {
+        put($('live'), text, '');
+        setClass($('live'), 'line ' + cls);
+    }
+
+    async function refresh() {
+        if (busy) {
+            again = true;
+            return;
+        }
+        busy = true;
+        clearTimeout(timer);
+        try {
+            const res = await fetch(cfg.status, { cache: 'no-store', credentials: 'same-origin' });
+            if (!res.ok) {
+                throw new Error(cfg.status + ' answered ' + res.status);
+            }
+            lastDoc = await res.json();
+            render(lastDoc);
+            lastOk = Date.now();
+            state();
+        } catch (e) {
+            live('Stale: ' + e.message + (lastOk ? ' (last read ' + clock(new Date(lastOk).toISOString()) + ')' : ''), 'bad');
+        } finally {
+            busy = false;
+            if (again) {
+                again = false;
+                soon();
+            } else {
+                schedule();
+            }
+        }
+    }
+
+    // the chart's reading: 5 s after the last one, only while visible
+    function schedule() {
+        clearTimeout(timer);
+        if (!document.hidden) {
+            timer = setTimeout(refresh, POLL_MS);
+        }
+    }
+
+    function soon() {
+        clearTimeout(debounce);
+        debounce = setTimeout(refresh, DEBOUNCE_MS);
+    }
+
+    function state() {
+        if (!source || source.readyState === 2) {
+            live('Not live: no event stream (reading every 5 s)', 'warn');
+        } else if (source.readyState === 0) {
+            live('Reconnecting to the event stream…', 'warn');
+        } else {
+            live('Live · read ' + clock(new Date(lastOk || Date.now()).toISOString()), 'good');
+        }
+    }
+
+    function connect() {
+        if (typeof EventSource !== 'function') {
+            return;
+        }
+        source = new EventSource(cfg.events);
+        source.onopen = () => {
+            state();
+            soon();   // whatever changed while the stream was down
+        };
+        source.onerror = () => state();
+        source.onmessage = (m) => {
+            let d = null;
+            try {
+                d = JSON.parse(m.data);
+            } catch {
+                return;
+            }
+            if (d && d.type === 'changed') {
+                soon();
+            }
+        };
+    }
+
+    // ---- actions (only with config.json's "admin") ----
+
+    const ACTIONS = {
+        clear: { title: 'Clear the rollback', verb: 'Clear rollback', method: 'DELETE', path: 'rollbacks/',
+                 text: (id) => 'Clear the rollback of ' + id + '? Its window is emptied and it serves its percentage again.' },
+        kill: { title: 'Kill the flag', verb: 'Kill', method: 'PUT', path: 'overrides/', body: { enabled: false },
+                text: (id) => 'Turn ' + id + ' off for everyone with an override (until the override is removed)?' },
+        set: { title: 'Set an override percentage', verb: 'Set override', method: 'PUT', path: 'overrides/',
+               text: (id) => 'Serve ' + id + ' to this percentage of users, whatever its file says:' },
+        remove: { title: 'Remove the override', verb: 'Remove override', method: 'DELETE', path: 'overrides/',
+                  text: (id) => 'Remove the override of ' + id + '? It serves its configured percentage again.' },
+        pause: { title: 'Pause the ramp', verb: 'Pause', method: 'PUT', path: 'ramps/', body: { action: 'pause' },
+                 text: (id) => 'Pause the ramp of ' + id + ' at its stage?' },
+        resume: { title: 'Resume the ramp', verb: 'Resume', method: 'PUT', path: 'ramps/', body: { action: 'resume' },
+                  text: (id) => 'Resume the ramp of ' + id + '?' },
+    };
+
+    function ask(b) {
+        const art = b.closest('.flag');
+        const a = ACTIONS[b.dataset.action];
+        if (!art || !a) {
+            return;
+        }
+        const p = art.dataset.project;
+        const f = art.dataset.flag;
+        pending = { a, p, f };
+        opener = b;
+        $('confirm-title').textContent = a.title;
+        $('confirm-text').textContent = a.text(p + '/' + f);
+        $('confirm-ok').textContent = a.verb;
+        const isSet = b.dataset.action === 'set';
+        $('confirm-pct-row').hidden = !isSet;
+        $('confirm-pct').required = isSet;
+        if (isSet) {
+            const c = projects.get(p).flags.get(f);
+            const o = c.flag && c.flag.override;
+            $('confirm-pct').value = o && o.rolloutPercentage !== undefined ? o.rolloutPercentage
+                : c.flag ? c.flag.effectiveRolloutPercentage : '';
+        }
+        $('confirm').showModal();
+        (isSet ? $('confirm-pct') : $('confirm-ok')).focus();
+    }
+
+    // The answer is taken from the form's submit, which names its button
+    // at once; the dialog's close event comes a task later, when another
+    // dialog may already be open (a quick Escape, then Enter).
+    function submitted(e) {
+        const job = pending;
+        if (!e.submitter || e.submitter.value !== 'ok' || !job) {
+            return;
+        }
+        pending = null;
+        let body = job.a.body;
+        if (job.a === ACTIONS.set) {
+            body = { rolloutPercentage: Number($('confirm-pct').value) };
+        }
+        send(job.a, job.p, job.f, body);
+    }
+
+    function closed() {
+        if ($('confirm').open) {
+            return;
+        }
+        pending = null;
+        if (opener && opener.isConnected && document.activeElement !== opener) {
+            opener.focus();
+        }
+    }
+
+    async function send(a, p, f, body) {
+        let base = cfg.admin;
+        if (!base.endsWith('/')) {
+            base += '/';
+        }
+        const url = base + a.path + encodeURIComponent(p) + '/' + encodeURIComponent(f);
+        const what = a.verb + ' ' + p + '/' + f;
+        const init = { method: a.method, credentials: 'same-origin', cache: 'no-store',
+                       headers: { 'Content-Type': 'application/json' } };
+        if (body !== undefined) {
+            init.body = JSON.stringify(body);
+        }
+        show(what + ': sending…', false);
+        try {
+            const res = await fetch(url, init);
+            let msg = '';
+            const text = await res.text();
+            if (text) {
+                try {
+                    const j = JSON.parse(text);
+                    msg = (j.error ? j.error + ': ' : '') + (j.message || '');
+                } catch {
+                    msg = text.slice(0, 200);
+                }
+            }
+            const ok = res.status >= 200 && res.status < 300;
+            show(what + ': ' + res.status + (ok ? ' done' : ' ' + (res.statusText || 'failed')) + (msg ? ' (' + msg + ')' : ''), !ok);
+        } catch (e) {
+            show(what + ': not sent (' + e.message + ')', true);
+        }
+        soon();
+    }
+
+    let answerTimer = 0;
+
+    function show(text, failed) {
+        const a = $('answer');
+        $('answer-text').textContent = text;
+        // the box comes and goes: screen readers hear it from a region that stays
+        $('announce').textContent = text;
+        a.className = 'answer' + (failed ? ' failed' : '');
+        a.hidden = false;
+        clearTimeout(answerTimer);
+        // a failure stays until the next action; a success fades after 8 s
+        if (!failed) {
+            answerTimer = setTimeout(() => { a.hidden = true; }, 8000);
+        }
+    }
+
+    // ---- start ----
+
+    async function start() {
+        try {
+            const res = await fetch('config.json', { cache: 'no-store', credentials: 'same-origin' });
+            if (res.ok) {
+                const j = await res.json();
+                cfg.admin = typeof j.admin === 'string' && j.admin !== '' ? j.admin : null;
+                cfg.status = typeof j.status === 'string' ? j.status : cfg.status;
+                cfg.events = typeof j.events === 'string' ? j.events : cfg.events;
+            }
+        } catch {
+            // read-only with the default names
+        }
+        document.body.classList.toggle('admin', cfg.admin !== null);
+        for (const id of ['f-name', 'f-project', 'f-state']) {
+            $(id).addEventListener('input', filter);
+        }
+        $('filters').addEventListener('submit', (e) => e.preventDefault());
+        $('flags').addEventListener('click', (e) => {
+            const b = e.target.closest('button[data-action]');
+            if (b && !b.disabled) {
+                ask(b);
+            }
+        });
+        $('confirm-form').addEventListener('submit', submitted);
+        $('confirm').addEventListener('close', closed);
+        $('answer-close').addEventListener('click', () => {
+            $('answer').hidden = true;
+        });
+        document.addEventListener('visibilitychange', () => {
+            if (document.hidden) {
+                clearTimeout(timer);
+            } else {
+                soon();
+            }
+        });
+        connect();
+        await refresh();
+    }
+
+    if (document.readyState === 'loading') {
+        document.addEventListener('DOMContentLoaded', start);
+    } else {
+        start();
+    }
+}());

@@ -86,14 +86,18 @@ ${server}
 `;
 }
 
-// start({ flags: { 'shop.json': {...} }, http: '...', server: '...' }):
-// flags files go to conf/ (name them relative to it in flags_project).
-async function start({ flags = {}, http = '', server = '' }) {
+// start({ flags: { 'shop.json': {...} }, files: { 'htpasswd': '...' },
+// http: '...', server: '...' }): flags files (JSON) and other files (text)
+// go to conf/ (name them relative to it in flags_project and the like).
+async function start({ flags = {}, files = {}, http = '', server = '' }) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'flags-node-'));
     fs.mkdirSync(path.join(dir, 'conf'));
     fs.mkdirSync(path.join(dir, 'logs'));
     for (const [name, def] of Object.entries(flags)) {
         fs.writeFileSync(path.join(dir, 'conf', name), JSON.stringify(def, null, 1));
+    }
+    for (const [name, text] of Object.entries(files)) {
+        fs.writeFileSync(path.join(dir, 'conf', name), text);
     }
     const port = await freePort();
     fs.writeFileSync(path.join(dir, 'conf', 'nginx.conf'), nginxConf(port, http, server));

@@ -1,0 +1,405 @@
+'use strict';
+// The operator's page (flags_dashboard, docs/dashboard.md) in a real
+// browser: Debian's chromium driven by puppeteer-core 24.43.1.
+//
+// Two projects, the page and the admin API behind auth_basic (one user
+// named like an HTML injection), and a read-only page without admin=.
+// The page must load with no console error and no request to another
+// origin, list every flag, show a rollback live (the event stream, not the
+// 5 s reading), clear it through the dialog and the admin API, keep a
+// hostile user name as text, and a page of another origin must not be
+// able to change anything through the admin API. The test writes the
+// screenshot the README shows (docs/dashboard.png).
+//
+// CHROMIUM_BIN names the browser (default /usr/bin/chromium).
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const puppeteer = require('puppeteer-core');
+const nginx = require('./lib/nginx');
+
+const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
+const SCREENSHOT = path.resolve(__dirname, '..', '..', 'docs', 'dashboard.png');
+const LIVE_MS = 2000;
+
+const HOSTILE = '<img src=x onerror=window.__pwned=1>';
+const USERS = { alice: 'secret', [HOSTILE]: 'pw' };
+const basic = (u) => 'Basic ' + Buffer.from(`${u}:${USERS[u]}`).toString('base64');
+
+const SHOP = {
+    flags: [
+        { name: 'new-checkout', enabled: true, rolloutPercentage: 100,
+          rollback: { minErrors: 3, rate: 1, window: 60 } },
+        { name: 'dark-mode', enabled: true, rolloutPercentage: 25 },
+        { name: 'legacy-cart', enabled: false, rolloutPercentage: 100 },
+        { name: 'search-v2', enabled: true, rolloutPercentage: 0,
+          ramp: { stages: [{ percentage: 5, hold: 3600 }, { percentage: 50, hold: 3600 },
+                           { percentage: 100 }] } },
+    ],
+};
+// the most hostile name the file allows ([A-Za-z0-9_.:-]{1,128})
+const ODD = '-:.._--:';
+const BILLING = {
+    flags: [
+        { name: 'invoice-v2', enabled: true, rolloutPercentage: 50 },
+        { name: ODD, enabled: true, rolloutPercentage: 12.5 },
+    ],
+};
+
+const HTTP = `
+    flags_project shop token=pub_shop_1 file=shop.json;
+    flags_project billing token=pub_billing_1 file=billing.json;
+`;
+const SERVER = `
+        location = /flags { flags_evaluate; }
+        location = /ingest/errors { flags_ingest_errors; }
+        location = /flags-status { flags_status; allow 127.0.0.1; deny all; }
+        location /flags-dashboard/ {
+            flags_dashboard admin=/flags-admin/;
+            auth_basic flags; auth_basic_user_file htpasswd;
+        }
+        location /flags-dashboard-ro/ { flags_dashboard; allow 127.0.0.1; deny all; }
+        location /flags-admin/ {
+            flags_admin;
+            auth_basic flags; auth_basic_user_file htpasswd;
+        }
+`;
+
+let ng;
+let browser;
+let page;
+let evil;
+const requests = [];   // every request the dashboard's page made
+const problems = [];   // console errors, page errors, failed requests
+
+before(async () => {
+    ng = await nginx.start({
+        flags: { 'shop.json': SHOP, 'billing.json': BILLING },
+        // auth_basic's {PLAIN} scheme: no crypt() needed to write the file
+        files: { htpasswd: Object.entries(USERS).map(([u, p]) => `${u}:{PLAIN}${p}\n`).join('') },
+        http: HTTP,
+        server: SERVER,
+    });
+    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
+                  '--disable-extensions', '--disable-background-networking',
+                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
+                  '--disable-dev-shm-usage'];
+    if (process.getuid && process.getuid() === 0) {
+        args.push('--no-sandbox');
+    }
+    browser = await puppeteer.launch({
+        executablePath: CHROMIUM, headless: true, args,
+        defaultViewport: { width: 1280, height: 800 },
+    });
+    page = await browser.newPage();
+    await page.authenticate({ username: 'alice', password: USERS.alice });
+    page.on('request', (r) => {
+        requests.push({ url: r.url(), method: r.method(), headers: r.headers(),
+                        body: r.postData() });
+    });
+    page.on('console', (m) => {
+        if (m.type() === 'error' || m.type() === 'warn') {
+            problems.push(`console ${m.type()}: ${m.text()}`);
+        }
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('requestfailed', (r) => {
+        // the event stream is cut when the page goes: that is no failure
+        if (!/\/events$/.test(r.url())) {
+            problems.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`);
+        }
+    });
+});
+
+after(async () => {
+    if (browser) {
+        await browser.close();
+    }
+    if (evil) {
+        evil.close();
+    }
+    if (ng) {
+        assert.deepEqual(ng.stop(), [], 'no [alert], [crit] or [emerg] in the error log');
+    }
+});
+
+async function status() {
+    const res = await fetch(`${ng.base}/flags-status`);
+    assert.equal(res.status, 200);
+    return res.json();
+}
+
+function flagOf(doc, project, name) {
+    return doc.projects.find((p) => p.name === project).flags.find((f) => f.name === name);
+}
+
+// the card of a flag, as the page shows it
+function card(project, name) {
+    return page.evaluate((p, n) => {
+        const a = [...document.querySelectorAll('article.flag')]
+            .find((e) => e.dataset.project === p && e.dataset.flag === n);
+        if (!a) {
+            return null;
+        }
+        return { badge: a.querySelector('.badge:not(.full)').textContent,
+                 text: a.textContent, cls: a.className };
+    }, project, name);
+}
+
+async function evaluate(token, n) {
+    for (let i = 0; i < n; i++) {
+        await nginx.getFlags(ng.base, token, `user-${i}`);
+    }
+}
+
+test('the page loads with no console error, no request elsewhere, every flag of both projects', async () => {
+    // the headers docs/dashboard.md promises, on the page and its assets
+    const auth = { Authorization: basic('alice') };
+    for (const p of ['', 'app.js', 'app.css']) {
+        const res = await fetch(`${ng.base}/flags-dashboard/${p}`, { headers: auth });
+        assert.equal(res.status, 200, p);
+        assert.match(res.headers.get('content-security-policy'), /default-src 'none'; script-src 'self'/);
+        assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+        const body = await res.text();
+        const file = path.resolve(__dirname, '..', '..', 'src', 'dashboard', p || 'index.html');
+        assert.equal(body, fs.readFileSync(file, 'utf8'), `${p || 'index.html'} is the file, byte for byte`);
+    }
+
+    await page.goto(`${ng.base}/flags-dashboard/`, { waitUntil: 'load' });
+    await page.waitForSelector('article.flag', { timeout: 5000 });
+    const shown = await page.$$eval('article.flag', (as) => as.map((a) => [a.dataset.project, a.dataset.flag]));
+    const doc = await status();
+    const want = doc.projects.flatMap((p) => p.flags.map((f) => [p.name, f.name]));
+    assert.equal(want.length, 6);
+    assert.deepEqual(shown, want, 'every flag of both projects, in the document\'s order');
+    assert.deepEqual(await page.$$eval('section.project h2 > span:first-child', (h) => h.map((e) => e.textContent)),
+                     ['shop', 'billing']);
+    // the name as text, in its card's heading
+    assert.equal((await card('billing', ODD)).text.startsWith(ODD), true);
+    // states: killed in its file, a ramp at its first stage
+    assert.equal((await card('shop', 'legacy-cart')).badge, 'off in file');
+    assert.match((await card('shop', 'search-v2')).text, /stage 0 of 3 \(5 %\), running/);
+    // admin= given: the actions are there
+    assert.ok(await page.$('button[data-action="clear"]'));
+
+    const origin = new URL(ng.base).origin;
+    const elsewhere = requests.filter((r) => new URL(r.url).origin !== origin);
+    assert.deepEqual(elsewhere.map((r) => r.url), [], 'no request to another origin');
+    assert.ok(requests.some((r) => r.url === `${origin}/flags-dashboard/events`), 'the event stream opened');
+    assert.deepEqual(problems, [], 'no console error');
+});
+
+test('error reports make a rollback appear without a reload, within 2 s', async (t) => {
+    await page.evaluate(() => { window.__samePage = 1; });
+    await evaluate('pub_shop_1', 5);
+    const polls = () => requests.filter((r) => /status\.json$/.test(r.url)).length;
+    await nginx.sleep(300);
+    await nginx.reportErrors(ng.base, 'pub_shop_1', 'new-checkout', 3);
+    const reported = Date.now();
+    const before = polls();
+    await page.waitForFunction(() => {
+        const a = [...document.querySelectorAll('article.flag')].find((e) => e.dataset.flag === 'new-checkout');
+        return a && a.classList.contains('s-rolledBack');
+    }, { timeout: LIVE_MS + 1000, polling: 20 });
+    const took = Date.now() - reported;
+    t.diagnostic(`the rollback showed ${took} ms after the last report`);
+    assert.ok(took <= LIVE_MS, `the rollback showed after ${took} ms`);
+    assert.ok(polls() > before, 'a new status.json was read');
+    assert.equal(await page.evaluate(() => window.__samePage), 1, 'the page was not reloaded');
+    const c = await card('shop', 'new-checkout');
+    assert.equal(c.badge, 'rolled back');
+    assert.match(c.text, /by the rule: 3 errors in 5 on evaluations/);
+    assert.equal(flagOf(await status(), 'shop', 'new-checkout').rolledBack, true);
+    // and the event ring's line about it
+    await page.waitForFunction(() => document.querySelector('#events li.k-rollback'), { timeout: 2000 });
+});
+
+test('"clear rollback", confirmed in the dialog with the keyboard, clears it through the admin API', async () => {
+    const sel = 'article.flag[data-flag="new-checkout"] button[data-action="clear"]';
+    await page.waitForFunction((s) => !document.querySelector(s).disabled, {}, sel);
+    // Escape cancels: nothing is sent, the focus is back on the button
+    await page.focus(sel);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('dialog#confirm[open]');
+    await page.keyboard.press('Escape');
+    // (the dialog's close event, which gives the focus back, comes a task later)
+    await page.waitForFunction((s) => !document.querySelector('dialog#confirm').open &&
+                               document.activeElement === document.querySelector(s), { timeout: 2000 }, sel);
+    assert.equal(requests.filter((r) => r.url.includes('/flags-admin/')).length, 0);
+
+    // Enter opens it, the focus is on the confirming button, Enter confirms
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('dialog#confirm[open]');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'confirm-ok');
+    assert.match(await page.$eval('#confirm-text', (e) => e.textContent), /shop\/new-checkout/);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /204 done/.test(document.querySelector('#answer-text').textContent),
+                               { timeout: 3000 }).catch(async (e) => {
+        const st = await page.evaluate(() => [document.querySelector('#answer-text').textContent,
+            document.querySelector('dialog#confirm').open, document.activeElement.outerHTML]);
+        throw new Error(`${e.message}: ${JSON.stringify(st)} ${JSON.stringify(requests.filter((r) => r.url.includes('admin')))}`);
+    });
+    const calls = requests.filter((r) => r.url.includes('/flags-admin/'));
+    assert.deepEqual(calls.map((r) => [r.method, new URL(r.url).pathname]),
+                     [['DELETE', '/flags-admin/rollbacks/shop/new-checkout']]);
+    assert.equal(calls[0].headers['content-type'], 'application/json');
+    assert.equal(flagOf(await status(), 'shop', 'new-checkout').rolledBack, false);
+    await page.waitForFunction(() => {
+        const a = document.querySelector('article.flag[data-flag="new-checkout"]');
+        return !a.classList.contains('s-rolledBack');
+    }, { timeout: LIVE_MS });
+    // the event ring names who cleared it
+    await page.waitForFunction(() => [...document.querySelectorAll('#events li.k-clear')]
+        .some((li) => li.textContent.includes('(alice)')), { timeout: LIVE_MS });
+});
+
+test('an answer that is an error is shown with its status and message', async () => {
+    // a percentage the admin API refuses: 400 and its message on the page
+    const sel = 'article.flag[data-flag="dark-mode"] button[data-action="set"]';
+    await page.click(sel);
+    await page.waitForSelector('dialog#confirm[open]');
+    await page.$eval('#confirm-pct', (e) => { e.removeAttribute('max'); e.value = '150'; });
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => /: 400 /.test(document.querySelector('#answer-text').textContent),
+                               { timeout: 3000 });
+    const text = await page.$eval('#answer-text', (e) => e.textContent);
+    assert.match(text, /^Set override shop\/dark-mode: 400 Bad Request \(invalid_field: .*rolloutPercentage/);
+    assert.equal(flagOf(await status(), 'shop', 'dark-mode').override, null);
+    // chromium logs every answer >= 400 to a fetch as a console error: this
+    // one was asked for
+    const i = problems.findIndex((p) => /status of 400/.test(p));
+    assert.notEqual(i, -1);
+    problems.splice(i, 1);
+});
+
+test('a ramp is paused and resumed from its card', async () => {
+    const card = 'article.flag[data-flag="search-v2"]';
+    for (const [action, state] of [['pause', 'paused'], ['resume', 'running']]) {
+        await page.click(`${card} button[data-action="${action}"]`);
+        await page.waitForSelector('dialog#confirm[open]');
+        assert.match(await page.$eval('#confirm-text', (e) => e.textContent), /the ramp of shop\/search-v2/);
+        await page.click('#confirm-ok');
+        await page.waitForFunction((a) => document.querySelector('#answer-text').textContent
+            .startsWith(`${a} shop/search-v2: 204 done`), { timeout: 3000 },
+                                   action === 'pause' ? 'Pause' : 'Resume');
+        assert.equal(flagOf(await status(), 'shop', 'search-v2').ramp.state, state);
+        await page.waitForFunction((c, s) => document.querySelector(`${c} .badge:not(.full)`).textContent === `ramp ${s}`,
+                                   { timeout: LIVE_MS }, card, state);
+    }
+    const sent = requests.filter((r) => r.url.includes('/flags-admin/ramps/'));
+    assert.deepEqual(sent.map((r) => [r.method, new URL(r.url).pathname, r.body]),
+                     [['PUT', '/flags-admin/ramps/shop/search-v2', '{"action":"pause"}'],
+                      ['PUT', '/flags-admin/ramps/shop/search-v2', '{"action":"resume"}']]);
+});
+
+test('a hostile admin user name stays text in the events list', async () => {
+    const res = await fetch(`${ng.base}/flags-admin/overrides/billing/invoice-v2`, {
+        method: 'PUT',
+        headers: { Authorization: basic(HOSTILE), 'Content-Type': 'application/json' },
+        body: JSON.stringify({ rolloutPercentage: 75 }),
+    });
+    assert.equal(res.status, 204);
+    const doc = await status();
+    assert.equal(doc.events[0].who, HOSTILE, 'flags_status carries the name as it is');
+    await page.waitForFunction((h) => [...document.querySelectorAll('#events li')]
+        .some((li) => li.textContent.includes(h)), { timeout: LIVE_MS }, HOSTILE);
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('img, script:not([src])').length), 0);
+    const c = await card('billing', 'invoice-v2');
+    assert.equal(c.badge, 'overridden');
+    assert.deepEqual(problems, [], 'no console error (no blocked inline script, no image)');
+});
+
+test('the read-only page has no actions', async () => {
+    const ro = await browser.newPage();
+    const errs = [];
+    ro.on('console', (m) => { if (m.type() === 'error') { errs.push(m.text()); } });
+    await ro.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
+    await ro.waitForSelector('article.flag');
+    assert.equal(await ro.$$eval('article.flag', (a) => a.length), 6);
+    assert.equal(await ro.$('button[data-action]'), null);
+    assert.deepEqual(errs, []);
+    await ro.close();
+});
+
+test('another site cannot change anything through the admin API', async () => {
+    const logged = ng.accessLog().length;
+    const admin = `${ng.base}/flags-admin/overrides/shop/dark-mode`;
+    // what a browser sends for another site: refused before anything is read
+    for (const h of [{ Origin: 'http://evil.example' }, { 'Sec-Fetch-Site': 'cross-site' },
+                     { 'Sec-Fetch-Site': 'same-site' }]) {
+        const res = await fetch(admin, {
+            method: 'PUT',
+            headers: { Authorization: basic('alice'), 'Content-Type': 'application/json', ...h },
+            body: '{"enabled":false}',
+        });
+        assert.equal(res.status, 403, JSON.stringify(h));
+        assert.equal((await res.json()).error, 'cross_origin');
+    }
+    // a form can only POST, an image only GET
+    for (const [method, type] of [['POST', 'application/x-www-form-urlencoded'], ['POST', 'text/plain'],
+                                  ['GET', undefined]]) {
+        const res = await fetch(admin, {
+            method,
+            headers: { Authorization: basic('alice'), ...(type ? { 'Content-Type': type } : {}) },
+            body: method === 'POST' ? 'enabled=false' : undefined,
+        });
+        await res.arrayBuffer();
+        assert.equal(res.status, 405, `${method} ${type}`);
+    }
+
+    // and a real page of another origin (another port of 127.0.0.1), in
+    // the browser that holds alice's credentials for the admin API: a
+    // text/plain form that spells JSON, an image, a fetch PUT (its
+    // preflight must fail) and a no-cors POST
+    evil = http.createServer((req, res) => {
+        res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.end(`<!doctype html><title>evil</title>
+<iframe name="sink"></iframe>
+<form id="f" method="POST" action="${admin}" enctype="text/plain" target="sink">
+<input name='{"enabled":false,"x":"' value='"}'></form>
+<img src="${admin}">
+<script>
+window.results = [];
+document.getElementById('f').submit();
+fetch(${JSON.stringify(admin)}, { method: 'PUT', mode: 'cors', credentials: 'include',
+    headers: { 'Content-Type': 'application/json' }, body: '{"enabled":false}' })
+  .then((r) => results.push('put ' + r.status), (e) => results.push('put refused'));
+fetch(${JSON.stringify(admin)}, { method: 'POST', mode: 'no-cors', credentials: 'include',
+    body: '{"enabled":false}' })
+  .then((r) => results.push('post ' + r.type), (e) => results.push('post refused'));
+</script>`);
+    });
+    await new Promise((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const other = await browser.newPage();
+    await other.authenticate({ username: 'alice', password: USERS.alice });
+    await other.goto(`http://127.0.0.1:${evil.address().port}/`, { waitUntil: 'load' });
+    await other.waitForFunction(() => window.results.length === 2, { timeout: 5000 });
+    const results = await other.evaluate(() => window.results.slice().sort());
+    assert.deepEqual(results, ['post opaque', 'put refused']);
+    await nginx.sleep(300);
+    await other.close();
+
+    assert.equal(flagOf(await status(), 'shop', 'dark-mode').override, null, 'nothing changed');
+    // every call this test made, the browser's included, was refused
+    const lines = ng.accessLog().slice(logged)
+        .filter((l) => l.includes('/flags-admin/overrides/shop/dark-mode'));
+    assert.ok(lines.length >= 8, lines.join(' | '));
+    assert.ok(lines.every((l) => / (401|403|405) /.test(l)), lines.join(' | '));
+});
+
+test('the screenshot the README shows', async () => {
+    // an override and a rollback to show, then a few readings for the chart
+    await nginx.reportErrors(ng.base, 'pub_shop_1', 'new-checkout', 3);
+    await page.waitForSelector('article.flag.s-rolledBack[data-flag="new-checkout"]', { timeout: LIVE_MS });
+    await page.click('#answer-close');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await nginx.sleep(300);
+    await page.screenshot({ path: SCREENSHOT, type: 'png' });
+    const size = fs.statSync(SCREENSHOT).size;
+    assert.ok(size > 10000 && size < 400000, `docs/dashboard.png is ${size} bytes`);
+    assert.deepEqual(problems, [], 'no console error all along');
+});
