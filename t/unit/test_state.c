@@ -917,7 +917,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":1,\"errorPercentage\":33.333},"
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
-        "\"rollback\":null,\"zoneFull\":false}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":false}");
 
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 33333);
@@ -937,7 +937,7 @@ static void test_status_json(void **state)
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
         "\"rollback\":{\"at\":\"2026-11-22T13:05:09.123Z\",\"errors\":2,"
         "\"enabledEvaluations\":3,\"sources\":1,\"decidedBy\":\"rule\"},"
-        "\"zoneFull\":false}");
+        "\"definedAt\":null,\"zoneFull\":false}");
 
     clear_rollback(m);
     s = snap(m, 100);
@@ -953,7 +953,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":2,\"errorPercentage\":66.666},"
         "\"off\":{\"evaluations\":1,\"errors\":0,\"errorPercentage\":0}},"
-        "\"rollback\":null,\"zoneFull\":false}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":false}");
 
     /* A flag off in its file keeps its configured percentage. */
     void *m2 = new_block(30, 1);
@@ -971,7 +971,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
-        "\"rollback\":null,\"zoneFull\":false}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":false}");
     fl_control_set_override(&FS(m2)->c, FL_OVERRIDE_NONE, 0);
     s = snap(m2, 100);
     s.evaluations = UINT64_MAX;             /* the widest numbers fit */
@@ -1014,7 +1014,7 @@ static void test_status_json(void **state)
         "\"rollback\":{\"at\":\"9999-12-31T23:59:59.999Z\","
         "\"errors\":18446744073709551615,\"enabledEvaluations\":18446744073709551615,"
         "\"sources\":18446744073709551615,\"decidedBy\":\"fleet\"},"
-        "\"zoneFull\":false}");
+        "\"definedAt\":null,\"zoneFull\":false}");
 
     /* the widest "waitingFor" fits the bound too */
     s.rolled_back = 0;
@@ -1057,7 +1057,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":2,\"upstream\":5},"
         "\"cohorts\":{\"on\":{\"evaluations\":8,\"errors\":5,\"errorPercentage\":62.5},"
         "\"off\":{\"evaluations\":3,\"errors\":1,\"errorPercentage\":33.333}},"
-        "\"rollback\":null,\"zoneFull\":false}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":false}");
     s.errors = 4;                           /* upstream read after errors */
     s.off_evaluations = 1;
     s.off_errors = 2;
@@ -1074,7 +1074,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":0,\"upstream\":4},"
         "\"cohorts\":{\"on\":{\"evaluations\":3,\"errors\":0,\"errorPercentage\":0},"
         "\"off\":{\"evaluations\":1,\"errors\":2,\"errorPercentage\":100}},"
-        "\"rollback\":null,\"zoneFull\":false}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":false}");
 
     /* A flag without room in the zone: a zeroed snapshot, zoneFull. */
     memset(&s, 0, sizeof(s));
@@ -1090,7 +1090,7 @@ static void test_status_json(void **state)
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
         "\"cohorts\":{\"on\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null},"
         "\"off\":{\"evaluations\":0,\"errors\":0,\"errorPercentage\":null}},"
-        "\"rollback\":null,\"zoneFull\":true}");
+        "\"rollback\":null,\"definedAt\":null,\"zoneFull\":true}");
 
     /* Out of range. */
     assert_int_equal(fl_status_flag_json_bound(p, 2), 0);
