@@ -447,6 +447,7 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->upstream_status_min = NGX_CONF_UNSET_UINT;
     flcf->upstream_status_max = NGX_CONF_UNSET_UINT;
     flcf->upstream_flags = NULL;
+    ngx_str_null(&flcf->dashboard_admin);   /* a location's own: no merge */
     flcf->handler = NULL;
     flcf->handler_directive = NULL;
     ngx_str_null(&flcf->handler_file);

@@ -828,7 +828,11 @@ _S_
              "$mode: it names the bound");
         sleep 2.5;     # the worker reconnects (backoff 0.2, 0.4, 0.8 s) to more of it
         my $grew = (vm_kb($worker, 'VmHWM') - $rss0) / 1024;
-        ok($grew < 16, sprintf "$mode: peak VmRSS grew by %.1f MiB (< 16 MiB)", $grew);
+        # ASan keeps freed blocks in its quarantine instead of reusing
+        # them, and pads each with red zones: the two rounds' readers peak
+        # at 15-19 MiB there (measured), against a few MiB plain
+        my $bound = ($ENV{LD_PRELOAD} // '') =~ /libasan/ ? 32 : 16;
+        ok($grew < $bound, sprintf "$mode: peak VmRSS grew by %.1f MiB (< $bound MiB)", $grew);
         # valgrind keeps freed blocks aside (--freelist-vol, 20 MB) first,
         # and ASan in its quarantine: the plain run checks the release
         my $now = (vm_kb($worker, 'VmRSS') - $rss0) / 1024;
