@@ -222,6 +222,7 @@ is_deeply(counters('half'), {evaluations => $before->{evaluations} + 1501,
 $before = counters('half')->{evaluations};
 @resp = pipelined(map { ['GET', '/flags?userId=u1&trait_plan=pro', @AUTH] } 1 .. 10);
 is(scalar @resp, 10, '10 answers just before the reload');
+my %old_workers = map { $_ => 1 } worker_pids($master);
 write_flags(0);
 nginx_signal($master, 'HUP');
 my $polls = 0;
@@ -231,7 +232,11 @@ ok(wait_for(sub {
     return values_of($b)->{half} == 0;
 }, 10), 'after the reload "half" at 0 % is off for u1');
 # the old workers fold what they answered when they exit
-ok(wait_for(sub { scalar(worker_pids($master)) == 2 }, 10), 'the old workers are gone');
+# two workers, none of them from before the reload (u1 may be off for
+# "half" at 50 % too, so its answer alone does not prove the reload)
+ok(wait_for(sub { my @w = worker_pids($master);
+                  @w == 2 && !grep { $old_workers{$_} } @w }, 10),
+   'the old workers are gone, the new ones answer');
 is(counters('half')->{evaluations}, $before + 10 + $polls,
    "every answer before and during the reload is counted ($before + 10 + $polls)");
 
