@@ -68,6 +68,36 @@ fl_status_t override_from_json(const jval *obj, fl_override_kind_t *kind,
     return FL_ERR_FIELD;
 }
 
+/* An admin body: a JSON object, parsed into a local arena (no allocator
+ * is given), handed to read(root), which gives the answer. */
+template <class F>
+fl_status_t admin_body(const char *body, size_t len, char *err,
+    size_t err_len, F read) noexcept
+{
+    try {
+        malloc_arena arena;
+        jval *root = nullptr;
+
+        if (body == nullptr) {
+            len = 0;
+            body = "";
+        }
+        fl_status_t rc = jparse(body, len, arena.handle(), FL_REPORT_MAX_DEPTH,
+                                "request body", &root, err, err_len);
+        if (rc != FL_OK) {
+            return rc;
+        }
+        if (root->kind != J_OBJECT) {
+            set_err(err, err_len, "request body must be a JSON object");
+            return FL_ERR_JSON;
+        }
+        return read(root);
+    } catch (...) {
+        set_err(err, err_len, "internal error");
+        return FL_ERR_INTERNAL;
+    }
+}
+
 } // namespace fl
 
 extern "C" {
@@ -75,51 +105,15 @@ extern "C" {
 fl_status_t fl_parse_override(const char *body, size_t len,
     fl_override_kind_t *kind, uint32_t *milli, char *err, size_t err_len) noexcept
 {
-    try {
-        /* No allocator is given: a local arena, released on return. */
-        fl::malloc_arena arena;
-        fl::jval *root = nullptr;
-
-        if (body == nullptr) {
-            len = 0;
-            body = "";
-        }
-        fl_status_t rc = fl::jparse(body, len, arena.handle(), FL_REPORT_MAX_DEPTH,
-                                    "request body", &root, err, err_len);
-        if (rc != FL_OK) {
-            return rc;
-        }
-        if (root->kind != fl::J_OBJECT) {
-            fl::set_err(err, err_len, "request body must be a JSON object");
-            return FL_ERR_JSON;
-        }
+    return fl::admin_body(body, len, err, err_len, [&](const fl::jval *root) {
         return fl::override_from_json(root, kind, milli, err, err_len);
-    } catch (...) {
-        fl::set_err(err, err_len, "internal error");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 fl_status_t fl_parse_ramp_action(const char *body, size_t len,
     fl_ramp_action_t *action, char *err, size_t err_len) noexcept
 {
-    try {
-        fl::malloc_arena arena;
-        fl::jval *root = nullptr;
-
-        if (body == nullptr) {
-            len = 0;
-            body = "";
-        }
-        fl_status_t rc = fl::jparse(body, len, arena.handle(), FL_REPORT_MAX_DEPTH,
-                                    "request body", &root, err, err_len);
-        if (rc != FL_OK) {
-            return rc;
-        }
-        if (root->kind != fl::J_OBJECT) {
-            fl::set_err(err, err_len, "request body must be a JSON object");
-            return FL_ERR_JSON;
-        }
+    return fl::admin_body(body, len, err, err_len, [&](const fl::jval *root) {
         const fl::jval *a = fl::jget(root, "action");
         if (a == nullptr || a->kind != fl::J_STRING
             || fl_ramp_action_parse(a->str, a->len, action) != 0)
@@ -130,10 +124,7 @@ fl_status_t fl_parse_ramp_action(const char *body, size_t len,
             return FL_ERR_FIELD;
         }
         return FL_OK;
-    } catch (...) {
-        fl::set_err(err, err_len, "internal error");
-        return FL_ERR_INTERNAL;
-    }
+    });
 }
 
 } // extern "C"
