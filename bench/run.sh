@@ -77,6 +77,7 @@ TOKEN30=pub_bench_30
 TOKEN1=pub_bench_1
 TOKEN1000=pub_bench_1000
 TOKEN30R=pub_bench_30_ramped
+TOKEN30N=pub_bench_30_unramped
 # The benchmark user: a userId and 5 traits that the generated segments test
 # (bench/gen-flags.py): in, eq/ignoreCase, regex, semver_gt, gte.
 QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
@@ -200,12 +201,17 @@ print(json.dumps({"flags": [flag],
 EOF
 # The 30 flags again, each with a ramp whose first stage is its percentage
 # (held for an hour, so the run sees one stage): what a ramp costs GET
-# /flags.  A stage must be above 0 %, so a 0 % flag starts at 0.001 %.
-python3 - "$PREFIX/conf/flags/p30.json" >"$PREFIX/conf/flags/p30r.json" <<'EOF'
+# /flags.  A stage must be above 0 %, so a 0 % flag starts at 0.001 %; the
+# baseline (p30n) is the same flags at the same percentages without ramps,
+# so both sides hash the same buckets (a 0 % flag needs none).
+python3 - "$PREFIX/conf/flags/p30.json" "$PREFIX/conf/flags/p30n.json" >"$PREFIX/conf/flags/p30r.json" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1]))
 for f in p["flags"]:
-    first = max(f["rolloutPercentage"], 0.001)
+    f["rolloutPercentage"] = max(f["rolloutPercentage"], 0.001)
+json.dump(p, open(sys.argv[2], "w"))
+for f in p["flags"]:
+    first = f["rolloutPercentage"]
     stages = [{"percentage": first, "hold": 3600}]
     if first < 100:
         stages.append({"percentage": 100})
@@ -273,6 +279,7 @@ http {
     flags_project  p1000 token=$TOKEN1000 file=flags/p1000.json;
     flags_project  p1    token=$TOKEN1    file=flags/p1.json;
     flags_project  p30r  token=$TOKEN30R  file=flags/p30r.json;
+    flags_project  p30n  token=$TOKEN30N  file=flags/p30n.json;
     flags_rollback off;                     # the reported flag must stay on
     flags_error_log $PREFIX/logs/reports.log;
 
@@ -490,6 +497,7 @@ scenario() {
 AUTH30=(-H "Authorization: Bearer $TOKEN30")
 AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
 AUTH30R=(-H "Authorization: Bearer $TOKEN30R")
+AUTH30N=(-H "Authorization: Bearer $TOKEN30N")
 AUTH1=(-H "Authorization: Bearer $TOKEN1")
 OFREP=$OUT/ofrep.json
 # the benchmark user's ETag, for the 304 runs
@@ -523,9 +531,9 @@ SC[static30users]='BENCH_USERS=100000 scenario static30users "GET /static (basel
 SC[flags1000users]='BENCH_USERS=100000 scenario flags1000users "GET /flags1000 (a new user each time)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[static1000users]='BENCH_USERS=100000 scenario static1000users "GET /static1000 (baseline, the same URLs)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running ramp)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
-SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags, no ramps)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags at the same percentages, no ramps)" "/flags?$QUERY" "" "${AUTH30N[@]}"'
 SC[flagsrampusers]='BENCH_USERS=100000 scenario flagsrampusers "GET /flagsramp (30 ramped flags, a new user each time)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
-SC[flags30rusers]='BENCH_USERS=100000 scenario flags30rusers "GET /flags (the same 30 flags, no ramps, a new user each time)" "/flags?$QUERY" "" "${AUTH30[@]}"'
+SC[flags30rusers]='BENCH_USERS=100000 scenario flags30rusers "GET /flags (the same 30 flags at the same percentages, no ramps, a new user each time)" "/flags?$QUERY" "" "${AUTH30N[@]}"'
 SC[status]='scenario status "GET /flags-status ($STATUS_FLAGS flags)" "/flags-status" ""'
 SC[statusstatic]='scenario statusstatic "GET /status-static (baseline, static file)" "/status-static" ""'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
