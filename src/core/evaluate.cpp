@@ -278,6 +278,29 @@ FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
     out->rollout_milli = eff;
 }
 
+/* Every flag of p in file order with its effective percentage (the
+ * configured one when effective_milli is NULL) and the call's cache of
+ * segment results: the loop both evaluations share. */
+template <class F>
+FL_HOT_INLINE void each_flag(const fl_project_t *p,
+    const uint32_t *effective_milli, fl_detail_t *out, F one)
+{
+    if (p == nullptr || out == nullptr) {
+        return;
+    }
+
+    uint8_t cache[cache_size];
+    std::memset(cache, unknown,
+                p->segments.size() < cache_size ? p->segments.size()
+                                                : cache_size);
+
+    for (size_t i = 0; i < p->flags.size(); i++) {
+        const fl::Flag &f = p->flags[i];
+        one(i, f, effective_milli ? effective_milli[i] : f.rollout_milli,
+            cache);
+    }
+}
+
 } // namespace
 
 
@@ -290,22 +313,11 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
     noexcept
 {
-    if (p == nullptr || out == nullptr) {
-        return;
-    }
-
-    uint8_t cache[cache_size];
-    std::memset(cache, unknown,
-                p->segments.size() < cache_size ? p->segments.size()
-                                                : cache_size);
-
-    for (size_t i = 0; i < p->flags.size(); i++) {
-        const fl::Flag &f = p->flags[i];
-        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-
-        detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u, cache,
-                   &out[i]);
-    }
+    each_flag(p, effective_milli, out,
+        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache) {
+            detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u,
+                       cache, &out[i]);
+        });
 }
 
 /* The values alone: detail_one()'s value and percentage, without the
@@ -313,27 +325,17 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
 void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, fl_detail_t *out) noexcept
 {
-    if (p == nullptr || out == nullptr) {
-        return;
-    }
+    each_flag(p, effective_milli, out,
+        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache) {
+            bool matched;
 
-    uint8_t cache[cache_size];
-    std::memset(cache, unknown,
-                p->segments.size() < cache_size ? p->segments.size()
-                                                : cache_size);
-
-    for (size_t i = 0; i < p->flags.size(); i++) {
-        const fl::Flag &f = p->flags[i];
-        uint32_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-        bool matched;
-
-        out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
-        out[i].reason = FL_REASON_STATIC;
-        out[i].has_segments = 0;
-        out[i].segment_matched = matched;
-        out[i].rolled_back = 0;
-        out[i].rollout_milli = eff;
-    }
+            out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
+            out[i].reason = FL_REASON_STATIC;
+            out[i].has_segments = 0;
+            out[i].segment_matched = matched;
+            out[i].rolled_back = 0;
+            out[i].rollout_milli = eff;
+        });
 }
 
 int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
