@@ -18,7 +18,6 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use IPC::Open3;
 use JSON::PP;
-use POSIX qw(WNOHANG);
 use Symbol qw(gensym);
 use Time::HiRes qw(sleep time);
 use URI::Escape qw(uri_escape);
@@ -217,28 +216,6 @@ is("@not_family", '', 'every metric the dashboard reads is a family of metrics.c
 my $rport = unused_port();
 my $pport = unused_port();
 my ($redis, $prom);
-
-sub spawn {
-    my ($log, @cmd) = @_;
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        delete $ENV{LD_PRELOAD};
-        open STDOUT, '>', $log or POSIX::_exit(126);
-        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
-        { no warnings 'exec'; exec @cmd; }
-        POSIX::_exit(127);
-    }
-    return $pid;
-}
-
-sub reap {
-    my ($pid) = @_;
-    return unless $pid && kill 0, $pid;
-    kill 'TERM', $pid;
-    my $until = time + 10;
-    sleep 0.1 while waitpid($pid, WNOHANG) != $pid && time < $until;
-    if (kill 0, $pid) { kill 'KILL', $pid; waitpid($pid, 0); }
-}
 
 END { local $?; reap($prom); reap($redis); }
 

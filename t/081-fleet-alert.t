@@ -13,7 +13,6 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use IO::Socket::INET;
 use JSON::PP ();
-use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
 for my $bin (qw(redis-server prometheus)) {
@@ -29,27 +28,6 @@ my @port = map { unused_port() } 0 .. 2;
 my @dir = map { prefix_dir("fleet-alert-$_") } 0 .. 2;
 my $pdir = prefix_dir('fleet-alert-prom');
 my (@pid, $redis, $prom);
-
-sub spawn {
-    my ($log, @cmd) = @_;
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        open STDOUT, '>', $log or POSIX::_exit(126);
-        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
-        { no warnings 'exec'; exec @cmd; }
-        POSIX::_exit(127);
-    }
-    return $pid;
-}
-
-sub reap {
-    my ($pid) = @_;
-    return unless $pid && kill 0, $pid;
-    kill 'TERM', $pid;
-    my $until = time + 10;
-    sleep 0.1 while waitpid($pid, WNOHANG) != $pid && time < $until;
-    if (kill 0, $pid) { kill 'KILL', $pid; waitpid($pid, 0); }
-}
 
 END { local $?; reap($prom); reap($redis); }
 

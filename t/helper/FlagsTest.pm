@@ -33,7 +33,8 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_connect
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
-                 default_report_log unused_port prometheus_api);
+                 default_report_log unused_port prometheus_api
+                 spawn reap);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -323,6 +324,31 @@ END {
     nginx_stop($_) for @Started;
     unlink $DefaultLog unless $DefaultLogExisted;
     $? = $status;
+}
+
+# A helper program the test starts (redis-server, prometheus), its output
+# into $log, without the sanitizer runtime a SANITIZE run preloads for
+# nginx: returns its PID, which reap() ends (TERM, then KILL after 10 s).
+sub spawn {
+    my ($log, @cmd) = @_;
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        delete $ENV{LD_PRELOAD};
+        open STDOUT, '>', $log or POSIX::_exit(126);
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(126);
+        { no warnings 'exec'; exec @cmd; }
+        POSIX::_exit(127);
+    }
+    return $pid;
+}
+
+sub reap {
+    my ($pid) = @_;
+    return unless $pid && kill 0, $pid;
+    kill 'TERM', $pid;
+    my $until = time + 10;
+    sleep 0.1 while waitpid($pid, WNOHANG) != $pid && time < $until;
+    if (kill 0, $pid) { kill 'KILL', $pid; waitpid($pid, 0); }
 }
 
 sub wait_for {
