@@ -34,6 +34,8 @@
 #include "ngx_http_flags_module.h"
 
 
+static ngx_uint_t ngx_http_flags_control_decide(ngx_http_flags_change_t *ch,
+    int64_t now);
 static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
 static void ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch);
 static void ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
@@ -70,18 +72,75 @@ ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
 
 
 /*
- * After an error of the flag was counted at now (a report, an upstream
- * error of its on cohort): this host's rule (docs/rollback.md).  Returns
- * 1 when this error rolled the flag back.
+ * A failure of the flag (f): a report, or an upstream error.  Counted in
+ * its cohort (fl_count_error_cohort(): the lifetime totals and, when on,
+ * the window), its source (the absolute rule's min_sources) and its
+ * witness (the regression rule's counts, when the flag has a ramp); then
+ * an on error runs this host's rule.  Returns 1 when it rolled the flag
+ * back.  Every failure comes through here, so who can move which rule
+ * (docs/regression.md, "Who can make it act") is written once.
  */
 
 ngx_uint_t
+ngx_http_flags_control_failure(ngx_http_flags_change_t *ch,
+    ngx_http_flags_failure_t *f)
+{
+    int64_t                 now;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    if (flag->node == NULL) {
+        /* the zone was full: nothing is counted for this flag */
+        return 0;
+    }
+
+    now = ngx_http_flags_now_sec();
+
+    fl_count_error_cohort(flag->totals, flag->window, now, f->enabled,
+                          f->upstream);
+
+    if (flag->witness) {
+        if (f->disputed) {
+            fl_witness_dispute(flag->witness);
+
+        } else {
+            /* a monotonic clock, the same in every worker: a tick's
+             * witnesses are the same whoever counts them */
+            (void) fl_witness_count(flag->witness, f->enabled, f->witness,
+                                    (uint64_t) ngx_current_msec,
+                                    flag->ramp_def->tick);
+        }
+    }
+
+    if (!f->enabled) {
+        /* the flag was off for this client: its cohort's error, never
+         * the window's, so no rollback to decide */
+        return 0;
+    }
+
+    fl_count_source(flag->window, now, f->source);
+
+    return ngx_http_flags_control_decide(ch, now);
+}
+
+
+/*
+ * After an error of the flag's on cohort was counted at now: this host's
+ * absolute rule (docs/rollback.md), narrowed while a ramp guards the
+ * flag to what its off cohort does not share (docs/ramps.md, "The
+ * backstop").  Returns 1 when this error rolled the flag back.
+ */
+
+static ngx_uint_t
 ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
 {
     char                    rate[16];
     size_t                  rate_len;
     uint32_t                seconds;
     uint64_t                enabled, errors, sources;
+    ngx_uint_t              backstop;
+    fl_ramp_input_t         in;
     ngx_http_flags_flag_t  *flag;
 
     flag = ch->flag;
@@ -90,20 +149,6 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
         || flag->policy.mode != FL_ROLLBACK_ON
         || fl_control_rolled_back(flag->ctl))
     {
-        return 0;
-    }
-
-    if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)
-        && !ngx_http_flags_sync_away(ch->fmcf))
-    {
-        /* the ramp's control group is the baseline: its regression rule
-         * guards the flag, not the absolute threshold (docs/ramps.md);
-         * with the fleet's ramp frozen (Redis away), the threshold does
-         * (docs/sync.md) */
-        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ch->log, 0,
-                       "flags: flag \"%V\" of project \"%V\": the ramp's "
-                       "regression rule guards it", &flag->name,
-                       &ch->project->name);
         return 0;
     }
 
@@ -117,6 +162,31 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
 
     if (!fl_rollback_decide(errors, enabled, sources, &flag->policy)) {
         return 0;
+    }
+
+    backstop = 0;
+
+    if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)
+        && !ngx_http_flags_sync_away(ch->fmcf))
+    {
+        /* the ramp's control group is the baseline: the threshold acts
+         * only on failures its off cohort does not share, so an outage of
+         * the whole site rolls back no ramped flag, and the regression
+         * rule guards the rest; with the fleet's ramp frozen (Redis
+         * away), the threshold alone (docs/sync.md) */
+        ngx_http_flags_ramp_input(ch->project, flag, &in);
+
+        if (!fl_ramp_backstop(flag->ramp_def, flag->ramp, flag->witness,
+                              &in, seconds))
+        {
+            ngx_log_debug2(NGX_LOG_DEBUG_HTTP, ch->log, 0,
+                           "flags: flag \"%V\" of project \"%V\": its off "
+                           "cohort fails alike: the ramp's backstop holds",
+                           &flag->name, &ch->project->name);
+            return 0;
+        }
+
+        backstop = 1;
     }
 
     if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
@@ -134,10 +204,12 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
                   "flags: rolled back flag \"%V\" of project \"%V\": "
                   "%uL errors and %uL enabled evaluations in %uD s from "
                   "%uL distinct sources (min_errors=%uD rate=%*s%% "
-                  "min_sources=%uD; decided by this host's rule)",
+                  "min_sources=%uD; decided by this host's rule%s)",
                   &flag->name, &ch->project->name, errors, enabled,
                   flag->policy.window, sources, flag->policy.min_errors,
-                  rate_len, rate, flag->policy.min_sources);
+                  rate_len, rate, flag->policy.min_sources,
+                  backstop ? ", the ramp's backstop: its off cohort does "
+                             "not fail alike" : "");
 
     ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
                                  "%uL errors and %uL enabled evaluations in "

@@ -6,8 +6,8 @@
  * its "enabled", else the flag's answer now for its userId and traits,
  * else on), hands the report's line to flags_error_log
  * (ngx_http_flags_reportlog.c), and once it is written counts the error
- * in its cohort, lets the core decide on a rollback after an error of the
- * on cohort and answers 204.  A line that could not be written is
+ * through the one entry of failures (ngx_http_flags_control_failure():
+ * cohort, source, witness, the rule) and answers 204.  A line that could not be written is
  * answered 500 and not counted.
  */
 
@@ -17,8 +17,7 @@
 typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;      /* of the accepted report */
-    uint32_t                      source;    /* fl_source_key() */
-    ngx_uint_t                    on;        /* its cohort */
+    ngx_http_flags_failure_t      failure;   /* its cohort, source, witness */
 } ngx_http_flags_ingest_ctx_t;
 
 
@@ -38,8 +37,9 @@ static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
-static ngx_uint_t ngx_http_flags_report_on(ngx_http_flags_project_t *project,
-    ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc);
+static void ngx_http_flags_report_cohort(ngx_http_flags_project_t *project,
+    ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc,
+    ngx_http_flags_failure_t *f);
 static ngx_int_t ngx_http_flags_logged(ngx_http_request_t *r,
     ngx_int_t rc);
 static ngx_int_t ngx_http_flags_accepted(ngx_http_request_t *r,
@@ -214,14 +214,19 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     }
 
     ctx->flag = &project->flags[idx];
+    ngx_memzero(&ctx->failure, sizeof(ngx_http_flags_failure_t));
     /* the user when the report names one, else $remote_addr (real_ip
      * applies): what min_sources counts */
-    ctx->source = fl_source_key(report.user_id, report.user_id_len,
-                                (const char *) r->connection->addr_text.data,
-                                r->connection->addr_text.len);
+    ctx->failure.source = fl_source_key(report.user_id, report.user_id_len,
+                                  (const char *) r->connection->addr_text.data,
+                                  r->connection->addr_text.len);
+    /* the address alone: what the regression rule counts */
+    ctx->failure.witness = fl_witness_key_report(
+                                  (const char *) r->connection->addr_text.data,
+                                  r->connection->addr_text.len);
     /* now, while the report's strings are in the pool */
-    ctx->on = ngx_http_flags_report_on(project, idx, &report,
-                                       flcf->max_traits, &alloc);
+    ngx_http_flags_report_cohort(project, idx, &report, flcf->max_traits,
+                                 &alloc, &ctx->failure);
 
     return ngx_http_flags_report_log(r, &project->name, &report,
                                      ngx_http_flags_logged);
@@ -255,56 +260,55 @@ static ngx_int_t
 ngx_http_flags_accepted(ngx_http_request_t *r,
     ngx_http_flags_ingest_ctx_t *ctx)
 {
-    int64_t                  now;
-    ngx_http_flags_flag_t   *flag;
     ngx_http_flags_change_t  ch;
 
-    flag = ctx->flag;
+    ngx_http_flags_change_init(&ch, r, ctx->project, ctx->flag);
 
-    if (!ctx->on) {
-        /* the flag was off for the client: its cohort's error, never
-         * the window's, so no rollback to decide */
-        if (flag->totals != NULL) {
-            fl_count_error_cohort(flag->totals, flag->window,
-                                  ngx_http_flags_now_sec(), 0, 0);
-        }
-
-    } else if (ngx_http_flags_count_error(flag, ctx->source, &now)) {
-        ngx_http_flags_change_init(&ch, r, ctx->project, flag);
-        (void) ngx_http_flags_control_decide(&ch, now);
-    }
+    (void) ngx_http_flags_control_failure(&ch, &ctx->failure);
 
     return ngx_http_flags_send_empty(r, NGX_HTTP_NO_CONTENT);
 }
 
 
-/* The report's cohort: 1 on, 0 off; what the flag answers the reporter
- * now (rollback and override included) is not an evaluation. */
+/*
+ * The report's cohort (f->enabled), and whether its claim is disputed:
+ * its "enabled" when given, else what the flag answers its userId and
+ * traits now (rollback and override included; not an evaluation), else
+ * on.  A ramped flag's report that claims a cohort and names a user is
+ * checked against the flag's answer for that user (fl_report_disputed()).
+ */
 
-static ngx_uint_t
-ngx_http_flags_report_on(ngx_http_flags_project_t *project, ngx_uint_t i,
-    fl_report_t *report, size_t max_traits, fl_alloc_t *alloc)
+static void
+ngx_http_flags_report_cohort(ngx_http_flags_project_t *project,
+    ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc,
+    ngx_http_flags_failure_t *f)
 {
-    fl_user_t    user;
-    fl_detail_t  d;
+    fl_user_t     user;
+    fl_cohort_t   cohort;
+    fl_detail_t   d;
+    ngx_uint_t    evaluate;
 
-    switch (fl_report_cohort(report, max_traits, alloc, &user)) {
+    cohort = fl_report_cohort(report, max_traits, alloc, &user);
 
-    case FL_COHORT_OFF:
-        return 0;
+    f->enabled = cohort != FL_COHORT_OFF;
 
-    case FL_COHORT_EVALUATE:
-        if (ngx_http_flags_evaluate_flag(project, i, &user, &d,
-                                         NGX_HTTP_FLAGS_NOT_COUNTED)
-            == NGX_OK)
-        {
-            return d.enabled;
-        }
+    evaluate = cohort == FL_COHORT_EVALUATE
+               || (project->flags[i].witness != NULL
+                   && (user.user_id != NULL || user.ntraits > 0));
 
-        return 1;
+    if (!evaluate
+        || ngx_http_flags_evaluate_flag(project, i, &user, &d,
+                                        NGX_HTTP_FLAGS_NOT_COUNTED)
+           != NGX_OK)
+    {
+        return;
+    }
 
-    default:
-        return 1;
+    if (cohort == FL_COHORT_EVALUATE) {
+        f->enabled = d.enabled;
+
+    } else {
+        f->disputed = fl_report_disputed(report, d.enabled);
     }
 }
 

@@ -129,6 +129,8 @@ struct ngx_http_flags_version_s {
     fl_control_t                ctl;
     /* the definition's ramp, if it has one (ngx_http_flags_ramp.c) */
     fl_ramp_t                   ramp;
+    /* and the witnesses of its regression rule (NULL without a ramp) */
+    fl_witness_t               *witness;
     /* when a configuration using it was first committed (0: not yet) */
     uint64_t                    defined_ms;
     /* flags_sync: this definition's rollback and override as the fleet
@@ -253,6 +255,8 @@ typedef struct {
      * in the zone (NULL when the zone was full) */
     const fl_ramp_def_t        *ramp_def;
     fl_ramp_t                  *ramp;
+    /* a ramped flag's witnesses (NULL: none, or the zone was full) */
+    fl_witness_t               *witness;
 } ngx_http_flags_flag_t;
 
 
@@ -357,8 +361,8 @@ void ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 void ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf);
 ngx_uint_t ngx_http_flags_zone_defs_committed(
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
-ngx_uint_t ngx_http_flags_count_error(ngx_http_flags_flag_t *flag,
-    uint32_t source, int64_t *now);
+void ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
+    ngx_http_flags_flag_t *flag, fl_ramp_input_t *in);
 void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors, uint64_t *sources);
@@ -497,8 +501,21 @@ typedef struct {
 void ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
     ngx_http_request_t *r, ngx_http_flags_project_t *project,
     ngx_http_flags_flag_t *flag);
-ngx_uint_t ngx_http_flags_control_decide(ngx_http_flags_change_t *ch,
-    int64_t now);
+
+/* One failure of a flag seen while serving a request: an error report,
+ * or an upstream answer in flags_upstream_errors' range.  The one entry
+ * of failures: it counts them and runs the rule. */
+typedef struct {
+    ngx_uint_t                  enabled;    /* its cohort: the flag on */
+    ngx_uint_t                  upstream;   /* nginx saw it fail */
+    ngx_uint_t                  disputed;   /* a report's "enabled" the
+                                             * evaluation contradicts */
+    uint32_t                    source;     /* fl_source_key(): sources */
+    uint32_t                    witness;    /* the regression rule's */
+} ngx_http_flags_failure_t;
+
+ngx_uint_t ngx_http_flags_control_failure(ngx_http_flags_change_t *ch,
+    ngx_http_flags_failure_t *f);
 ngx_uint_t ngx_http_flags_control_fleet_rollback(ngx_http_flags_change_t *ch,
     uint64_t at_ms, uint64_t errors, uint64_t enabled, uint64_t sources);
 ngx_uint_t ngx_http_flags_control_clear(ngx_http_flags_change_t *ch);

@@ -4,7 +4,8 @@
  *
  * Twice a second a worker takes the zone's lock, if nobody holds it, and
  * hands each ramp to the core (fl_ramp_step()) with its flag's lifetime
- * totals and what stops it.  The core decides everything: when the ramp
+ * totals (evaluations by cohort, witnessed errors by cohort) and what
+ * stops it.  The core decides everything: when the ramp
  * starts, when a tick closes and what the regression rule makes of it,
  * when a stage ends.  Whoever holds the lock when a tick is due closes
  * it, so a tick is closed once however many workers (of however many
@@ -250,28 +251,11 @@ ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
     ngx_http_flags_project_t *project, uint64_t now_ms, ngx_uint_t *dirty)
 {
     uint64_t              next_tick;
-    fl_flag_info_t        info;
     fl_ramp_input_t       in;
     fl_ramp_event_t       ev;
-    fl_state_snapshot_t   s;
 
-    fl_state_snapshot(flag->totals, flag->ctl, 0, 0, 0, &s);
-
-    ngx_memzero(&in, sizeof(fl_ramp_input_t));
-    in.on = s.on_evaluations;
-    in.off = s.off_evaluations;
-    in.on_errors = s.on_errors;
-    in.off_errors = s.off_errors;
-    in.rolled_back = s.rolled_back;
-    in.stopped = s.override_kind != FL_OVERRIDE_NONE;
-    in.guard = flag->policy.mode == FL_ROLLBACK_ON;
-
-    if (fl_project_flag_info(project->core,
-                             flag - project->flags, &info) == 0
-        && !info.enabled)
-    {
-        in.stopped = 1;             /* the kill switch of the file */
-    }
+    /* the cohorts' evaluations, their witnessed errors, what stops it */
+    ngx_http_flags_ramp_input(project, flag, &in);
 
     next_tick = flag->ramp->next_tick_ms;
 

@@ -55,7 +55,8 @@ static ngx_http_flags_version_t *ngx_http_flags_bind_match(
 static void ngx_http_flags_bind_window(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, ngx_http_flags_version_t *v,
     uint32_t window, ngx_uint_t gen, ngx_log_t *log);
-static ngx_int_t ngx_http_flags_bound(ngx_http_flags_flag_t *flag,
+static ngx_int_t ngx_http_flags_bound(ngx_slab_pool_t *shpool,
+    ngx_http_flags_flag_t *flag,
     ngx_http_flags_node_t *node, ngx_http_flags_version_t *v);
 static ngx_http_flags_window_t *ngx_http_flags_new_window(
     ngx_slab_pool_t *shpool, uint32_t seconds);
@@ -555,6 +556,7 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
     flag->ctl = NULL;
     flag->window = NULL;
     flag->ramp = NULL;
+    flag->witness = NULL;
 
     /* the key: "project\0flag" */
     len = project->len + 1 + flag->name.len;
@@ -585,14 +587,14 @@ ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *project,
         v->next = node->versions;
         __atomic_store_n(&node->versions, v, __ATOMIC_RELEASE);
 
-        return ngx_http_flags_bound(flag, node, v);
+        return ngx_http_flags_bound(fmcf->shpool, flag, node, v);
     }
 
     v->last_gen = gen;
 
     ngx_http_flags_bind_window(fmcf, flag, v, window, gen, log);
 
-    return ngx_http_flags_bound(flag, node, v);
+    return ngx_http_flags_bound(fmcf->shpool, flag, node, v);
 }
 
 
@@ -637,7 +639,7 @@ ngx_http_flags_bind_node(ngx_http_flags_main_conf_t *fmcf,
     ngx_queue_insert_tail(&sh->queue, &node->queue);
     sh->nnodes++;
 
-    return ngx_http_flags_bound(flag, node, v);
+    return ngx_http_flags_bound(fmcf->shpool, flag, node, v);
 }
 
 
@@ -711,8 +713,8 @@ ngx_http_flags_bind_window(ngx_http_flags_main_conf_t *fmcf,
 
 
 static ngx_int_t
-ngx_http_flags_bound(ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
-    ngx_http_flags_version_t *v)
+ngx_http_flags_bound(ngx_slab_pool_t *shpool, ngx_http_flags_flag_t *flag,
+    ngx_http_flags_node_t *node, ngx_http_flags_version_t *v)
 {
     flag->node = node;
     flag->version = v;
@@ -720,6 +722,18 @@ ngx_http_flags_bound(ngx_http_flags_flag_t *flag, ngx_http_flags_node_t *node,
     flag->ctl = &v->ctl;
     flag->window = ngx_http_flags_window_block(v->windows);
     flag->ramp = &v->ramp;
+
+    if (flag->ramp_def && v->witness == NULL) {
+        /* the zone is locked; a full zone leaves the ramp without
+         * witnesses: its regression rule then sees no error, and the
+         * absolute rule guards the flag unnarrowed (docs/ramps.md) */
+        v->witness = ngx_slab_alloc_locked(shpool, sizeof(fl_witness_t));
+        if (v->witness) {
+            fl_witness_init(v->witness);
+        }
+    }
+
+    flag->witness = v->witness;
 
     return NGX_OK;
 }
@@ -766,6 +780,7 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     v->last_gen = gen;
     fl_control_init(&v->ctl, def_hash);
     fl_ramp_init(&v->ramp);
+    v->witness = NULL;
     v->defined_ms = 0;
     v->sync_known = 0;
 
@@ -782,6 +797,10 @@ ngx_http_flags_free_version(ngx_slab_pool_t *shpool,
     for (w = v->windows; w; w = next) {
         next = w->next;
         ngx_slab_free_locked(shpool, w);
+    }
+
+    if (v->witness) {
+        ngx_slab_free_locked(shpool, v->witness);
     }
 
     ngx_slab_free_locked(shpool, v);
@@ -1021,25 +1040,47 @@ ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
 
 
 /*
- * One accepted error report from source (fl_source_key()), counted at
- * *now; 0 when the flag has no counters (the zone was full).  The rollback
- * decision is the caller's next step (ngx_http_flags_control_decide()).
+ * What a ramp's step (and its backstop) reads of the flag: its cohorts'
+ * lifetime evaluations, their witnessed errors (the regression rule's
+ * counts, docs/regression.md), what stops the ramp, and the policy's
+ * minSources.
  */
 
-ngx_uint_t
-ngx_http_flags_count_error(ngx_http_flags_flag_t *flag, uint32_t source,
-    int64_t *now)
+void
+ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
+    ngx_http_flags_flag_t *flag, fl_ramp_input_t *in)
 {
+    fl_flag_info_t       info;
+    fl_state_snapshot_t  s;
+
+    ngx_memzero(in, sizeof(fl_ramp_input_t));
+
     if (flag->node == NULL) {
-        return 0;
+        return;
     }
 
-    *now = ngx_http_flags_now_sec();
+    fl_state_snapshot(flag->totals, flag->ctl, 0, 0, 0, &s);
 
-    fl_count_error(flag->totals, flag->window, *now);
-    fl_count_source(flag->window, *now, source);
+    in->on = s.on_evaluations;
+    in->off = s.off_evaluations;
+    in->rolled_back = s.rolled_back;
+    in->stopped = s.override_kind != FL_OVERRIDE_NONE;
+    in->guard = flag->policy.mode == FL_ROLLBACK_ON;
+    in->min_sources = flag->policy.min_sources;
+    in->witness = flag->witness;
 
-    return 1;
+    if (flag->witness) {
+        in->on_errors = __atomic_load_n(&flag->witness->errors_on,
+                                        __ATOMIC_RELAXED);
+        in->off_errors = __atomic_load_n(&flag->witness->errors_off,
+                                         __ATOMIC_RELAXED);
+    }
+
+    if (fl_project_flag_info(project->core, flag - project->flags, &info)
+        == 0 && !info.enabled)
+    {
+        in->stopped = 1;            /* the kill switch of the file */
+    }
 }
 
 

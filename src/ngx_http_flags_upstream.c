@@ -21,7 +21,6 @@ typedef struct {
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_array_t                 *names;      /* flags=, or NULL */
     ngx_str_t                   *addr;       /* $remote_addr */
-    int64_t                      now;
 } ngx_http_flags_upstream_walk_t;
 
 
@@ -304,7 +303,6 @@ ngx_http_flags_upstream_log(ngx_http_request_t *r)
     walk.fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
     walk.names = flcf->upstream_flags;
     walk.addr = &r->connection->addr_text;
-    walk.now = ngx_http_flags_now_sec();
 
     ngx_http_flags_variables_each_read(r, ngx_http_flags_upstream_flag,
                                        &walk);
@@ -323,6 +321,7 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
     ngx_str_t                *name;
     ngx_uint_t                i;
     ngx_http_flags_change_t   ch;
+    ngx_http_flags_failure_t  failure;
 
     if (flag->totals == NULL) {
         return;
@@ -350,20 +349,17 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
         }
     }
 
-    fl_count_error_cohort(flag->totals, flag->window, walk->now, enabled, 1);
-
-    if (!enabled) {
-        return;
-    }
-
-    /* an error of the on cohort is the flag's, from the context's user
-     * or else the client: the decision of a report */
-    fl_count_source(flag->window, walk->now,
-                    fl_source_key(user->user_id, user->user_id_len,
-                                  (const char *) walk->addr->data,
-                                  walk->addr->len));
+    /* an upstream error is nginx's own observation: its source and its
+     * witness are the context's user, else the client */
+    ngx_memzero(&failure, sizeof(ngx_http_flags_failure_t));
+    failure.enabled = enabled;
+    failure.upstream = 1;
+    failure.source = fl_source_key(user->user_id, user->user_id_len,
+                                   (const char *) walk->addr->data,
+                                   walk->addr->len);
+    failure.witness = failure.source;
 
     ngx_http_flags_change_init(&ch, r, project, flag);
 
-    (void) ngx_http_flags_control_decide(&ch, walk->now);
+    (void) ngx_http_flags_control_failure(&ch, &failure);
 }

@@ -45,7 +45,8 @@ FLAGS_CORE_SRCS = \
 	sync_round.cpp \
 	sync_script.cpp \
 	utf8.cpp \
-	variables.cpp
+	variables.cpp \
+	witness.cpp
 
 # What a program linking libflagscore.a needs after it.
 FLAGS_CORE_LDLIBS = -lyajl -lpcre2-8 -lstdc++ -lm

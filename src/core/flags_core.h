@@ -412,6 +412,9 @@ typedef enum {
 /* A ramp's state (the ramps section below). */
 typedef struct fl_ramp_s  fl_ramp_t;
 
+/* A ramped flag's witnesses (the witnesses section below). */
+typedef struct fl_witness_s  fl_witness_t;
+
 /* fl_control_set_ramp(): no ramp in force, the configured percentage
  * applies. */
 #define FL_RAMP_NONE  UINT32_MAX
@@ -691,9 +694,18 @@ typedef enum {
 
 /* "enabled" given: that cohort.  Else a userId or traits: evaluate the
  * flag for *user (fl_report_user(); a userId or traits over its limits
- * are left out, as if not sent).  Neither: on. */
+ * are left out, as if not sent).  Neither: on.  *user is set whenever the
+ * report names a user, "enabled" or not, so that a claimed cohort can be
+ * checked against the flag's answer for that user. */
 fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
     const fl_alloc_t *a, fl_user_t *user) FL_NOEXCEPT;
+
+/* A report whose "enabled" contradicts what the flag answers the user it
+ * names (evaluated, now): its error is counted in the claimed cohort, as
+ * every report's is, but witnessed by no cohort of the regression rule
+ * (docs/regression.md): a client cannot vouch for a cohort the server
+ * does not give its user. */
+int fl_report_disputed(const fl_report_t *r, int evaluated) FL_NOEXCEPT;
 
 
 /* ------------------------------------------------------ admin overrides */
@@ -899,6 +911,72 @@ double fl_regression_ratio(const fl_regression_t *r, double alpha)
     FL_NOEXCEPT;
 
 
+/* ============================================================ witnesses
+ *
+ * What the regression rule counts (docs/regression.md, "Who can make it
+ * act").  An error is witnessed by the one who saw it: for a report the
+ * client address (a report's userId and "enabled" are whatever its writer
+ * says), for an upstream error flags_context's user, else the address
+ * (nginx saw that request fail).  Within one tick a witness counts at
+ * most one error in each cohort, so one client, however many reports it
+ * writes, moves the evidence by at most one error a cohort a tick.  The
+ * on cohort's distinct witnesses since the evidence began are kept too:
+ * the rule decides only when there are enough of them.
+ *
+ * A block per ramped flag in the caller's memory (the zone), counted
+ * into without a lock (one compare-and-swap a witness a tick); the tick
+ * ring is written by the ramp's step, which holds the zone's lock.
+ * witness.cpp.
+ */
+
+#define FL_WITNESS_SLOTS        64u     /* a cohort's witnesses a tick */
+#define FL_WITNESS_PROBES       8u
+#define FL_WITNESS_SET          32u     /* the evidence's on witnesses */
+#define FL_WITNESS_FLOOR_MIN    2u      /* never fewer required */
+#define FL_WITNESS_RING         16u     /* closed ticks the backstop reads */
+
+/* a closed tick's counts, as the backstop reads them */
+typedef struct {
+    uint64_t    n1, n0;         /* evaluations by cohort */
+    uint64_t    w1, w0;         /* witnessed errors by cohort */
+} fl_witness_tick_t;
+
+struct fl_witness_s {
+    uint64_t            errors_on;      /* lifetime, witnessed */
+    uint64_t            errors_off;
+    uint64_t            disputed;       /* reports whose "enabled" the
+                                         * evaluation of their user
+                                         * contradicts: not witnessed */
+    uint64_t            set_epoch;      /* the evidence epoch of set[] */
+    uint64_t            slots[2][FL_WITNESS_SLOTS];  /* [cohort]: key
+                                         * << 32 | tick stamp */
+    uint64_t            set[FL_WITNESS_SET];    /* keys, 0: empty */
+    uint64_t            ring_pos;       /* ticks closed */
+    fl_witness_tick_t   ring[FL_WITNESS_RING];
+};
+
+void fl_witness_init(fl_witness_t *w) FL_NOEXCEPT;
+
+/* The witness key of a report (its client address) and of an upstream
+ * error (flags_context's user, else the address): fl_source_key()'s
+ * hash, never 0. */
+uint32_t fl_witness_key_report(const char *addr, size_t addr_len)
+    FL_NOEXCEPT;
+
+/* One error of the flag in the cohort enabled says, witnessed by key at
+ * now_ms (a monotonic clock), for a ramp of tick seconds: counted when
+ * the witness has not yet been counted in that cohort within the tick
+ * (ticks are now_ms / (tick * 1000), the same in every process of a
+ * host).  An on error's witness joins the evidence's set.  Returns 1 when
+ * counted. */
+int fl_witness_count(fl_witness_t *w, int enabled, uint32_t key,
+    uint64_t now_ms, uint32_t tick) FL_NOEXCEPT;
+
+/* A report whose cohort was not witnessed (fl_report_disputed()). */
+void fl_witness_dispute(fl_witness_t *w) FL_NOEXCEPT;
+
+
+
 /* ================================================================ ramps
  *
  * A flag's "ramp" (docs/ramps.md): stages of percentages it climbs on its
@@ -996,10 +1074,23 @@ struct fl_ramp_s {
     fl_regression_t evidence;       /* since the ramp (re)started */
     /* the tick that decided: its counts */
     uint64_t        decided_n1, decided_n0, decided_e1, decided_e0;
+    /* the evidence's witnesses (fl_witness_t): distinct witnesses of its
+     * on errors as of the last tick, at most FL_WITNESS_SET; and the
+     * evidence's epoch, moved on each time the evidence starts afresh */
+    uint64_t        witnesses;
+    uint64_t        evidence_epoch;
+    /* the decision waits for witnesses: a proof the floor held back
+     * (flags_status shows it; 0 once it decided or the evidence reset) */
+    uint64_t        floor_held;
 };
 
 /* A fresh state: pending, stage 0. */
 void fl_ramp_init(fl_ramp_t *r) FL_NOEXCEPT;
+
+/* The distinct witnesses the regression rule needs (docs/regression.md,
+ * "Who can make it act"): the policy's minSources, and never fewer than
+ * FL_WITNESS_FLOOR_MIN. */
+uint32_t fl_ramp_min_witnesses(uint32_t min_sources) FL_NOEXCEPT;
 
 /* A copy read word by word (for a reader without the lock). */
 void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) FL_NOEXCEPT;
@@ -1026,6 +1117,12 @@ typedef struct {
     int         frozen;         /* the fleet is away: no advancing */
     int         guard;          /* the regression rule may roll back
                                  * (rollback not off) */
+    /* the flag's witnesses (NULL: none kept; the counts above are then
+     * all the rule has, and no floor applies) and its policy's
+     * minSources: the regression rule decides only once its on errors
+     * came from fl_ramp_min_witnesses() distinct witnesses */
+    fl_witness_t *witness;
+    uint32_t    min_sources;
 } fl_ramp_input_t;
 
 /*
@@ -1074,6 +1171,17 @@ uint32_t fl_ramp_milli(const fl_ramp_def_t *d, const fl_ramp_t *r,
  * the stage below 100 % and its off cohort counted. */
 int fl_ramp_guards(const fl_ramp_def_t *d, const fl_ramp_t *r) FL_NOEXCEPT;
 
+/* Whether the absolute rule may roll back a flag whose ramp guards it
+ * (docs/ramps.md, "The backstop"): its on cohort fails, in the ticks
+ * that cover the window (those closed, and the open one read from the
+ * totals in in), at least FL_BACKSTOP_RATIO times as often as its off
+ * cohort, by witnessed errors.  A failure of the whole site fails both
+ * alike and is not rolled back; one the off cohort does not share is. */
+#define FL_BACKSTOP_RATIO  2u
+int fl_ramp_backstop(const fl_ramp_def_t *d, const fl_ramp_t *r,
+    const fl_witness_t *w, const fl_ramp_input_t *in, uint32_t window)
+    FL_NOEXCEPT;
+
 /* "running", "holding", "paused", "done", "rolledBack" */
 const char *fl_ramp_state_name(fl_ramp_state_t s) FL_NOEXCEPT;
 
@@ -1085,7 +1193,7 @@ uint32_t fl_control_ramp(const fl_control_t *c) FL_NOEXCEPT;
 
 /* The "ramp" member of flags_status (docs/ramps.md), for flag i of p with
  * its state r read at now_ms.  Upper bound first; returns bytes written. */
-#define FL_RAMP_JSON_BOUND  (1400u + 60u * FL_RAMP_MAX_STAGES)
+#define FL_RAMP_JSON_BOUND  (1500u + 60u * FL_RAMP_MAX_STAGES)
 size_t fl_ramp_status_json(const fl_ramp_def_t *d, const fl_ramp_t *r,
     uint64_t now_ms, int rolled_back, char *buf) FL_NOEXCEPT;
 

@@ -17,6 +17,7 @@
 
 #include "flags_core.h"
 #include "json_writer.hpp"
+#include "witness.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -57,6 +58,18 @@ uint32_t stage_milli(const fl_ramp_def_t *d, uint64_t stage)
     return d->stages[stage < d->nstages ? stage : d->nstages - 1].milli;
 }
 
+/* No evidence: a new epoch, whose witnesses the next tick counts anew. */
+void fresh_evidence(fl_ramp_t *r)
+{
+    fl_regression_t ev;
+
+    fl_regression_init(&ev);
+    std::memcpy(&r->evidence, &ev, sizeof(ev));
+    st(&r->evidence_epoch, ld(&r->evidence_epoch) + 1);
+    st(&r->witnesses, 0);
+    st(&r->floor_held, 0);
+}
+
 /* Begins stage 0 at now: a fresh clock, fresh counts, no evidence. */
 fl_ramp_event_t begin(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now)
 {
@@ -70,7 +83,7 @@ fl_ramp_event_t begin(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now)
     st(&r->cause, FL_RAMP_CAUSE_NONE);
     st(&r->decided_ms, 0);
     st(&r->next_tick_ms, now + static_cast<uint64_t>(d->tick) * 1000);
-    fl_regression_init(&r->evidence);
+    fresh_evidence(r);
     if (d->nstages <= 1) {
         st(&r->state, FL_RAMP_DONE);
         return FL_RAMP_EV_DONE;
@@ -152,12 +165,27 @@ fl_ramp_event_t close_tick(const fl_ramp_def_t *d, fl_ramp_t *r,
     /* the evidence: a tick without a control group or an error changes
      * nothing (regression.cpp), so at 100 % it simply stops growing */
     fl_regression_t ev = r->evidence;
-    int was = ev.decided != 0;
     int now_decided = fl_regression_tick(&ev, n1, n0, e1, e0, phi_of(d),
                                          alpha_of(d));
     std::memcpy(&r->evidence, &ev, sizeof(ev));
 
-    if (now_decided && !was && in->guard) {
+    /* who the proof rests on: with witnesses kept, the errors counted
+     * are witnessed ones (witness.cpp), and the proof must rest on
+     * enough distinct witnesses of the on cohort */
+    bool floor_ok = true;
+    if (in->witness != nullptr) {
+        uint64_t seen = fl_witness_tick_close(in->witness,
+                                              ld(&r->evidence_epoch),
+                                              n1, n0, e1, e0);
+        if (seen > ld(&r->witnesses)) {
+            st(&r->witnesses, seen);
+        }
+        floor_ok = ld(&r->witnesses)
+                   >= fl_ramp_min_witnesses(in->min_sources);
+    }
+    st(&r->floor_held, now_decided && !floor_ok ? 1 : 0);
+
+    if (now_decided && floor_ok && in->guard) {
         st(&r->cause, FL_RAMP_CAUSE_REGRESSION);
         st(&r->decided_ms, now);
         st(&r->decided_n1, n1);
@@ -353,9 +381,7 @@ int fl_ramp_act(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now,
             if (r->evidence.decided) {
                 /* after a cleared rollback: the operator vouches for the
                  * flag, and the rule starts again from no evidence */
-                fl_regression_t ev;
-                fl_regression_init(&ev);
-                std::memcpy(&r->evidence, &ev, sizeof(ev));
+                fresh_evidence(r);
                 st(&r->cause, FL_RAMP_CAUSE_NONE);
             }
             *changed = 1;
@@ -396,6 +422,44 @@ int fl_ramp_guards(const fl_ramp_def_t *d, const fl_ramp_t *r) noexcept
         return 0;
     }
     return ld(&r->stage_off) > 0 || ld(&r->last_n0) > 0;
+}
+
+uint32_t fl_ramp_min_witnesses(uint32_t min_sources) noexcept
+{
+    return min_sources > FL_WITNESS_FLOOR_MIN ? min_sources
+                                              : FL_WITNESS_FLOOR_MIN;
+}
+
+int fl_ramp_backstop(const fl_ramp_def_t *d, const fl_ramp_t *r,
+    const fl_witness_t *w, const fl_ramp_input_t *in, uint32_t window)
+    noexcept
+{
+    if (d == nullptr || w == nullptr) {
+        return 1;
+    }
+
+    /* the closed ticks that cover the window, and the open one */
+    uint64_t tick = d->tick ? d->tick : 1;
+    fl_witness_tick_t sum = {0, 0, 0, 0};
+    fl_witness_recent(w, (window + tick - 1) / tick, &sum);
+
+    if (ld(&r->based)) {
+        sum.n1 += since(in->on, ld(&r->base_on));
+        sum.n0 += since(in->off, ld(&r->base_off));
+        sum.w1 += since(in->on_errors, ld(&r->base_on_errors));
+        sum.w0 += since(in->off_errors, ld(&r->base_off_errors));
+    }
+
+    if (sum.n1 == 0 || sum.n0 == 0) {
+        /* no control group to compare with: the absolute rule alone */
+        return 1;
+    }
+
+    /* w1 / n1 >= RATIO * w0 / n0, in integers */
+    unsigned __int128 on = static_cast<unsigned __int128>(sum.w1) * sum.n0;
+    unsigned __int128 off = static_cast<unsigned __int128>(sum.w0) * sum.n1
+                            * FL_BACKSTOP_RATIO;
+    return sum.w1 > 0 && on >= off;
 }
 
 const char *fl_ramp_state_name(fl_ramp_state_t s) noexcept
@@ -518,7 +582,11 @@ char *put_evidence(char *o, const fl_ramp_def_t *d, const fl_ramp_t *r)
     o += fl::put_u64(r->evidence.errors_on, o);
     o = fl::put_lit(o, ",\"off\":");
     o += fl::put_u64(r->evidence.errors_off, o);
-    o = fl::put_lit(o, "},\"alpha\":");
+    o = fl::put_lit(o, "},\"witnesses\":");
+    o += fl::put_u64(r->witnesses, o);
+    o = fl::put_lit(o, ",\"heldForWitnesses\":");
+    o = r->floor_held ? fl::put_lit(o, "true") : fl::put_lit(o, "false");
+    o = fl::put_lit(o, ",\"alpha\":");
     o = put_num(o, alpha);
     o = fl::put_lit(o, ",\"dispersion\":");
     o = put_num(o, phi_of(d));

@@ -772,11 +772,8 @@ fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
     char err[8];
 
     *user = fl_user_t{nullptr, 0, nullptr, 0};
-    if (r->has_enabled) {
-        return r->enabled ? FL_COHORT_ON : FL_COHORT_OFF;
-    }
     if (a == nullptr || a->alloc == nullptr) {
-        return FL_COHORT_ON;
+        return r->has_enabled && !r->enabled ? FL_COHORT_OFF : FL_COHORT_ON;
     }
 
     try {
@@ -795,8 +792,18 @@ fl_cohort_t fl_report_cohort(const fl_report_t *r, size_t max_traits,
         *user = fl_user_t{nullptr, 0, nullptr, 0};
     }
 
+    if (r->has_enabled) {
+        /* the claim decides the cohort; *user, when there is one, lets
+         * the caller check it (fl_report_disputed()) */
+        return r->enabled ? FL_COHORT_ON : FL_COHORT_OFF;
+    }
     return user->user_id != nullptr || user->ntraits > 0
            ? FL_COHORT_EVALUATE : FL_COHORT_ON;
+}
+
+int fl_report_disputed(const fl_report_t *r, int evaluated) noexcept
+{
+    return r->has_enabled && (r->enabled != 0) != (evaluated != 0);
 }
 
 size_t fl_report_log_bound(const fl_report_t *r, size_t project_len) noexcept

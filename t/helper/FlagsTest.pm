@@ -34,7 +34,7 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log unused_port prometheus_api
-                 spawn reap);
+                 spawn reap ka_request);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -399,6 +399,33 @@ sub http_request {
         $h{lc $k} = $v;
     }
     return ($status // 0, \%h, $rbody // '');
+}
+
+# One request on a keep-alive connection kept between calls (opened
+# again when the server closed it): returns (status, \%headers, body).
+my $Ka;
+sub ka_request {
+    my ($method, $path, %o) = @_;
+    my $body = $o{body} // '';
+    for my $try (1, 2) {
+        $Ka ||= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $Port,
+                                      Timeout => 10) or return (0, {}, "connect: $!");
+        my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\n";
+        $req .= "$_\r\n" for @{ $o{headers} || [] };
+        $req .= "Content-Length: " . length($body) . "\r\n" if length $body;
+        print $Ka "$req\r\n$body";
+        my $head = '';
+        while (my $l = <$Ka>) { $head .= $l; last if $l eq "\r\n" }
+        if ($head eq '') { undef $Ka; next }
+        my ($status, @lines) = split /\r\n/, $head;
+        ($status) = $status =~ m{^HTTP/1\.1 (\d+)};
+        my %h = map { my ($k, $v) = split /:\s*/, $_, 2; (lc $k, $v) } @lines;
+        my $rbody = '';
+        read($Ka, $rbody, $h{'content-length'}) if $h{'content-length'};
+        undef $Ka if ($h{connection} // '') =~ /close/i;
+        return ($status // 0, \%h, $rbody);
+    }
+    return (0, {}, '');
 }
 
 1;

@@ -1,0 +1,237 @@
+/*
+ * witness.cpp - what the regression rule counts, and who may move it
+ * (docs/regression.md, "Who can make it act").
+ *
+ * Anyone with a project's public token can write an error report, with
+ * any userId and any "enabled".  The regression rule has no window: left
+ * to raw counts, one client that sends one report a minute for ten
+ * minutes proves a "regression" at a 5 % stage, and one that sends
+ * reports of the off cohort hides a real one.  So the rule counts
+ * witnessed errors: within one tick a witness counts at most one error
+ * in each cohort.  A report's witness is its client address, which the
+ * client cannot choose freely; an upstream error's is flags_context's
+ * user (else the address), since nginx itself saw that request fail.
+ *
+ * Per cohort a table of FL_WITNESS_SLOTS words, each a 32-bit witness key
+ * and the 32-bit tick it was last counted in.  A key looks at
+ * FL_WITNESS_PROBES slots from key % FL_WITNESS_SLOTS: its own slot says
+ * whether it was counted this tick; otherwise it takes an empty slot or
+ * the oldest slot of an earlier tick.  When every probe holds another
+ * witness of this very tick (more than the table has room for), the error
+ * is counted: forgetting errors of a real incident costs power, and a
+ * single witness cannot fill eight slots by itself.
+ *
+ * The evidence's on witnesses (set[]) answer "how many distinct
+ * witnesses make up this proof"; the ramp's step reads their number at
+ * each tick and empties the set when the evidence started afresh.
+ */
+
+#include "flags_core.h"
+
+#include <cstring>
+
+namespace {
+
+inline uint64_t load(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+inline bool cas(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expected, desired, false,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+inline void add(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+inline uint32_t key_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word >> 32);
+}
+
+inline uint32_t stamp_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word);
+}
+
+/* The tick of now_ms, never 0 (0 is an empty slot). */
+uint32_t tick_stamp(uint64_t now_ms, uint32_t tick)
+{
+    uint64_t len = static_cast<uint64_t>(tick ? tick : 1) * 1000;
+    return static_cast<uint32_t>(now_ms / len) + 1;
+}
+
+/* Whether key is new in this tick's table (and is now remembered). */
+bool first_in_tick(uint64_t *table, uint32_t key, uint32_t stamp)
+{
+    uint64_t mine = static_cast<uint64_t>(key) << 32 | stamp;
+    uint32_t base = key % FL_WITNESS_SLOTS;
+
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint64_t *victim = nullptr;
+        uint64_t victim_word = 0;
+
+        for (uint32_t i = 0; i < FL_WITNESS_PROBES; i++) {
+            uint64_t *slot = &table[(base + i) % FL_WITNESS_SLOTS];
+            uint64_t word = load(slot);
+
+            if (word != 0 && key_of(word) == key) {
+                if (stamp_of(word) == stamp) {
+                    return false;
+                }
+                victim = slot;
+                victim_word = word;
+                break;
+            }
+            if (word == 0) {
+                if (victim == nullptr || victim_word != 0) {
+                    victim = slot;
+                    victim_word = 0;
+                }
+                continue;
+            }
+            if (stamp_of(word) != stamp
+                && (victim == nullptr
+                    || (victim_word != 0
+                        && stamp_of(word) < stamp_of(victim_word))))
+            {
+                victim = slot;
+                victim_word = word;
+            }
+        }
+
+        if (victim == nullptr) {
+            /* every probe is another witness of this tick */
+            return true;
+        }
+        if (cas(victim, victim_word, mine)) {
+            return true;
+        }
+        /* another process took the slot meanwhile: look again */
+    }
+    return true;
+}
+
+/* Adds key to the evidence's set of on witnesses, if there is room. */
+void remember(uint64_t *set, uint32_t key)
+{
+    for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
+        uint64_t word = load(&set[i]);
+        if (word == key) {
+            return;
+        }
+        if (word == 0) {
+            if (cas(&set[i], 0, key)) {
+                return;
+            }
+            if (load(&set[i]) == key) {
+                return;
+            }
+        }
+    }
+}
+
+} // namespace
+
+
+extern "C" {
+
+void fl_witness_init(fl_witness_t *w) noexcept
+{
+    std::memset(w, 0, sizeof(*w));
+}
+
+uint32_t fl_witness_key_report(const char *addr, size_t addr_len) noexcept
+{
+    /* the address alone: a report's userId is whatever its writer says */
+    return fl_source_key(nullptr, 0, addr, addr_len);
+}
+
+int fl_witness_count(fl_witness_t *w, int enabled, uint32_t key,
+    uint64_t now_ms, uint32_t tick) noexcept
+{
+    if (w == nullptr) {
+        return 0;
+    }
+    if (key == 0) {
+        key = 1;
+    }
+
+    uint32_t stamp = tick_stamp(now_ms, tick);
+
+    if (!first_in_tick(w->slots[enabled ? 0 : 1], key, stamp)) {
+        return 0;
+    }
+
+    if (enabled) {
+        add(&w->errors_on, 1);
+        remember(w->set, key);
+    } else {
+        add(&w->errors_off, 1);
+    }
+    return 1;
+}
+
+void fl_witness_dispute(fl_witness_t *w) noexcept
+{
+    if (w != nullptr) {
+        add(&w->disputed, 1);
+    }
+}
+
+} // extern "C"
+
+
+/* The ramp's side (called by ramp.cpp under the zone's lock): the set's
+ * size for the evidence of epoch, emptied when the epoch moved on; and a
+ * closed tick into the ring. */
+
+uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
+    uint64_t n1, uint64_t n0, uint64_t w1, uint64_t w0) noexcept
+{
+    if (load(&w->set_epoch) != epoch) {
+        for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
+            __atomic_store_n(&w->set[i], 0, __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&w->set_epoch, epoch, __ATOMIC_RELAXED);
+    }
+
+    uint64_t pos = load(&w->ring_pos);
+    fl_witness_tick_t *t = &w->ring[pos % FL_WITNESS_RING];
+    __atomic_store_n(&t->n1, n1, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->n0, n0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->w1, w1, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->w0, w0, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->ring_pos, pos + 1, __ATOMIC_RELEASE);
+
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
+        n += load(&w->set[i]) != 0;
+    }
+    return n;
+}
+
+/* The last k closed ticks of the ring, summed into sum. */
+void fl_witness_recent(const fl_witness_t *w, uint64_t k,
+    fl_witness_tick_t *sum) noexcept
+{
+    uint64_t pos = __atomic_load_n(&w->ring_pos, __ATOMIC_ACQUIRE);
+
+    if (k > pos) {
+        k = pos;
+    }
+    if (k > FL_WITNESS_RING) {
+        k = FL_WITNESS_RING;
+    }
+    for (uint64_t i = 1; i <= k; i++) {
+        const fl_witness_tick_t *t = &w->ring[(pos - i) % FL_WITNESS_RING];
+        sum->n1 += load(&t->n1);
+        sum->n0 += load(&t->n0);
+        sum->w1 += load(&t->w1);
+        sum->w0 += load(&t->w0);
+    }
+}
