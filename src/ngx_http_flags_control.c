@@ -107,8 +107,8 @@ ngx_http_flags_control_failure(ngx_http_flags_change_t *ch,
         } else {
             /* a monotonic clock, the same in every worker: a tick's
              * witnesses are the same whoever counts them */
-            (void) fl_witness_count(flag->witness, f->enabled, f->witness,
-                                    (uint64_t) ngx_current_msec,
+            (void) fl_witness_count(flag->witness, flag->ramp, f->enabled,
+                                    f->witness, (uint64_t) ngx_current_msec,
                                     flag->ramp_def->tick);
         }
     }

@@ -917,20 +917,22 @@ double fl_regression_ratio(const fl_regression_t *r, double alpha)
  * act").  An error is witnessed by the one who saw it: for a report the
  * client address (a report's userId and "enabled" are whatever its writer
  * says), for an upstream error flags_context's user, else the address
- * (nginx saw that request fail).  Within one tick a witness counts at
- * most one error in each cohort, so one client, however many reports it
- * writes, moves the evidence by at most one error a cohort a tick.  The
- * on cohort's distinct witnesses since the evidence began are kept too:
- * the rule decides only when there are enough of them.
+ * (nginx saw that request fail).  A witness counts at most one error a
+ * cohort a tick, and at most FL_WITNESS_PER_EVIDENCE in each cohort of
+ * one evidence (from a ramp's start or restart to its decision), so one
+ * client, however many reports it writes for however long, moves the
+ * evidence by two errors a cohort.  The on cohort's distinct witnesses
+ * since the evidence began are kept too: the rule decides only when
+ * there are enough of them.
  *
  * A block per ramped flag in the caller's memory (the zone), counted
- * into without a lock (one compare-and-swap a witness a tick); the tick
- * ring is written by the ramp's step, which holds the zone's lock.
- * witness.cpp.
+ * into without a lock (one compare-and-swap a witness); the tick ring is
+ * written by the ramp's step, which holds the zone's lock.  witness.cpp.
  */
 
-#define FL_WITNESS_SLOTS        64u     /* a cohort's witnesses a tick */
+#define FL_WITNESS_SLOTS        256u    /* a cohort's witnesses */
 #define FL_WITNESS_PROBES       8u
+#define FL_WITNESS_PER_EVIDENCE 2u      /* errors a witness, a cohort */
 #define FL_WITNESS_SET          32u     /* the evidence's on witnesses */
 #define FL_WITNESS_FLOOR_MIN    2u      /* never fewer required */
 #define FL_WITNESS_RING         16u     /* closed ticks the backstop reads */
@@ -947,10 +949,9 @@ struct fl_witness_s {
     uint64_t            disputed;       /* reports whose "enabled" the
                                          * evaluation of their user
                                          * contradicts: not witnessed */
-    uint64_t            set_epoch;      /* the evidence epoch of set[] */
-    uint64_t            slots[2][FL_WITNESS_SLOTS];  /* [cohort]: key
-                                         * << 32 | tick stamp */
-    uint64_t            set[FL_WITNESS_SET];    /* keys, 0: empty */
+    uint64_t            slots[2][FL_WITNESS_SLOTS];  /* [on, off]: key,
+                                         * epoch, count, tick */
+    uint64_t            set[FL_WITNESS_SET];    /* epoch << 32 | key */
     uint64_t            ring_pos;       /* ticks closed */
     fl_witness_tick_t   ring[FL_WITNESS_RING];
 };
@@ -964,13 +965,14 @@ uint32_t fl_witness_key_report(const char *addr, size_t addr_len)
     FL_NOEXCEPT;
 
 /* One error of the flag in the cohort enabled says, witnessed by key at
- * now_ms (a monotonic clock), for a ramp of tick seconds: counted when
- * the witness has not yet been counted in that cohort within the tick
- * (ticks are now_ms / (tick * 1000), the same in every process of a
- * host).  An on error's witness joins the evidence's set.  Returns 1 when
- * counted. */
-int fl_witness_count(fl_witness_t *w, int enabled, uint32_t key,
-    uint64_t now_ms, uint32_t tick) FL_NOEXCEPT;
+ * now_ms (a monotonic clock), for the ramp r (its evidence's epoch) of
+ * tick seconds: counted when the witness was not counted in that cohort
+ * within the tick (ticks are now_ms / (tick * 1000), the same in every
+ * process of a host) and has fewer than FL_WITNESS_PER_EVIDENCE errors
+ * in the evidence.  An on error's witness joins the evidence's set.
+ * Returns 1 when counted. */
+int fl_witness_count(fl_witness_t *w, const fl_ramp_t *r, int enabled,
+    uint32_t key, uint64_t now_ms, uint32_t tick) FL_NOEXCEPT;
 
 /* A report whose cohort was not witnessed (fl_report_disputed()). */
 void fl_witness_dispute(fl_witness_t *w) FL_NOEXCEPT;

@@ -23,7 +23,9 @@
  *
  * The evidence's on witnesses (set[]) answer "how many distinct
  * witnesses make up this proof"; the ramp's step reads their number at
- * each tick and empties the set when the evidence started afresh.
+ * each tick.  Every entry carries the evidence's epoch: an entry of an
+ * earlier evidence is free, so nothing needs emptying when a ramp
+ * restarts.
  */
 
 #include "flags_core.h"
@@ -53,82 +55,112 @@ inline uint32_t key_of(uint64_t word)
     return static_cast<uint32_t>(word >> 32);
 }
 
-inline uint32_t stamp_of(uint64_t word)
+/* A slot: the witness key, the evidence epoch it was counted in, how
+ * many of its errors the evidence took, and the tick it was last seen
+ * in (its low 16 bits).  0 is an empty slot. */
+inline uint64_t slot_word(uint32_t key, uint32_t epoch, uint32_t count,
+    uint32_t stamp)
 {
-    return static_cast<uint32_t>(word);
+    return static_cast<uint64_t>(key) << 32 | (epoch & 0xffu) << 24
+           | (count & 0xffu) << 16 | (stamp & 0xffffu);
 }
 
-/* The tick of now_ms, never 0 (0 is an empty slot). */
+inline uint32_t epoch_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word >> 24) & 0xffu;
+}
+
+inline uint32_t count_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word >> 16) & 0xffu;
+}
+
+inline uint32_t stamp_of(uint64_t word)
+{
+    return static_cast<uint32_t>(word) & 0xffffu;
+}
+
+/* The tick of now_ms (16 bits of it: ages compare modulo 2^16). */
 uint32_t tick_stamp(uint64_t now_ms, uint32_t tick)
 {
     uint64_t len = static_cast<uint64_t>(tick ? tick : 1) * 1000;
-    return static_cast<uint32_t>(now_ms / len) + 1;
+    return static_cast<uint32_t>(now_ms / len) & 0xffffu;
 }
 
-/* Whether key is new in this tick's table (and is now remembered). */
-bool first_in_tick(uint64_t *table, uint32_t key, uint32_t stamp)
+/*
+ * Whether the evidence of epoch takes this error of key at tick stamp:
+ * not when the witness was counted in this tick already, nor once it has
+ * FL_WITNESS_PER_EVIDENCE errors in it.  Seen either way, the witness's
+ * slot is refreshed, so a witness that keeps sending keeps its slot (the
+ * slot taken for a newcomer is an empty one, one of an older evidence, or
+ * the one seen longest ago, never one seen in this tick).
+ */
+bool admit(uint64_t *table, uint32_t key, uint32_t epoch, uint32_t stamp)
 {
-    uint64_t mine = static_cast<uint64_t>(key) << 32 | stamp;
     uint32_t base = key % FL_WITNESS_SLOTS;
+    epoch &= 0xffu;
 
     for (int attempt = 0; attempt < 4; attempt++) {
         uint64_t *victim = nullptr;
         uint64_t victim_word = 0;
+        uint32_t victim_age = 0;
 
         for (uint32_t i = 0; i < FL_WITNESS_PROBES; i++) {
             uint64_t *slot = &table[(base + i) % FL_WITNESS_SLOTS];
             uint64_t word = load(slot);
 
-            if (word != 0 && key_of(word) == key) {
-                if (stamp_of(word) == stamp) {
-                    return false;
+            if (word != 0 && key_of(word) == key && epoch_of(word) == epoch) {
+                uint32_t n = count_of(word);
+                bool take = stamp_of(word) != stamp
+                            && n < FL_WITNESS_PER_EVIDENCE;
+                uint64_t next = slot_word(key, epoch, take ? n + 1 : n,
+                                          stamp);
+                if (next == word || cas(slot, word, next)) {
+                    return take;
                 }
+                victim = nullptr;
+                goto again;         /* changed meanwhile: look again */
+            }
+
+            /* an empty slot, or one of an older evidence, is free; else
+             * the one seen longest ago, if not in this tick */
+            uint32_t age = word == 0 || epoch_of(word) != epoch
+                           ? 0x10000u
+                           : (stamp - stamp_of(word)) & 0xffffu;
+            if (age > 0 && (victim == nullptr || age > victim_age)) {
                 victim = slot;
                 victim_word = word;
-                break;
-            }
-            if (word == 0) {
-                if (victim == nullptr || victim_word != 0) {
-                    victim = slot;
-                    victim_word = 0;
-                }
-                continue;
-            }
-            if (stamp_of(word) != stamp
-                && (victim == nullptr
-                    || (victim_word != 0
-                        && stamp_of(word) < stamp_of(victim_word))))
-            {
-                victim = slot;
-                victim_word = word;
+                victim_age = age;
             }
         }
 
         if (victim == nullptr) {
-            /* every probe is another witness of this tick */
+            /* every probe is another witness of this tick: more than the
+             * table holds; counted, as a real incident's are */
             return true;
         }
-        if (cas(victim, victim_word, mine)) {
+        if (cas(victim, victim_word, slot_word(key, epoch, 1, stamp))) {
             return true;
         }
-        /* another process took the slot meanwhile: look again */
+    again:;
     }
     return true;
 }
 
-/* Adds key to the evidence's set of on witnesses, if there is room. */
-void remember(uint64_t *set, uint32_t key)
+/* Adds key to the set of the evidence of epoch, if there is room: an
+ * entry is the key and the epoch, and an entry of another epoch is
+ * free. */
+void remember(uint64_t *set, uint32_t key, uint32_t epoch)
 {
+    uint64_t mine = static_cast<uint64_t>(epoch & 0xffu) << 32 | key;
+
     for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
         uint64_t word = load(&set[i]);
-        if (word == key) {
+        if (word == mine) {
             return;
         }
-        if (word == 0) {
-            if (cas(&set[i], 0, key)) {
-                return;
-            }
-            if (load(&set[i]) == key) {
+        if (word == 0 || (word >> 32) != (epoch & 0xffu)) {
+            if (cas(&set[i], word, mine) || load(&set[i]) == mine) {
                 return;
             }
         }
@@ -151,25 +183,28 @@ uint32_t fl_witness_key_report(const char *addr, size_t addr_len) noexcept
     return fl_source_key(nullptr, 0, addr, addr_len);
 }
 
-int fl_witness_count(fl_witness_t *w, int enabled, uint32_t key,
-    uint64_t now_ms, uint32_t tick) noexcept
+int fl_witness_count(fl_witness_t *w, const fl_ramp_t *r, int enabled,
+    uint32_t key, uint64_t now_ms, uint32_t tick) noexcept
 {
-    if (w == nullptr) {
+    if (w == nullptr || r == nullptr) {
         return 0;
     }
     if (key == 0) {
         key = 1;
     }
 
-    uint32_t stamp = tick_stamp(now_ms, tick);
+    uint32_t epoch = static_cast<uint32_t>(
+        __atomic_load_n(&r->evidence_epoch, __ATOMIC_RELAXED));
 
-    if (!first_in_tick(w->slots[enabled ? 0 : 1], key, stamp)) {
+    if (!admit(w->slots[enabled ? 0 : 1], key, epoch,
+               tick_stamp(now_ms, tick)))
+    {
         return 0;
     }
 
     if (enabled) {
         add(&w->errors_on, 1);
-        remember(w->set, key);
+        remember(w->set, key, epoch);
     } else {
         add(&w->errors_off, 1);
     }
@@ -193,13 +228,6 @@ void fl_witness_dispute(fl_witness_t *w) noexcept
 uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
     uint64_t n1, uint64_t n0, uint64_t w1, uint64_t w0) noexcept
 {
-    if (load(&w->set_epoch) != epoch) {
-        for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
-            __atomic_store_n(&w->set[i], 0, __ATOMIC_RELAXED);
-        }
-        __atomic_store_n(&w->set_epoch, epoch, __ATOMIC_RELAXED);
-    }
-
     uint64_t pos = load(&w->ring_pos);
     fl_witness_tick_t *t = &w->ring[pos % FL_WITNESS_RING];
     __atomic_store_n(&t->n1, n1, __ATOMIC_RELAXED);
@@ -208,9 +236,11 @@ uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
     __atomic_store_n(&t->w0, w0, __ATOMIC_RELAXED);
     __atomic_store_n(&w->ring_pos, pos + 1, __ATOMIC_RELEASE);
 
+    /* the set's entries of this evidence */
     uint64_t n = 0;
     for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
-        n += load(&w->set[i]) != 0;
+        uint64_t word = load(&w->set[i]);
+        n += word != 0 && (word >> 32) == (epoch & 0xffu);
     }
     return n;
 }

@@ -8,9 +8,8 @@
 
 #include "flags_core.h"
 
-/* A tick closed with these counts: into the ring; the set is emptied
- * first when the evidence's epoch moved on.  Returns the number of
- * distinct on witnesses of the evidence. */
+/* A tick closed with these counts: into the ring.  Returns the number of
+ * distinct on witnesses of the evidence of epoch. */
 uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
     uint64_t n1, uint64_t n0, uint64_t w1, uint64_t w0) noexcept;
 
