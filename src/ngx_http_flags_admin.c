@@ -89,6 +89,13 @@ typedef struct {
 } ngx_http_flags_admin_modules_t;
 
 
+/* the access modules' indexes, found at postconfiguration (the same in
+ * every cycle: they are nginx's own modules) */
+static ngx_http_flags_admin_modules_t  ngx_http_flags_admin_modules = {
+    NGX_ERROR, NGX_ERROR, NGX_ERROR
+};
+
+
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static void ngx_http_flags_ramp_body(ngx_http_request_t *r);
@@ -112,6 +119,8 @@ static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
     const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
 static size_t ngx_http_flags_admin_user(ngx_http_request_t *r,
     u_char *buf, size_t size);
+static ngx_uint_t ngx_http_flags_admin_allows(
+    ngx_http_flags_access_conf_t *alcf);
 static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
     const char *name);
 static ngx_uint_t ngx_http_flags_admin_guard(void **loc_conf,
@@ -563,30 +572,69 @@ ngx_http_flags_admin_save(ngx_http_request_t *r)
 
 
 /*
- * The user auth_basic checked ($remote_user), escaped as in JSON, or
- * nothing.  A Basic header in a location without auth_basic names a user
- * nobody checked: it is not logged.  (With "satisfy any", a request that
- * an allow rule let in may carry a user auth_basic refused; such a name is
- * logged as sent.)
+ * The user auth_basic checked for r ($remote_user), escaped as in JSON, or
+ * nothing.  The glue cannot see which access handlers ran, so it names a
+ * user only where nginx's access phase cannot have let r in without
+ * auth_basic verifying that user's password:
+ *
+ *   - r is a main request: nginx runs the access phase for those only (an
+ *     internal redirect runs it again, in the new location);
+ *   - auth_basic is on in r's location (or the limit_except block that
+ *     applies to r's method): a user file, and a realm that is not "off"
+ *     for this request, evaluated as auth_basic's handler evaluates it;
+ *   - with "satisfy all" (the default) every access handler had to let r
+ *     in, auth_basic too; with "satisfy any" one sufficed, so only when no
+ *     other of nginx's access modules in the location can let anyone in
+ *     (no "allow" rule, no auth_request).
+ *
+ * Otherwise a Basic header names a user nobody checked (auth_basic off, a
+ * location without it, an address an allow rule let in): it is not
+ * logged, nor kept in the event ring (issue 23).
  */
 
 static size_t
 ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
 {
-    size_t                             len;
-    ngx_http_flags_main_conf_t        *fmcf;
-    ngx_http_flags_auth_basic_conf_t  *abcf;
+    size_t                               len;
+    ngx_str_t                            realm;
+    ngx_http_core_loc_conf_t            *clcf;
+    ngx_http_flags_auth_basic_conf_t    *abcf;
+    ngx_http_flags_auth_request_conf_t  *arcf;
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-
-    if (fmcf->auth_basic_index == NGX_ERROR) {
+    if (r != r->main || ngx_http_flags_admin_modules.auth_basic == NGX_ERROR) {
         return 0;
     }
 
-    abcf = r->loc_conf[fmcf->auth_basic_index];
+    abcf = r->loc_conf[ngx_http_flags_admin_modules.auth_basic];
 
     if (abcf == NULL || abcf->realm == NULL || abcf->user_file == NULL) {
         return 0;
+    }
+
+    if (ngx_http_complex_value(r, abcf->realm, &realm) != NGX_OK
+        || (realm.len == 3 && ngx_strncmp(realm.data, "off", 3) == 0))
+    {
+        return 0;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->satisfy == NGX_HTTP_SATISFY_ANY) {
+
+        if (ngx_http_flags_admin_modules.access != NGX_ERROR
+            && ngx_http_flags_admin_allows(
+                   r->loc_conf[ngx_http_flags_admin_modules.access]))
+        {
+            return 0;
+        }
+
+        if (ngx_http_flags_admin_modules.auth_request != NGX_ERROR) {
+            arcf = r->loc_conf[ngx_http_flags_admin_modules.auth_request];
+
+            if (arcf && arcf->uri.len) {
+                return 0;
+            }
+        }
     }
 
     if (ngx_http_auth_basic_user(r) != NGX_OK
@@ -600,6 +648,83 @@ ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
 
     return (u_char *) ngx_escape_json(buf, r->headers_in.user.data, len)
            - buf;
+}
+
+
+/*
+ * Whether the access module's rules (allow/deny) let some address in: an
+ * "allow" rule of any family.  A layout other than the one copied above
+ * is taken to allow.
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_allows(ngx_http_flags_access_conf_t *alcf)
+{
+    ngx_uint_t                      i;
+    ngx_http_flags_access_rule_t   *rule;
+#if (NGX_HAVE_INET6)
+    ngx_http_flags_access_rule6_t  *rule6;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN)
+    ngx_uint_t                     *deny;
+#endif
+
+    if (alcf == NULL) {
+        return 0;
+    }
+
+    if (alcf->rules) {
+        if (alcf->rules->size != sizeof(ngx_http_flags_access_rule_t)) {
+            return 1;
+        }
+
+        rule = alcf->rules->elts;
+
+        for (i = 0; i < alcf->rules->nelts; i++) {
+            if (!rule[i].deny) {
+                return 1;
+            }
+        }
+    }
+
+#if (NGX_HAVE_INET6)
+
+    if (alcf->rules6) {
+        if (alcf->rules6->size != sizeof(ngx_http_flags_access_rule6_t)) {
+            return 1;
+        }
+
+        rule6 = alcf->rules6->elts;
+
+        for (i = 0; i < alcf->rules6->nelts; i++) {
+            if (!rule6[i].deny) {
+                return 1;
+            }
+        }
+    }
+
+#endif
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+
+    if (alcf->rules_un) {
+        /* a rule of unix: sockets is its "deny" alone */
+        if (alcf->rules_un->size != sizeof(ngx_uint_t)) {
+            return 1;
+        }
+
+        deny = alcf->rules_un->elts;
+
+        for (i = 0; i < alcf->rules_un->nelts; i++) {
+            if (!deny[i]) {
+                return 1;
+            }
+        }
+    }
+
+#endif
+
+    return 0;
 }
 
 
@@ -685,6 +810,7 @@ ngx_http_flags_admin_check(ngx_conf_t *cf)
                                              "ngx_http_auth_request_module");
 
     fmcf->auth_basic_index = m.auth_basic;
+    ngx_http_flags_admin_modules = m;
 
     if (fmcf->admin_locations == NULL) {
         return NGX_OK;
