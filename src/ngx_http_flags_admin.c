@@ -103,6 +103,12 @@ static ngx_int_t ngx_http_flags_ramp_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_body(ngx_http_request_t *r,
     ngx_str_t *body, ngx_int_t *answer);
 static ngx_uint_t ngx_http_flags_admin_cross_site(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_flags_admin_own_origin(ngx_http_request_t *r,
+    ngx_str_t *origin);
+static ngx_uint_t ngx_http_flags_admin_server_name(ngx_http_request_t *r,
+    ngx_str_t *name);
+static ngx_uint_t ngx_http_flags_admin_local_address(ngx_http_request_t *r,
+    ngx_str_t *name);
 static ngx_uint_t ngx_http_flags_admin_path(ngx_http_request_t *r,
     ngx_str_t *project, ngx_str_t *flag);
 static ngx_http_flags_admin_ctx_t *ngx_http_flags_admin_target(
@@ -1023,20 +1029,16 @@ ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
 
 /*
  * A browser's request made for another site (docs/dashboard.md): an
- * Origin whose host is not the request's Host, or Sec-Fetch-Site saying
+ * Origin that is not the server's own, or Sec-Fetch-Site saying
  * "cross-site" or "same-site".  Programs (curl) send neither.
  */
 
 static ngx_uint_t
 ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
 {
-    u_char           *p, *last;
-    ngx_str_t        *host;
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
-
-    host = r->headers_in.host ? &r->headers_in.host->value : NULL;
 
     part = &r->headers_in.headers.part;
     h = part->elts;
@@ -1070,26 +1072,10 @@ ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
             continue;
         }
 
-        if (h[i].key.len != sizeof("Origin") - 1
-            || ngx_strncasecmp(h[i].key.data, (u_char *) "Origin",
-                               h[i].key.len) != 0)
-        {
-            continue;
-        }
-
-        /* scheme://host[:port]: the part after "//" must be the Host */
-        p = ngx_strlcasestrn(h[i].value.data,
-                             h[i].value.data + h[i].value.len,
-                             (u_char *) "//", 2 - 1);
-        if (p == NULL) {
-            return 1;           /* "null" and other opaque origins */
-        }
-
-        p += 2;
-        last = h[i].value.data + h[i].value.len;
-
-        if (host == NULL || (size_t) (last - p) != host->len
-            || ngx_strncasecmp(p, host->data, host->len) != 0)
+        if (h[i].key.len == sizeof("Origin") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Origin",
+                               h[i].key.len) == 0
+            && !ngx_http_flags_admin_own_origin(r, &h[i].value))
         {
             return 1;
         }
@@ -1098,3 +1084,165 @@ ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
     return 0;
 }
 
+
+/*
+ * Whether an Origin (scheme://host[:port]) is the server's own: its
+ * host[:port] is the Host the request was sent to, as a page of the
+ * same origin sends it, and that host is one of the server's names.  The
+ * first alone is what a DNS-rebinding page satisfies: its own name points
+ * to the server, so its requests carry its name as Host and Origin both.
+ * The server's names are those of the virtual server that took the
+ * request (server_name: exact, wildcard and regular expression names),
+ * and the address the connection arrived at (a page loaded from
+ * http://127.0.0.1:8080/ is the server's own).
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_own_origin(ngx_http_request_t *r, ngx_str_t *origin)
+{
+    u_char     *p, *last, *colon;
+    ngx_str_t  *host, name;
+
+    p = ngx_strlcasestrn(origin->data, origin->data + origin->len,
+                         (u_char *) "//", 2 - 1);
+    if (p == NULL) {
+        return 0;               /* "null" and other opaque origins */
+    }
+
+    p += 2;
+    last = origin->data + origin->len;
+
+    host = r->headers_in.host ? &r->headers_in.host->value : NULL;
+
+    if (host == NULL || (size_t) (last - p) != host->len
+        || ngx_strncasecmp(p, host->data, host->len) != 0)
+    {
+        return 0;
+    }
+
+    /* the name: without the port, an IPv6 address without its brackets */
+    if (p < last && *p == '[') {
+        colon = ngx_strlchr(p, last, ']');
+        if (colon == NULL) {
+            return 0;
+        }
+
+        name.data = p + 1;
+        name.len = colon - name.data;
+
+    } else {
+        colon = ngx_strlchr(p, last, ':');
+
+        name.data = p;
+        name.len = (colon ? colon : last) - p;
+    }
+
+    if (name.len == 0) {
+        return 0;
+    }
+
+    return ngx_http_flags_admin_server_name(r, &name)
+           || ngx_http_flags_admin_local_address(r, &name);
+}
+
+
+/* Whether name is one of the server_name names of r's virtual server. */
+
+static ngx_uint_t
+ngx_http_flags_admin_server_name(ngx_http_request_t *r, ngx_str_t *name)
+{
+    size_t                     len;
+    ngx_uint_t                 i;
+    ngx_http_server_name_t    *sn;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+
+    sn = cscf->server_names.elts;
+
+    for (i = 0; i < cscf->server_names.nelts; i++) {
+
+#if (NGX_PCRE)
+        if (sn[i].regex) {
+            if (ngx_regex_exec(sn[i].regex->regex, name, NULL, 0) >= 0) {
+                return 1;
+            }
+
+            continue;
+        }
+#endif
+
+        len = sn[i].name.len;
+
+        if (len == 0) {
+            continue;
+        }
+
+        if (sn[i].name.data[0] == '*' || sn[i].name.data[0] == '.') {
+            /* "*.example.com": a name below it; ".example.com": that
+             * too, and example.com itself */
+            if (sn[i].name.data[0] == '.'
+                && name->len == len - 1
+                && ngx_strncasecmp(name->data, sn[i].name.data + 1,
+                                   len - 1) == 0)
+            {
+                return 1;
+            }
+
+            len -= (sn[i].name.data[0] == '*');
+
+            if (name->len > len
+                && ngx_strncasecmp(name->data + name->len - len,
+                                   sn[i].name.data
+                                   + (sn[i].name.data[0] == '*'),
+                                   len) == 0)
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (len > 2 && sn[i].name.data[len - 1] == '*'
+            && sn[i].name.data[len - 2] == '.')
+        {
+            /* "www.example.*" */
+            if (name->len > len - 1
+                && ngx_strncasecmp(name->data, sn[i].name.data, len - 1)
+                   == 0)
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (name->len == len
+            && ngx_strncasecmp(name->data, sn[i].name.data, len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* Whether name is the address r's connection arrived at. */
+
+static ngx_uint_t
+ngx_http_flags_admin_local_address(ngx_http_request_t *r, ngx_str_t *name)
+{
+    u_char     buf[NGX_SOCKADDR_STRLEN];
+    ngx_str_t  addr;
+
+    addr.data = buf;
+    addr.len = NGX_SOCKADDR_STRLEN;
+
+    if (ngx_connection_local_sockaddr(r->connection, &addr, 0) != NGX_OK) {
+        return 0;
+    }
+
+    return name->len == addr.len
+           && ngx_strncasecmp(name->data, addr.data, addr.len) == 0;
+}
