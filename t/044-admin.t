@@ -1,7 +1,10 @@
 # flags_admin as an operator meets it: the nginx -t warning for a location
 # nothing protects, the audit lines of every change (value, user, client)
 # and the messages of its refusals.  Driven directly: the point is what
-# nginx -t prints and the exact lines of the error log.
+# nginx -t prints and the exact lines of the error log.  A user is named
+# (log line and event ring) only where nginx must have checked the
+# password: not with auth_basic off under an inherited user file, nor
+# with "satisfy any" and an allow rule (issue 23).
 use strict;
 use warnings;
 use Test::More;
