@@ -89,6 +89,13 @@ typedef struct {
 } ngx_http_flags_admin_modules_t;
 
 
+/* the access modules' indexes, found at postconfiguration (the same in
+ * every cycle: they are nginx's own modules) */
+static ngx_http_flags_admin_modules_t  ngx_http_flags_admin_modules = {
+    NGX_ERROR, NGX_ERROR, NGX_ERROR
+};
+
+
 static void ngx_http_flags_override_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_override_put(ngx_http_request_t *r);
 static void ngx_http_flags_ramp_body(ngx_http_request_t *r);
@@ -96,6 +103,12 @@ static ngx_int_t ngx_http_flags_ramp_put(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_body(ngx_http_request_t *r,
     ngx_str_t *body, ngx_int_t *answer);
 static ngx_uint_t ngx_http_flags_admin_cross_site(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_flags_admin_own_origin(ngx_http_request_t *r,
+    ngx_str_t *origin);
+static ngx_uint_t ngx_http_flags_admin_server_name(ngx_http_request_t *r,
+    ngx_str_t *name);
+static ngx_uint_t ngx_http_flags_admin_local_address(ngx_http_request_t *r,
+    ngx_str_t *name);
 static ngx_uint_t ngx_http_flags_admin_path(ngx_http_request_t *r,
     ngx_str_t *project, ngx_str_t *flag);
 static ngx_http_flags_admin_ctx_t *ngx_http_flags_admin_target(
@@ -112,6 +125,8 @@ static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
     const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
 static size_t ngx_http_flags_admin_user(ngx_http_request_t *r,
     u_char *buf, size_t size);
+static ngx_uint_t ngx_http_flags_admin_allows(
+    ngx_http_flags_access_conf_t *alcf);
 static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
     const char *name);
 static ngx_uint_t ngx_http_flags_admin_guard(void **loc_conf,
@@ -563,30 +578,69 @@ ngx_http_flags_admin_save(ngx_http_request_t *r)
 
 
 /*
- * The user auth_basic checked ($remote_user), escaped as in JSON, or
- * nothing.  A Basic header in a location without auth_basic names a user
- * nobody checked: it is not logged.  (With "satisfy any", a request that
- * an allow rule let in may carry a user auth_basic refused; such a name is
- * logged as sent.)
+ * The user auth_basic checked for r ($remote_user), escaped as in JSON, or
+ * nothing.  The glue cannot see which access handlers ran, so it names a
+ * user only where nginx's access phase cannot have let r in without
+ * auth_basic verifying that user's password:
+ *
+ *   - r is a main request: nginx runs the access phase for those only (an
+ *     internal redirect runs it again, in the new location);
+ *   - auth_basic is on in r's location (or the limit_except block that
+ *     applies to r's method): a user file, and a realm that is not "off"
+ *     for this request, evaluated as auth_basic's handler evaluates it;
+ *   - with "satisfy all" (the default) every access handler had to let r
+ *     in, auth_basic too; with "satisfy any" one sufficed, so only when no
+ *     other of nginx's access modules in the location can let anyone in
+ *     (no "allow" rule, no auth_request).
+ *
+ * Otherwise a Basic header names a user nobody checked (auth_basic off, a
+ * location without it, an address an allow rule let in): it is not
+ * logged, nor kept in the event ring (issue 23).
  */
 
 static size_t
 ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
 {
-    size_t                             len;
-    ngx_http_flags_main_conf_t        *fmcf;
-    ngx_http_flags_auth_basic_conf_t  *abcf;
+    size_t                               len;
+    ngx_str_t                            realm;
+    ngx_http_core_loc_conf_t            *clcf;
+    ngx_http_flags_auth_basic_conf_t    *abcf;
+    ngx_http_flags_auth_request_conf_t  *arcf;
 
-    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-
-    if (fmcf->auth_basic_index == NGX_ERROR) {
+    if (r != r->main || ngx_http_flags_admin_modules.auth_basic == NGX_ERROR) {
         return 0;
     }
 
-    abcf = r->loc_conf[fmcf->auth_basic_index];
+    abcf = r->loc_conf[ngx_http_flags_admin_modules.auth_basic];
 
     if (abcf == NULL || abcf->realm == NULL || abcf->user_file == NULL) {
         return 0;
+    }
+
+    if (ngx_http_complex_value(r, abcf->realm, &realm) != NGX_OK
+        || (realm.len == 3 && ngx_strncmp(realm.data, "off", 3) == 0))
+    {
+        return 0;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if (clcf->satisfy == NGX_HTTP_SATISFY_ANY) {
+
+        if (ngx_http_flags_admin_modules.access != NGX_ERROR
+            && ngx_http_flags_admin_allows(
+                   r->loc_conf[ngx_http_flags_admin_modules.access]))
+        {
+            return 0;
+        }
+
+        if (ngx_http_flags_admin_modules.auth_request != NGX_ERROR) {
+            arcf = r->loc_conf[ngx_http_flags_admin_modules.auth_request];
+
+            if (arcf && arcf->uri.len) {
+                return 0;
+            }
+        }
     }
 
     if (ngx_http_auth_basic_user(r) != NGX_OK
@@ -600,6 +654,83 @@ ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
 
     return (u_char *) ngx_escape_json(buf, r->headers_in.user.data, len)
            - buf;
+}
+
+
+/*
+ * Whether the access module's rules (allow/deny) let some address in: an
+ * "allow" rule of any family.  A layout other than the one copied above
+ * is taken to allow.
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_allows(ngx_http_flags_access_conf_t *alcf)
+{
+    ngx_uint_t                      i;
+    ngx_http_flags_access_rule_t   *rule;
+#if (NGX_HAVE_INET6)
+    ngx_http_flags_access_rule6_t  *rule6;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN)
+    ngx_uint_t                     *deny;
+#endif
+
+    if (alcf == NULL) {
+        return 0;
+    }
+
+    if (alcf->rules) {
+        if (alcf->rules->size != sizeof(ngx_http_flags_access_rule_t)) {
+            return 1;
+        }
+
+        rule = alcf->rules->elts;
+
+        for (i = 0; i < alcf->rules->nelts; i++) {
+            if (!rule[i].deny) {
+                return 1;
+            }
+        }
+    }
+
+#if (NGX_HAVE_INET6)
+
+    if (alcf->rules6) {
+        if (alcf->rules6->size != sizeof(ngx_http_flags_access_rule6_t)) {
+            return 1;
+        }
+
+        rule6 = alcf->rules6->elts;
+
+        for (i = 0; i < alcf->rules6->nelts; i++) {
+            if (!rule6[i].deny) {
+                return 1;
+            }
+        }
+    }
+
+#endif
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+
+    if (alcf->rules_un) {
+        /* a rule of unix: sockets is its "deny" alone */
+        if (alcf->rules_un->size != sizeof(ngx_uint_t)) {
+            return 1;
+        }
+
+        deny = alcf->rules_un->elts;
+
+        for (i = 0; i < alcf->rules_un->nelts; i++) {
+            if (!deny[i]) {
+                return 1;
+            }
+        }
+    }
+
+#endif
+
+    return 0;
 }
 
 
@@ -685,6 +816,7 @@ ngx_http_flags_admin_check(ngx_conf_t *cf)
                                              "ngx_http_auth_request_module");
 
     fmcf->auth_basic_index = m.auth_basic;
+    ngx_http_flags_admin_modules = m;
 
     if (fmcf->admin_locations == NULL) {
         return NGX_OK;
@@ -897,20 +1029,16 @@ ngx_http_flags_admin_rules(ngx_http_flags_access_conf_t *alcf,
 
 /*
  * A browser's request made for another site (docs/dashboard.md): an
- * Origin whose host is not the request's Host, or Sec-Fetch-Site saying
+ * Origin that is not the server's own, or Sec-Fetch-Site saying
  * "cross-site" or "same-site".  Programs (curl) send neither.
  */
 
 static ngx_uint_t
 ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
 {
-    u_char           *p, *last;
-    ngx_str_t        *host;
     ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
-
-    host = r->headers_in.host ? &r->headers_in.host->value : NULL;
 
     part = &r->headers_in.headers.part;
     h = part->elts;
@@ -944,26 +1072,10 @@ ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
             continue;
         }
 
-        if (h[i].key.len != sizeof("Origin") - 1
-            || ngx_strncasecmp(h[i].key.data, (u_char *) "Origin",
-                               h[i].key.len) != 0)
-        {
-            continue;
-        }
-
-        /* scheme://host[:port]: the part after "//" must be the Host */
-        p = ngx_strlcasestrn(h[i].value.data,
-                             h[i].value.data + h[i].value.len,
-                             (u_char *) "//", 2 - 1);
-        if (p == NULL) {
-            return 1;           /* "null" and other opaque origins */
-        }
-
-        p += 2;
-        last = h[i].value.data + h[i].value.len;
-
-        if (host == NULL || (size_t) (last - p) != host->len
-            || ngx_strncasecmp(p, host->data, host->len) != 0)
+        if (h[i].key.len == sizeof("Origin") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Origin",
+                               h[i].key.len) == 0
+            && !ngx_http_flags_admin_own_origin(r, &h[i].value))
         {
             return 1;
         }
@@ -972,3 +1084,165 @@ ngx_http_flags_admin_cross_site(ngx_http_request_t *r)
     return 0;
 }
 
+
+/*
+ * Whether an Origin (scheme://host[:port]) is the server's own: its
+ * host[:port] is the Host the request was sent to, as a page of the
+ * same origin sends it, and that host is one of the server's names.  The
+ * first alone is what a DNS-rebinding page satisfies: its own name points
+ * to the server, so its requests carry its name as Host and Origin both.
+ * The server's names are those of the virtual server that took the
+ * request (server_name: exact, wildcard and regular expression names),
+ * and the address the connection arrived at (a page loaded from
+ * http://127.0.0.1:8080/ is the server's own).
+ */
+
+static ngx_uint_t
+ngx_http_flags_admin_own_origin(ngx_http_request_t *r, ngx_str_t *origin)
+{
+    u_char     *p, *last, *colon;
+    ngx_str_t  *host, name;
+
+    p = ngx_strlcasestrn(origin->data, origin->data + origin->len,
+                         (u_char *) "//", 2 - 1);
+    if (p == NULL) {
+        return 0;               /* "null" and other opaque origins */
+    }
+
+    p += 2;
+    last = origin->data + origin->len;
+
+    host = r->headers_in.host ? &r->headers_in.host->value : NULL;
+
+    if (host == NULL || (size_t) (last - p) != host->len
+        || ngx_strncasecmp(p, host->data, host->len) != 0)
+    {
+        return 0;
+    }
+
+    /* the name: without the port, an IPv6 address without its brackets */
+    if (p < last && *p == '[') {
+        colon = ngx_strlchr(p, last, ']');
+        if (colon == NULL) {
+            return 0;
+        }
+
+        name.data = p + 1;
+        name.len = colon - name.data;
+
+    } else {
+        colon = ngx_strlchr(p, last, ':');
+
+        name.data = p;
+        name.len = (colon ? colon : last) - p;
+    }
+
+    if (name.len == 0) {
+        return 0;
+    }
+
+    return ngx_http_flags_admin_server_name(r, &name)
+           || ngx_http_flags_admin_local_address(r, &name);
+}
+
+
+/* Whether name is one of the server_name names of r's virtual server. */
+
+static ngx_uint_t
+ngx_http_flags_admin_server_name(ngx_http_request_t *r, ngx_str_t *name)
+{
+    size_t                     len;
+    ngx_uint_t                 i;
+    ngx_http_server_name_t    *sn;
+    ngx_http_core_srv_conf_t  *cscf;
+
+    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+
+    sn = cscf->server_names.elts;
+
+    for (i = 0; i < cscf->server_names.nelts; i++) {
+
+#if (NGX_PCRE)
+        if (sn[i].regex) {
+            if (ngx_regex_exec(sn[i].regex->regex, name, NULL, 0) >= 0) {
+                return 1;
+            }
+
+            continue;
+        }
+#endif
+
+        len = sn[i].name.len;
+
+        if (len == 0) {
+            continue;
+        }
+
+        if (sn[i].name.data[0] == '*' || sn[i].name.data[0] == '.') {
+            /* "*.example.com": a name below it; ".example.com": that
+             * too, and example.com itself */
+            if (sn[i].name.data[0] == '.'
+                && name->len == len - 1
+                && ngx_strncasecmp(name->data, sn[i].name.data + 1,
+                                   len - 1) == 0)
+            {
+                return 1;
+            }
+
+            len -= (sn[i].name.data[0] == '*');
+
+            if (name->len > len
+                && ngx_strncasecmp(name->data + name->len - len,
+                                   sn[i].name.data
+                                   + (sn[i].name.data[0] == '*'),
+                                   len) == 0)
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (len > 2 && sn[i].name.data[len - 1] == '*'
+            && sn[i].name.data[len - 2] == '.')
+        {
+            /* "www.example.*" */
+            if (name->len > len - 1
+                && ngx_strncasecmp(name->data, sn[i].name.data, len - 1)
+                   == 0)
+            {
+                return 1;
+            }
+
+            continue;
+        }
+
+        if (name->len == len
+            && ngx_strncasecmp(name->data, sn[i].name.data, len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* Whether name is the address r's connection arrived at. */
+
+static ngx_uint_t
+ngx_http_flags_admin_local_address(ngx_http_request_t *r, ngx_str_t *name)
+{
+    u_char     buf[NGX_SOCKADDR_STRLEN];
+    ngx_str_t  addr;
+
+    addr.data = buf;
+    addr.len = NGX_SOCKADDR_STRLEN;
+
+    if (ngx_connection_local_sockaddr(r->connection, &addr, 0) != NGX_OK) {
+        return 0;
+    }
+
+    return name->len == addr.len
+           && ngx_strncasecmp(name->data, addr.data, addr.len) == 0;
+}

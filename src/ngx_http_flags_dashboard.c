@@ -3,20 +3,29 @@
  * operator's page (docs/dashboard.md).  Below its prefix location: the
  * page and its two files (built into the core), config.json, status.json
  * (the flags_status document) and events (an event stream of the zone's
- * ring of changes, through the push registry).  Every answer carries a
- * strict Content-Security-Policy.  It takes no token: protect it with
- * allow/deny, auth_basic or mTLS, as flags_status.
+ * ring of changes, through the push registry).  Every answer of the
+ * location carries a strict Content-Security-Policy and three more
+ * headers: a header filter adds them, so nginx's own answers there (401
+ * of auth_basic, 403 of deny, 413, 500) carry them as the page's do.  It
+ * takes no token: protect it with allow/deny, auth_basic or mTLS, as
+ * flags_status.
  */
 
 #include "ngx_http_flags_module.h"
 
 
+static ngx_int_t ngx_http_flags_dashboard_header_filter(
+    ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_dashboard_headers(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_dashboard_asset(ngx_http_request_t *r,
     fl_asset_t *a);
 static ngx_int_t ngx_http_flags_dashboard_config(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_dashboard_status(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_dashboard_events(ngx_http_request_t *r);
+
+
+static ngx_http_output_header_filter_pt
+    ngx_http_flags_dashboard_next_header_filter;
 
 
 #define NGX_HTTP_FLAGS_DASHBOARD_CSP                                         \
@@ -99,10 +108,6 @@ ngx_http_flags_dashboard_handler(ngx_http_request_t *r)
         }
     }
 
-    if (ngx_http_flags_dashboard_headers(r) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
     if (route.data != NULL
         && fl_dashboard_asset((const char *) route.data, route.len, &a) == 0)
     {
@@ -131,6 +136,41 @@ ngx_http_flags_dashboard_handler(ngx_http_request_t *r)
                                      "the operator's page has index.html, "
                                      "app.js, app.css, config.json, "
                                      "status.json and events");
+}
+
+
+/* postconfiguration: the filter is the first of the chain (the module
+ * is loaded after nginx's own), so every answer passes it. */
+
+ngx_int_t
+ngx_http_flags_dashboard_init(ngx_conf_t *cf)
+{
+    ngx_http_flags_dashboard_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_flags_dashboard_header_filter;
+
+    return NGX_OK;
+}
+
+
+/*
+ * An answer of a flags_dashboard location, whoever made it: the page's
+ * handler, nginx for a 401, 403 or 413 before the handler ran, or for a
+ * code the handler returned (500).  The content handler is the location's
+ * (nginx sets it when it finds the location, before the access phase);
+ * an error_page that redirects elsewhere answers for another location.
+ */
+
+static ngx_int_t
+ngx_http_flags_dashboard_header_filter(ngx_http_request_t *r)
+{
+    if (r->content_handler == ngx_http_flags_dashboard_handler
+        && r == r->main
+        && ngx_http_flags_dashboard_headers(r) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_flags_dashboard_next_header_filter(r);
 }
 
 

@@ -26,22 +26,31 @@
  * killed by a signal loses the hits of its current cycle at most; one that
  * exits folds them (docs/evaluation.md, "Counting").
  *
- * Memory: malloc'd entries in a direct-mapped table, at most
- * NGX_HTTP_FLAGS_MEMO_BYTES in all; an entry being sent is freed when its
- * last request is done with it (a pool cleanup), so the body is sent
- * without a copy.  An answer is kept the second time its key is seen
- * (a table of key hashes remembers the first): a caller who asks once
- * costs the memo nothing, and one who polls is answered from it from its
- * third request on.
+ * Memory: malloc'd entries in a table of sets of NGX_HTTP_FLAGS_MEMO_WAYS
+ * entries, at most NGX_HTTP_FLAGS_MEMO_BYTES in all; an entry being sent
+ * is freed when its last request is done with it (a pool cleanup), so the
+ * body is sent without a copy.  An answer is kept the second time its key
+ * is seen (a table of key hashes, in sets too, remembers the first): a
+ * caller who asks once costs the memo nothing, and one who polls is
+ * answered from it from its third request on.
+ *
+ * The set of a key comes from both halves of its hash: the high half is
+ * the caller's bytes', the low half the location's and project's, the
+ * same for every caller of a location.  (Taken from the low half alone,
+ * every caller of a location shared one slot, and 1,000 callers polling
+ * in turn were never answered from the memo: issue 23.)  A full set gives
+ * up, in this order, an older answer of the same key, an answer of an
+ * older version of the project, its least recently used answer.
  */
 
 #include "ngx_http_flags_module.h"
 
 
-#define NGX_HTTP_FLAGS_MEMO_SLOTS     1024          /* a power of two */
+#define NGX_HTTP_FLAGS_MEMO_SETS      2048          /* a power of two */
+#define NGX_HTTP_FLAGS_MEMO_WAYS      4             /* entries a set */
 #define NGX_HTTP_FLAGS_MEMO_BYTES     (8 * 1024 * 1024)
 #define NGX_HTTP_FLAGS_MEMO_MAX_KEY   2048
-#define NGX_HTTP_FLAGS_MEMO_SEEN      4096          /* a power of two */
+#define NGX_HTTP_FLAGS_MEMO_SEEN      2048          /* sets, a power of two */
 
 
 struct ngx_http_flags_memo_s {
@@ -67,6 +76,7 @@ struct ngx_http_flags_memo_s {
     ngx_int_t                   single;     /* flag index, or -1: all */
     uint8_t                    *enabled;    /* a bit a flag */
 
+    ngx_uint_t                  used;       /* the clock at its last use */
     ngx_uint_t                  hits;       /* served, not counted yet */
     ngx_uint_t                  refs;       /* requests sending body */
     size_t                      size;       /* bytes, for the budget */
@@ -75,14 +85,22 @@ struct ngx_http_flags_memo_s {
 };
 
 
-static ngx_http_flags_memo_t  *ngx_http_flags_memo_table[NGX_HTTP_FLAGS_MEMO_SLOTS];
+static ngx_http_flags_memo_t  *ngx_http_flags_memo_table[NGX_HTTP_FLAGS_MEMO_SETS]
+                                                     [NGX_HTTP_FLAGS_MEMO_WAYS];
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_pending;
 static size_t                  ngx_http_flags_memo_used;
-static uint64_t                ngx_http_flags_memo_seen[NGX_HTTP_FLAGS_MEMO_SEEN];
+static ngx_uint_t              ngx_http_flags_memo_clock;
+static uint64_t                ngx_http_flags_memo_seen[NGX_HTTP_FLAGS_MEMO_SEEN]
+                                                     [NGX_HTTP_FLAGS_MEMO_WAYS];
 static ngx_event_t             ngx_http_flags_memo_fold_event;
 
 
 static uint64_t ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k);
+static ngx_uint_t ngx_http_flags_memo_set(uint64_t hash, ngx_uint_t sets);
+static ngx_uint_t ngx_http_flags_memo_admit(uint64_t hash,
+    ngx_atomic_uint_t version);
+static ngx_uint_t ngx_http_flags_memo_way(ngx_http_flags_memo_t **set,
+    ngx_http_flags_memo_key_t *k, uint64_t hash);
 static ngx_uint_t ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
     ngx_http_flags_memo_key_t *k, uint64_t hash);
 static void ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m);
@@ -107,6 +125,18 @@ ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k)
 }
 
 
+/*
+ * The set of a hash in a table of sets: both halves, so that the callers
+ * of one location (one low half) spread over every set.
+ */
+
+static ngx_uint_t
+ngx_http_flags_memo_set(uint64_t hash, ngx_uint_t sets)
+{
+    return ((uint32_t) (hash >> 32) ^ (uint32_t) hash) & (sets - 1);
+}
+
+
 static ngx_uint_t
 ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
     ngx_http_flags_memo_key_t *k, uint64_t hash)
@@ -122,7 +152,8 @@ ngx_http_flags_memo_t *
 ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
 {
     uint64_t                hash;
-    ngx_http_flags_memo_t  *m;
+    ngx_uint_t              i;
+    ngx_http_flags_memo_t  *m, **set;
 
     if (k->project->pversion == NULL
         || k->len > NGX_HTTP_FLAGS_MEMO_MAX_KEY)
@@ -131,13 +162,96 @@ ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
     }
 
     hash = ngx_http_flags_memo_hash(k);
-    m = ngx_http_flags_memo_table[hash & (NGX_HTTP_FLAGS_MEMO_SLOTS - 1)];
+    set = ngx_http_flags_memo_table[ngx_http_flags_memo_set(
+                                        hash, NGX_HTTP_FLAGS_MEMO_SETS)];
 
-    if (m == NULL || !ngx_http_flags_memo_same(m, k, hash)) {
-        return NULL;
+    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_WAYS; i++) {
+        m = set[i];
+
+        if (m && ngx_http_flags_memo_same(m, k, hash)) {
+            m->used = ++ngx_http_flags_memo_clock;
+            return m;
+        }
     }
 
-    return m;
+    return NULL;
+}
+
+
+/*
+ * Whether a key (its hash, of the project's version) was seen before;
+ * if not, it is remembered now, in place of the oldest of its set.
+ */
+
+static ngx_uint_t
+ngx_http_flags_memo_admit(uint64_t hash, ngx_atomic_uint_t version)
+{
+    uint64_t    v, *set;
+    ngx_uint_t  i;
+
+    /* the version too: an answer that changed is seen anew */
+    v = hash ^ version;
+    set = ngx_http_flags_memo_seen[ngx_http_flags_memo_set(
+                                       v, NGX_HTTP_FLAGS_MEMO_SEEN)];
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_WAYS; i++) {
+        if (set[i] == v) {
+            return 1;
+        }
+    }
+
+    /* newest first */
+    for (i = NGX_HTTP_FLAGS_MEMO_WAYS - 1; i > 0; i--) {
+        set[i] = set[i - 1];
+    }
+
+    set[0] = v;
+
+    return 0;
+}
+
+
+/*
+ * The entry of set a new answer of k takes: one holding an older answer
+ * of the same key, else an empty one, else one of an older version of
+ * k's project (it answers nobody any more), else the least recently used.
+ */
+
+static ngx_uint_t
+ngx_http_flags_memo_way(ngx_http_flags_memo_t **set,
+    ngx_http_flags_memo_key_t *k, uint64_t hash)
+{
+    ngx_uint_t              i, way, rank, r;
+    ngx_http_flags_memo_t  *m;
+
+    way = 0;
+    rank = 0;
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_WAYS; i++) {
+        m = set[i];
+
+        if (m == NULL) {
+            r = 3;
+
+        } else if (m->hash == hash) {
+            return i;
+
+        } else if (m->project == k->project && m->version != k->version) {
+            r = 2;
+
+        } else {
+            r = 1;
+        }
+
+        if (r > rank
+            || (r == 1 && rank == 1 && m->used < set[way]->used))
+        {
+            way = i;
+            rank = r;
+        }
+    }
+
+    return way;
 }
 
 
@@ -157,8 +271,8 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     u_char                 *p;
     size_t                  size, nflags, bits, i;
     uint64_t                hash;
-    ngx_uint_t              slot;
-    ngx_http_flags_memo_t  *m, *old;
+    ngx_uint_t              way;
+    ngx_http_flags_memo_t  *m, *old, **set;
 
     if (k->project->pversion == NULL
         || k->len > NGX_HTTP_FLAGS_MEMO_MAX_KEY)
@@ -172,17 +286,15 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
 
     hash = ngx_http_flags_memo_hash(k);
 
-    /* the first sight of a key is only remembered (the version too: an
-     * answer that changed is seen anew) */
-    i = (hash ^ k->version) & (NGX_HTTP_FLAGS_MEMO_SEEN - 1);
-
-    if (ngx_http_flags_memo_seen[i] != (hash ^ k->version)) {
-        ngx_http_flags_memo_seen[i] = hash ^ k->version;
+    /* the first sight of a key is only remembered */
+    if (!ngx_http_flags_memo_admit(hash, k->version)) {
         return;
     }
 
-    slot = hash & (NGX_HTTP_FLAGS_MEMO_SLOTS - 1);
-    old = ngx_http_flags_memo_table[slot];
+    set = ngx_http_flags_memo_table[ngx_http_flags_memo_set(
+                                        hash, NGX_HTTP_FLAGS_MEMO_SETS)];
+    way = ngx_http_flags_memo_way(set, k, hash);
+    old = set[way];
 
     if (ngx_http_flags_memo_used - (old ? old->size : 0) + size
         > NGX_HTTP_FLAGS_MEMO_BYTES)
@@ -196,7 +308,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     }
 
     if (old) {
-        ngx_http_flags_memo_table[slot] = NULL;
+        set[way] = NULL;
         ngx_http_flags_memo_drop(old);
     }
 
@@ -236,7 +348,9 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
         m->has_etag = 1;
     }
 
-    ngx_http_flags_memo_table[slot] = m;
+    m->used = ++ngx_http_flags_memo_clock;
+
+    set[way] = m;
     ngx_http_flags_memo_used += size;
 }
 
@@ -421,7 +535,7 @@ ngx_http_flags_memo_drop(ngx_http_flags_memo_t *m)
 void
 ngx_http_flags_memo_exit(void)
 {
-    ngx_uint_t              i;
+    ngx_uint_t              i, j;
     ngx_http_flags_memo_t  *m;
 
     ngx_http_flags_memo_fold();
@@ -430,12 +544,14 @@ ngx_http_flags_memo_exit(void)
         ngx_delete_posted_event(&ngx_http_flags_memo_fold_event);
     }
 
-    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_SLOTS; i++) {
-        m = ngx_http_flags_memo_table[i];
+    for (i = 0; i < NGX_HTTP_FLAGS_MEMO_SETS; i++) {
+        for (j = 0; j < NGX_HTTP_FLAGS_MEMO_WAYS; j++) {
+            m = ngx_http_flags_memo_table[i][j];
 
-        if (m) {
-            ngx_http_flags_memo_table[i] = NULL;
-            ngx_http_flags_memo_drop(m);
+            if (m) {
+                ngx_http_flags_memo_table[i][j] = NULL;
+                ngx_http_flags_memo_drop(m);
+            }
         }
     }
 }

@@ -696,6 +696,10 @@ ngx_http_flags_postconfiguration(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_http_flags_dashboard_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_flags_upstream_init(cf);
 }
 

@@ -606,6 +606,7 @@ ngx_int_t ngx_http_flags_admin_check(ngx_conf_t *cf);
 char *ngx_http_flags_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_flags_dashboard_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_flags_dashboard_init(ngx_conf_t *cf);
 /* ngx_http_flags_module.c: a content handler's directive (cmd->post) */
 char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

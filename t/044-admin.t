@@ -1,13 +1,17 @@
 # flags_admin as an operator meets it: the nginx -t warning for a location
 # nothing protects, the audit lines of every change (value, user, client)
 # and the messages of its refusals.  Driven directly: the point is what
-# nginx -t prints and the exact lines of the error log.
+# nginx -t prints and the exact lines of the error log.  A user is named
+# (log line and event ring) only where nginx must have checked the
+# password: not with auth_basic off under an inherited user file, nor
+# with "satisfy any" and an allow rule (issue 23).
 use strict;
 use warnings;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use JSON::PP ();
 
 my $dir = prefix_dir('admin');
 
@@ -123,15 +127,25 @@ write_file("$dir/conf/nginx.conf", nginx_conf(
     flags_project shop token=tok file=shop.json;
     flags_error_log logs/reports.log;
 _H_
+        auth_basic_user_file htpasswd;
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
+        location = /status { flags_status; }
         location /flags-admin/ {
             flags_admin;
             auth_basic admin;
-            auth_basic_user_file htpasswd;
         }
         location /net-admin { flags_admin; allow 127.0.0.1; deny all; }
         location = /exact-admin/ { flags_admin; allow 127.0.0.1; deny all; }
+        location /off-admin/ { flags_admin; auth_basic off; allow 127.0.0.1; deny all; }
+        location /any-admin/ {
+            flags_admin;
+            satisfy any;
+            allow 127.0.0.1;
+            deny all;
+            auth_basic admin;
+        }
+        location /pw-admin/ { flags_admin; satisfy any; auth_basic admin; deny all; }
 _S_
 
 my $pid = nginx_start($dir);
@@ -196,6 +210,49 @@ is($st, 204, 'override removed by o"hara');
 is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
                         . qq(by user "o\\"hara", $tail "DELETE /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override removed: a quote in the name is escaped');
+
+# who a change of the event ring names (flags_status "events", newest first)
+sub last_who {
+    my (undef, undef, $b) = http_request(GET => '/status');
+    return JSON::PP::decode_json($b)->{events}[0]{who};
+}
+is(last_who(), 'o"hara', 'the event ring names the user auth_basic checked');
+
+# a user file inherited from the server, auth_basic off: the header is
+# checked by nobody, whatever it says (issue 23)
+my $wrong = 'Authorization: Basic ' . 'YWxpY2U6d3JvbmdwYXNz';   # alice:wrongpass
+($st) = http_request(PUT => '/off-admin/overrides/shop/b', body => '{"enabled": false}',
+                     headers => [$wrong, $json]);
+is($st, 204, 'auth_basic off: a wrong password is not checked');
+is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+                        . qq($tail "PUT /off-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          '... and the user it names is not logged');
+is(last_who(), undef, '... nor kept in the event ring');
+
+# "satisfy any" with an allow rule: the address let the request in, the
+# password was never checked
+($st) = http_request(DELETE => '/any-admin/overrides/shop/b', headers => [$wrong]);
+is($st, 204, 'satisfy any: the allowed address is let in with a wrong password');
+is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+                        . qq($tail "DELETE /any-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          '... no user logged');
+is(last_who(), undef, '... none in the event ring');
+($st) = http_request(PUT => '/any-admin/overrides/shop/b', body => '{"enabled": false}',
+                     headers => [$alice, $json]);
+is($st, 204, 'satisfy any, the right password');
+is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+                        . qq($tail "PUT /any-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          '... still no user: nginx may not have checked it');
+
+# "satisfy any" where only auth_basic can let anyone in: the user is checked
+($st) = http_request(DELETE => '/pw-admin/overrides/shop/b', headers => [$wrong]);
+is($st, 401, 'satisfy any with no allow rule: a wrong password is refused');
+($st) = http_request(DELETE => '/pw-admin/overrides/shop/b', headers => [$alice]);
+is($st, 204, '... the right one is let in');
+is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+                        . qq(by user "alice", $tail "DELETE /pw-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
+          '... and named');
+is(last_who(), 'alice', '... in the event ring too');
 
 # roll "a" back (minErrors 1), then clear it
 ($st) = http_request(GET => '/flags', headers => ['Authorization: Bearer tok']);

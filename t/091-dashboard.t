@@ -4,6 +4,10 @@
 # flags_status, every kind, escaped), the event stream (a change on any
 # worker reaches it; the push cap; a peer that vanishes; a client that
 # never reads), and flags_admin refusing a browser's call for another site.
+# Issue 23: the four security headers on every answer of the location (404,
+# 405, 503, and nginx's own 401, 403, 413), and an Origin refused unless
+# its host is one of the server's names (server_name, or the address the
+# connection arrived at), not merely the Host the client sent.
 use strict;
 use warnings;
 use Test::More;
@@ -12,6 +16,7 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use FlagsPush;
 use JSON::PP;
+use MIME::Base64 ();
 
 my $dir = prefix_dir('dashboard');
 my $Port = $FlagsTest::Port;
@@ -42,8 +47,16 @@ my $http = <<"_C_";
 _C_
 
 my $server = <<"_C_";
+        server_name *.example.com .flags.test www.example.* ~^re[0-9]+[.]test\$;
         location /dash/ { flags_dashboard admin=/admin/; }
         location /ro/ { flags_dashboard; }
+        location /locked/ {
+            flags_dashboard;
+            auth_basic "flags";
+            auth_basic_user_file $dir/conf/htpasswd;
+        }
+        location /denied/ { flags_dashboard; deny all; }
+        location /small/ { flags_dashboard; client_max_body_size 1; }
         location = /status { flags_status; }
         location = /ingest/errors { flags_ingest_errors; }
         location /admin/ {
@@ -106,12 +119,43 @@ is($h->{'content-security-policy'}, $csp, '... with the policy too');
 (undef, undef, $body) = http_request(GET => '/ro/config.json');
 is($body, '{"admin":null,"status":"status.json","events":"events"}', 'without admin=: read-only');
 
+# the four headers of every answer of the page's location
+sub secure {
+    my ($h, $what) = @_;
+    is_deeply([@$h{qw(content-security-policy x-content-type-options x-frame-options referrer-policy)}],
+              [$csp, 'nosniff', 'DENY', 'no-referrer'], "$what: the page's four security headers");
+}
+
 ($st, $h, $body) = http_request(GET => '/dash/nope');
 is($st, 404, 'another path: 404');
 is_deeply(decode_json($body), {error => 'not_found', message => 'the operator\'s page has index.html, app.js, app.css, config.json, status.json and events'}, '... not_found, naming the paths');
+secure($h, '404');
 ($st, $h) = http_request(POST => '/dash/', body => 'x');
 is($st, 405, 'POST: 405');
 is($h->{allow}, 'GET, HEAD', '... Allow: GET, HEAD');
+secure($h, '405');
+($st, $h) = http_request(DELETE => '/ro/app.js');
+is($st, 405, 'DELETE: 405');
+secure($h, '405 without a body');
+# nginx's own answers in the page's location
+($st, $h) = http_request(GET => '/locked/');
+is($st, 401, 'auth_basic without a password: 401');
+like($h->{'www-authenticate'} // '', qr/^Basic realm="flags"/, '... asking for one');
+secure($h, '401 of auth_basic');
+($st, $h) = http_request(GET => '/locked/app.css', headers => ['Authorization: Basic ' . MIME::Base64::encode_base64('alice:pw', '')]);
+is($st, 200, '... with it: 200');
+secure($h, '200 behind auth_basic');
+($st, $h) = http_request(GET => '/denied/');
+is($st, 403, 'deny all: 403');
+secure($h, '403 of deny');
+($st, $h) = http_request(POST => '/small/', body => 'xx');
+is($st, 413, 'a body over client_max_body_size: 413');
+secure($h, '413');
+($st, $h) = http_request(GET => '/dash/app.js', headers => ["If-None-Match: $etag{'/dash/app.js'}"]);
+is($st, 304, 'a matching If-None-Match: 304');
+secure($h, '304');
+($st, $h) = http_request(GET => '/status');
+is($h->{'content-security-policy'}, undef, 'another location\'s answer has none of them');
 ($st, $h, $body) = http_request(HEAD => '/dash/app.js');
 is($st, 200, 'HEAD: 200');
 
@@ -151,7 +195,6 @@ sub admin {
                         headers => ['Authorization: Basic ' . MIME::Base64::encode_base64($h[0] // 'alice:pw', ''),
                                     'Content-Type: application/json', @h[1 .. $#h]]);
 }
-require MIME::Base64;
 ($st) = admin(DELETE => 'rollbacks/shop/risky');
 is($st, 204, 'clear the rollback');
 ($st) = admin(PUT => 'overrides/shop/steady', '{"rolloutPercentage": 12.5}', "$hostile:secret");
@@ -194,6 +237,7 @@ my @more = map { Sse->open('/dash/events') } 1 .. 7;
 my @refused = grep { $_->{status} == 503 } @more;
 cmp_ok(scalar @refused, '>=', 2, 'eight streams past flags_push_max_connections (3 a worker, 2 workers): 503');
 is(decode_json($refused[0]{body})->{error}, 'too_many_connections', '... too_many_connections') if @refused;
+secure($refused[0]{h}, '503') if @refused;
 close $_->{s} for @more;
 close $sse->{s};
 sleep 1;
@@ -228,6 +272,51 @@ is($st, 204, 'the page\'s own origin: 204');
 is(status_doc('/status')->{projects}[0]{flags}[1]{override}{enabled}, JSON::PP::false, '... applied');
 ($st) = admin(POST => 'overrides/shop/steady', 'enabled=false', 'alice:pw');
 is($st, 405, 'a form\'s POST: 405');
+
+# the Origin must be one of the server's own names, not just the Host the
+# client sent: a DNS-rebinding page (evil.example resolving to this server)
+# sends its own name as both (issue 23)
+sub admin_as {
+    my ($host, $origin, $m, $path, $b) = @_;
+    my $s = FlagsTest::raw_connect();
+    $b //= '';
+    print $s "$m /admin/$path HTTP/1.1\r\nHost: $host\r\nConnection: close\r\n"
+           . 'Authorization: Basic ' . MIME::Base64::encode_base64('alice:pw', '') . "\r\n"
+           . "Origin: $origin\r\nContent-Type: application/json\r\n"
+           . 'Content-Length: ' . length($b) . "\r\n\r\n$b";
+    local $/;
+    my $resp = <$s> // '';
+    close $s;
+    my ($code) = $resp =~ m{^HTTP/1\.1 (\d+)};
+    my ($json) = $resp =~ /\r\n\r\n(.*)\z/s;
+    return ($code // 0, $json);
+}
+my $off = '{"enabled": false}';
+($st, $body) = admin_as('evil.example', 'http://evil.example', PUT => 'overrides/shop/steady', $off);
+is($st, 403, 'Origin http://evil.example with Host: evil.example: 403');
+is(decode_json($body)->{error}, 'cross_origin', '... cross_origin');
+($st) = admin_as("evil.example:$Port", "http://evil.example:$Port", DELETE => 'overrides/shop/steady');
+is($st, 403, '... with the port too');
+($st) = admin_as("localhost:$Port", "http://localhost:$Port", DELETE => 'overrides/shop/steady');
+is($st, 204, 'the server_name (localhost), with the port: 204');
+($st) = admin_as("127.0.0.1:$Port", "http://127.0.0.1:$Port", PUT => 'overrides/shop/steady', $off);
+is($st, 204, 'the address the connection arrived at, as a page at http://127.0.0.1:PORT/ sends it: 204');
+($st) = admin_as("127.0.0.1:$Port", 'http://127.0.0.1:1', PUT => 'overrides/shop/steady', $off);
+is($st, 403, '... another port of it (another origin): 403');
+($st) = admin_as('a.example.com', 'https://a.example.com', PUT => 'overrides/shop/steady', $off);
+is($st, 204, 'a name under server_name *.example.com: 204');
+($st) = admin_as('example.com', 'https://example.com', PUT => 'overrides/shop/steady', $off);
+is($st, 403, '... not example.com itself');
+($st) = admin_as('flags.test', 'https://flags.test', PUT => 'overrides/shop/steady', $off);
+is($st, 204, 'server_name .flags.test names flags.test: 204');
+($st) = admin_as('www.example.org', 'http://www.example.org', PUT => 'overrides/shop/steady', $off);
+is($st, 204, 'server_name www.example.*: 204');
+($st) = admin_as('re42.test', 'http://re42.test', PUT => 'overrides/shop/steady', $off);
+is($st, 204, 'a regular expression server_name: 204');
+($st) = admin_as('rex.test', 'http://rex.test', PUT => 'overrides/shop/steady', $off);
+is($st, 403, '... a name it does not match: 403');
+($st) = admin_as('localhost', 'http://localhost.evil.example', PUT => 'overrides/shop/steady', $off);
+is($st, 403, 'an Origin that is not the Host: 403');
 
 nginx_stop($master);
 done_testing();
