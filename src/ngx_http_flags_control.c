@@ -167,7 +167,7 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
     backstop = 0;
 
     if (flag->ramp_def && fl_ramp_guards(flag->ramp_def, flag->ramp)
-        && !ngx_http_flags_sync_away(ch->fmcf))
+        && !ngx_http_flags_zone_sync_away(ch->fmcf))
     {
         /* the ramp's control group is the baseline: the threshold acts
          * only on failures its off cohort does not share, so an outage of

@@ -89,7 +89,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     m.push_connections = -1;
 
     /* flags_sync: the host's sync state (docs/sync.md) */
-    if (ngx_http_flags_sync_state(fmcf, &sync)) {
+    if (ngx_http_flags_zone_sync_state(fmcf, &sync)) {
         m.sync_enabled = 1;
         m.sync_connected = (int) sync.connected;
         m.sync_last_success_ms = sync.last_ok_ms;

@@ -1298,30 +1298,3 @@ ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
-char *
-ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
-{
-    ngx_http_flags_loc_conf_t *flcf = conf;
-
-    ngx_http_core_loc_conf_t  *clcf;
-
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
-
-    /* the same words whichever comes first (the other order: merge) */
-    if (clcf->handler) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"%V\" conflicts with another content handler "
-                           "(such as proxy_pass) in this location",
-                           &cmd->name);
-        return NGX_CONF_ERROR;
-    }
-
-    clcf->handler = (ngx_http_handler_pt) cmd->post;
-
-    flcf->handler = clcf->handler;
-    flcf->handler_directive = &cmd->name;
-    flcf->handler_file = cf->conf_file->file.name;
-    flcf->handler_line = cf->conf_file->line;
-
-    return NGX_CONF_OK;
-}

@@ -21,7 +21,9 @@
  *   ngx_http_flags_control.c   every change of a flag's control state
  *                              (rollbacks, overrides, new definitions) and
  *                              its consequences: version, log, counters,
- *                              state file
+ *                              state file; and the one entry of failures
+ *                              (reports, upstream errors): their cohort,
+ *                              source and witness, then the rule
  *   ngx_http_flags_eval.c      the one evaluate-and-count path of answers
  *   ngx_http_flags_ramp.c      ramps: a worker's timer that runs each
  *                              ramp's ticks under the zone's lock
@@ -57,21 +59,31 @@
  *   module     ngx_http_flags_module.c: nginx's hooks (directives,
  *              configuration, init module, process start and exit) call
  *              each file's directive, handler and lifecycle entries
- *   handlers   evaluate, ingest, status, metrics, admin, ofrep, sdk, push,
+ *   handlers   evaluate, ingest, status, metrics, admin, dashboard, ofrep,
+ *              sdk, push (with its transports push_sse and push_ws),
  *              variables, upstream: what nginx runs for a request (content
- *              handlers, variables, the log phase).  A handler calls no
- *              other handler, except where one serves the other's path:
+ *              handlers, variables, the log phase, a push connection's
+ *              events).  A handler calls no other handler, except where
+ *              one serves the other's path:
  *                sdk -> ingest      POST {loc}report is the report path
  *                ofrep -> push      {loc}v1/events is the SSE stream
+ *                dashboard -> push  {loc}events is the SSE stream
+ *                dashboard -> status  {loc}status.json is its document
  *                upstream -> variables  the flags the request read
- *   services   sync, reportlog, control, then memo, eval and statefile:
- *              the fleet, the report log, control changes (which save
- *              the state file and fold the memo before deciding), the
- *              memo of answers (which counts through eval), the
- *              evaluate-and-count path, the state file
+ *   services   sync (sync, sync_conn, sync_round), ramp, reportlog,
+ *              control, then memo, eval and statefile: the fleet and the
+ *              ramps' timer (both hand their changes to control), the
+ *              report log, control changes (the one entry of failures,
+ *              every change of a control block; they save the state file
+ *              and fold the memo before deciding), the memo of answers
+ *              (which counts through eval), the evaluate-and-count path,
+ *              the state file
  *   http       ngx_http_flags_http.c: what handlers and services share
- *              (token, route, body, answers, find_project, pool_alloc)
- *   zone       ngx_http_flags_shm.c: the zone, a library of it
+ *              (token, route, body, answers, find_project, pool_alloc,
+ *              a content handler's directive)
+ *   zone       ngx_http_flags_shm.c: the zone, a library of it, and what
+ *              lives in it: counting, a ramp's inputs and its percentage
+ *              in the control word, flags_sync's standing
  *   core       flags_core.h: every decision; it calls no glue
  */
 
@@ -307,6 +319,7 @@ typedef struct {
     ngx_uint_t                  push_max_line;
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
+    ngx_msec_t                  sync_interval;   /* its interval= */
     ngx_array_t                *upstream_lists; /* flags= of
                                                  * flags_upstream_errors,
                                                  * checked at
@@ -378,6 +391,26 @@ size_t ngx_http_flags_zone_saved(ngx_http_flags_main_conf_t *fmcf,
     fl_saved_flag_t *e, u_char *keys, fl_ramp_t *ramps, size_t max,
     ngx_atomic_uint_t *seq);
 int64_t ngx_http_flags_now_sec(void);
+/* the ramp's percentage into the control word, as its state says (a
+ * state restored from the state file) */
+void ngx_http_flags_zone_ramp_apply(ngx_http_flags_flag_t *flag);
+/* flags_sync's standing in the zone: what flags_status and flags_metrics
+ * show; 0 when flags_sync is off */
+typedef struct {
+    ngx_uint_t                  connected;
+    uint64_t                    last_ok_ms;  /* 0: never */
+    uint64_t                    lag_ms;      /* since the last success */
+    uint64_t                    round_ms;    /* the last round's duration */
+    uint64_t                    failures;
+    uint64_t                    rounds;
+    ngx_pid_t                   owner;
+} ngx_http_flags_sync_state_t;
+ngx_uint_t ngx_http_flags_zone_sync_state(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_sync_state_t *st);
+/* 1 when flags_sync is configured and Redis is away (not connected, or
+ * no round answered for a few intervals): the fleet's ramps freeze here
+ * and the absolute rule guards their flags again */
+ngx_uint_t ngx_http_flags_zone_sync_away(ngx_http_flags_main_conf_t *fmcf);
 ngx_atomic_uint_t ngx_http_flags_answer_version(
     ngx_http_flags_project_t *project);
 ngx_uint_t ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf);
@@ -408,6 +441,9 @@ typedef ngx_int_t (*ngx_http_flags_state_done_pt)(ngx_http_request_t *r,
 ngx_int_t ngx_http_flags_state_changed(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
 
+/* ngx_http_flags_http.c: a content handler's directive (cmd->post) */
+char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 /* ngx_http_flags_http.c */
 ngx_int_t ngx_http_flags_authenticate(ngx_http_request_t *r,
     ngx_http_flags_project_t **project);
@@ -537,8 +573,6 @@ ngx_int_t ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
 ngx_int_t ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf);
-/* the ramp's percentage into the control word, after a restore */
-void ngx_http_flags_ramp_apply(ngx_http_flags_flag_t *flag);
 
 /* ngx_http_flags_eval.c: the one evaluate-and-count path */
 typedef struct {
@@ -607,9 +641,6 @@ char *ngx_http_flags_dashboard(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_flags_dashboard_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_dashboard_init(ngx_conf_t *cf);
-/* ngx_http_flags_module.c: a content handler's directive (cmd->post) */
-char *ngx_http_flags_set_handler(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
 /* ngx_http_flags_sdk.c */
 ngx_int_t ngx_http_flags_sdk_handler(ngx_http_request_t *r);
 
@@ -656,22 +687,7 @@ char *ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf);
-/* what flags_status and flags_metrics show; 0 when flags_sync is off */
-typedef struct {
-    ngx_uint_t                  connected;
-    uint64_t                    last_ok_ms;  /* 0: never */
-    uint64_t                    lag_ms;      /* since the last success */
-    uint64_t                    round_ms;    /* the last round's duration */
-    uint64_t                    failures;
-    uint64_t                    rounds;
-    ngx_pid_t                   owner;
-} ngx_http_flags_sync_state_t;
-ngx_uint_t ngx_http_flags_sync_state(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_sync_state_t *st);
-/* 1 when flags_sync is configured and Redis is away (not connected, or
- * no round answered for a few intervals): the fleet's ramps freeze here
- * and the absolute rule guards their flags again */
-ngx_uint_t ngx_http_flags_sync_away(ngx_http_flags_main_conf_t *fmcf);
+
 
 
 #endif /* _NGX_HTTP_FLAGS_MODULE_H_INCLUDED_ */

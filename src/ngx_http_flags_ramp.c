@@ -131,27 +131,6 @@ ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf)
 }
 
 
-/* The ramp's percentage into the control word, as its state says (a
- * state restored from the state file). */
-
-void
-ngx_http_flags_ramp_apply(ngx_http_flags_flag_t *flag)
-{
-    fl_ramp_t  r;
-
-    if (flag->ramp_def == NULL || flag->ramp == NULL) {
-        return;
-    }
-
-    fl_ramp_read(flag->ramp, &r);
-
-    fl_control_set_ramp(flag->ctl, r.state == FL_RAMP_PENDING
-                                   ? FL_RAMP_NONE
-                                   : fl_ramp_milli(flag->ramp_def, &r,
-                                                   flag->rollout_milli));
-}
-
-
 static void
 ngx_http_flags_ramp_timer(ngx_event_t *ev)
 {

@@ -440,7 +440,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
             /* the next tick takes the new zone's totals as its base */
             saved[i].ramp->based = 0;
             ngx_memcpy(flag->ramp, saved[i].ramp, sizeof(fl_ramp_t));
-            ngx_http_flags_ramp_apply(flag);
+            ngx_http_flags_zone_ramp_apply(flag);
             ramps++;
         }
     }

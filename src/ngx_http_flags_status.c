@@ -104,7 +104,7 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
 
     p = ngx_cpymem(p, "]", 1);
 
-    if (ngx_http_flags_sync_state(fmcf, &sync)) {
+    if (ngx_http_flags_zone_sync_state(fmcf, &sync)) {
         p = ngx_sprintf(p, ",\"sync\":{\"connected\":%s,\"lastSuccess\":",
                         sync.connected ? "true" : "false");
 

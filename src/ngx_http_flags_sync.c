@@ -421,6 +421,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     fmcf->sync = sc;
+    fmcf->sync_interval = sc->interval;
 
     return NGX_CONF_OK;
 }
@@ -528,67 +529,4 @@ ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf)
     }
 
     ngx_http_flags_sync_worker = NULL;
-}
-
-
-/* ------------------------------------------ flags_status, flags_metrics */
-
-ngx_uint_t
-ngx_http_flags_sync_state(ngx_http_flags_main_conf_t *fmcf,
-    ngx_http_flags_sync_state_t *st)
-{
-    uint64_t                 now;
-    ngx_atomic_uint_t        lock;
-    ngx_http_flags_shctx_t  *sh;
-
-    ngx_memzero(st, sizeof(ngx_http_flags_sync_state_t));
-
-    if (fmcf->sync == NULL || fmcf->sh == NULL) {
-        return 0;
-    }
-
-    sh = fmcf->sh;
-    now = ngx_http_flags_now_ms();
-    lock = sh->sync_lock;
-
-    st->connected = sh->sync_connected ? 1 : 0;
-    st->last_ok_ms = sh->sync_last_ok_ms;
-    st->lag_ms = (st->last_ok_ms && now > st->last_ok_ms)
-                 ? now - st->last_ok_ms : 0;
-    st->round_ms = sh->sync_round_ms;
-    st->failures = sh->sync_failures;
-    st->rounds = sh->sync_rounds;
-
-    if ((time_t) (lock >> 32) >= ngx_time()) {
-        st->owner = (ngx_pid_t) (lock & 0xffffffff);
-    }
-
-    return 1;
-}
-
-
-/* Redis is away: not connected, or no round answered for two intervals
- * and a second (a round is not answered within 5 intervals, at least 2 s,
- * before it fails: this says it sooner). */
-
-ngx_uint_t
-ngx_http_flags_sync_away(ngx_http_flags_main_conf_t *fmcf)
-{
-    uint64_t                 now, last;
-    ngx_http_flags_shctx_t  *sh;
-
-    if (fmcf->sync == NULL || fmcf->sh == NULL) {
-        return 0;
-    }
-
-    sh = fmcf->sh;
-
-    if (!sh->sync_connected) {
-        return 1;
-    }
-
-    now = ngx_http_flags_now_ms();
-    last = sh->sync_last_ok_ms;
-
-    return last == 0 || now > last + 2 * fmcf->sync->interval + 1000;
 }
