@@ -997,10 +997,10 @@ struct fl_ramp_s {
     fl_regression_t evidence;       /* since the ramp (re)started */
     /* the tick that decided: its counts */
     uint64_t        decided_n1, decided_n0, decided_e1, decided_e0;
-    /* the wall clock minus the monotonic clock at the last fl_ramp_clock()
-     * (two's complement; 0: not known yet): how far the wall clock stepped
-     * since, which start_ms, stage_ms, paused_ms and next_tick_ms are
-     * moved by */
+    /* the wall clock minus the monotonic clock when the times last moved
+     * (fl_ramp_clock(); two's complement; 0: not known yet): how far the
+     * wall clock stepped since, which start_ms, stage_ms, paused_ms and
+     * next_tick_ms are moved by */
     uint64_t        clock_ms;
 };
 
@@ -1014,15 +1014,18 @@ void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) FL_NOEXCEPT;
  * The ramp's durations run on the monotonic clock (docs/ramps.md, "Clocks"):
  * its times are wall-clock ms, and before each fl_ramp_step() and
  * fl_ramp_act() the caller (holding the lock) hands both clocks here, read
- * at the same moment.  When the wall clock stepped since the last call
- * (the difference of the two clocks changed), the ramp's times move by the
- * step: a hold, a tick or a pause lasts as long as the monotonic clock
+ * at the same moment.  When the wall clock stepped since the times last
+ * moved (the difference of the two clocks changed by FL_RAMP_CLOCK_SLACK_MS
+ * or more), the ramp's times move by the step: a hold, a tick or a pause lasts as long as the monotonic clock
  * says, and the times shown stay on the wall clock as it reads now.
  * mono_ms 0: not known (nothing moves).  The monotonic clock must be one
  * every process of the host shares (CLOCK_MONOTONIC).
  */
 void fl_ramp_clock(fl_ramp_t *r, uint64_t wall_ms, uint64_t mono_ms)
     FL_NOEXCEPT;
+/* A difference of the clocks that moves less than this is no step (the
+ * two are read one after the other, each in whole ms). */
+#define FL_RAMP_CLOCK_SLACK_MS  50
 
 /*
  * The ramp follows its flag's rollback at now_ms (wall clock): a rollback

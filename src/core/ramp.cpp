@@ -254,16 +254,26 @@ void fl_ramp_clock(fl_ramp_t *r, uint64_t wall_ms, uint64_t mono_ms) noexcept
     if (offset == 0) {
         offset = 1;             /* 0 is "not known" */
     }
-    st(&r->clock_ms, offset);
-
-    if (was == 0 || was == offset) {
+    if (was == 0) {
+        st(&r->clock_ms, offset);
         return;
     }
 
-    /* the wall clock stepped by offset - was since the last call: every
-     * time the ramp keeps moves with it, so what is measured from them
-     * (the hold, the tick, the pause) is monotonic time */
+    /* the wall clock stepped by offset - was since the times last moved.
+     * The two clocks are read one after the other, each in whole ms, so
+     * their difference wobbles by a ms or so: that is no step, and the
+     * reference stays, so a slow drift still moves the times once it
+     * adds up to the slack. */
     uint64_t step = offset - was;
+    int64_t s = static_cast<int64_t>(step);
+    if (s > -FL_RAMP_CLOCK_SLACK_MS && s < FL_RAMP_CLOCK_SLACK_MS) {
+        return;
+    }
+    st(&r->clock_ms, offset);
+
+    /* every time the ramp keeps moves with the wall clock, so what is
+     * measured from them (the hold, the tick, the pause) is monotonic
+     * time */
     uint64_t *times[] = {&r->start_ms, &r->stage_ms, &r->paused_ms,
                          &r->next_tick_ms};
 

@@ -641,6 +641,16 @@ static void test_clock_step(void **state)
     uint64_t before = r.start_ms;
     fl_ramp_clock(&r, w0 + 90 * S - h, 0);
     assert_int_equal(r.start_ms, before);
+    /* the clocks read a ms apart is no step; a drift moves the times once
+     * it adds up to the slack, by all of it */
+    fl_ramp_clock(&r, w0 + 90 * S + 1, m0 + 90 * S);
+    fl_ramp_clock(&r, w0 + 91 * S - 1, m0 + 91 * S);
+    assert_int_equal(r.start_ms, before);
+    fl_ramp_clock(&r, w0 + 92 * S + FL_RAMP_CLOCK_SLACK_MS - 1,
+                  m0 + 92 * S);
+    assert_int_equal(r.start_ms, before);
+    fl_ramp_clock(&r, w0 + 93 * S + FL_RAMP_CLOCK_SLACK_MS, m0 + 93 * S);
+    assert_int_equal(r.start_ms, before + FL_RAMP_CLOCK_SLACK_MS);
 
     /* the status shows the wall clock as it reads now */
     char buf[FL_RAMP_JSON_BOUND];
