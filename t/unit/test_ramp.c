@@ -476,9 +476,11 @@ static void test_state_file(void **state)
     uint64_t t0 = 10000 * S;
 
     fl_ramp_init(&r);
+    fl_ramp_clock(&r, t0, 77 * S);
     fl_ramp_step(&d, &r, t0, &in);
     in = input(100, 1900, 2, 3);
     fl_ramp_step(&d, &r, t0 + 10 * S, &in);
+    assert_int_not_equal(r.clock_ms, 0);
 
     fl_saved_flag_t e;
     memset(&e, 0, sizeof(e));
@@ -508,6 +510,11 @@ static void test_state_file(void **state)
     assert_int_equal(g->evidence.ticks, r.evidence.ticks);
     assert_int_equal(g->evidence.errors_on, 2);
     assert_int_equal(g->evidence.errors_off, 3);
+    /* the file keeps wall-clock times; the clocks' difference is this
+     * boot's only, and the first step after the restart takes it anew */
+    assert_int_equal(g->start_ms, t0);
+    assert_int_equal(g->clock_ms, 0);
+    assert_null(strstr(buf, "clock"));
     for (int k = 0; k < FL_REGRESSION_GRID; k++) {
         assert_true(g->evidence.log_lr[k] == r.evidence.log_lr[k]);
     }
