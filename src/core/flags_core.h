@@ -1016,8 +1016,9 @@ void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) FL_NOEXCEPT;
  * fl_ramp_act() the caller (holding the lock) hands both clocks here, read
  * at the same moment.  When the wall clock stepped since the times last
  * moved (the difference of the two clocks changed by FL_RAMP_CLOCK_SLACK_MS
- * or more), the ramp's times move by the step: a hold, a tick or a pause lasts as long as the monotonic clock
- * says, and the times shown stay on the wall clock as it reads now.
+ * or more), the ramp's times move by the step: a hold, a tick or a pause
+ * lasts as long as the monotonic clock says, and the times shown stay on
+ * the wall clock as it reads now.
  * mono_ms 0: not known (nothing moves).  The monotonic clock must be one
  * every process of the host shares (CLOCK_MONOTONIC).
  */

@@ -13,6 +13,10 @@
  * evaluations and the evidence all change at tick boundaries, so a stage
  * lasts its hold rounded up to a whole tick, and what one tick counted
  * belongs to one stage.
+ *
+ * Its times are wall-clock ms (what flags_status, the state file and the
+ * fleet show and keep), moved by fl_ramp_clock() whenever the wall clock
+ * steps, so that every duration measured from them is monotonic time.
  */
 
 #include "flags_core.h"
