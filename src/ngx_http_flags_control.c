@@ -37,6 +37,8 @@
 static ngx_uint_t ngx_http_flags_control_decide(ngx_http_flags_change_t *ch,
     int64_t now);
 static void ngx_http_flags_control_changed(ngx_http_flags_change_t *ch);
+static void ngx_http_flags_control_ramp_follow(ngx_http_flags_change_t *ch,
+    uint64_t now);
 static void ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch);
 static void ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
     const char *what, fl_ramp_t *r);
@@ -507,6 +509,7 @@ ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
     fl_ramp_action_t action, ngx_uint_t *changed, const char **why)
 {
     int                     rc, c;
+    uint64_t                now;
     fl_ramp_t               r;
     ngx_http_flags_flag_t  *flag;
 
@@ -517,9 +520,14 @@ ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
         *changed = ngx_http_flags_control_clear(ch);
     }
 
+    now = ngx_http_flags_now_ms();
+
     ngx_shmtx_lock(&ch->fmcf->shpool->mutex);
-    rc = fl_ramp_act(flag->ramp_def, flag->ramp, ngx_http_flags_now_ms(),
-                     action, &c, why);
+
+    /* the ramp as its flag's rollback is now, whatever step ran last */
+    ngx_http_flags_control_ramp_follow(ch, now);
+
+    rc = fl_ramp_act(flag->ramp_def, flag->ramp, now, action, &c, why);
 
     if (rc >= 0 && ch->fmcf->sync) {
         /* the fleet runs the ramp: the next round takes the action to it
@@ -562,7 +570,9 @@ ngx_http_flags_control_ramp_act(ngx_http_flags_change_t *ch,
 
 
 /* The ramp's rule rolled the flag back: the regression rule, with its
- * evidence, or a stage short of its minRequests. */
+ * evidence, or a stage short of its minRequests.  The step set the
+ * control word with the ramp's state, under the zone's lock
+ * (ngx_http_flags_ramp.c); the rest follows here. */
 
 static void
 ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
@@ -574,13 +584,6 @@ ngx_http_flags_control_ramp_rollback(ngx_http_flags_change_t *ch)
     flag = ch->flag;
 
     fl_ramp_read(flag->ramp, &r);
-
-    if (!fl_control_try_rollback(flag->ctl, ngx_http_flags_now_ms(),
-                                 r.evidence.errors_on, r.stage_on, 0,
-                                 FL_DECIDED_RULE))
-    {
-        return;
-    }
 
     fl_count_rollback(flag->totals, FL_DECIDED_RULE);
 
@@ -744,12 +747,43 @@ ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log,
 }
 
 
+/*
+ * With the zone's lock held: the ramp's times on the wall clock as it reads
+ * now (the fleet's, with flags_sync, are Redis's and stay as they are),
+ * and its state as its flag's rollback says: rolledBack once rolled back,
+ * paused once the rollback is cleared (docs/ramps.md).
+ */
+
+static void
+ngx_http_flags_control_ramp_follow(ngx_http_flags_change_t *ch, uint64_t now)
+{
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    fl_ramp_clock(flag->ramp, now,
+                  ch->fmcf->sync ? 0 : (uint64_t) ngx_current_msec);
+
+    (void) fl_ramp_follow(flag->ramp, now,
+                          fl_control_rolled_back(flag->ctl));
+}
+
+
 /* The consequences every change shares. */
 
 static void
 ngx_http_flags_control_changed(ngx_http_flags_change_t *ch)
 {
     ngx_http_flags_pversion_t  *pv;
+
+    if (ch->flag && ch->flag->ramp_def && ch->flag->ramp) {
+        /* a rollback set or cleared moves the ramp in the same change,
+         * before anyone is answered or the state file written: a resume
+         * right after a cleared rollback finds it paused */
+        ngx_shmtx_lock(&ch->fmcf->shpool->mutex);
+        ngx_http_flags_control_ramp_follow(ch, ngx_http_flags_now_ms());
+        ngx_shmtx_unlock(&ch->fmcf->shpool->mutex);
+    }
 
     pv = ch->project->pversion;
 

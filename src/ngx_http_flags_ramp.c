@@ -183,7 +183,7 @@ ngx_http_flags_ramp_timer(ngx_event_t *ev)
 static ngx_uint_t
 ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
 {
-    uint64_t                   now_ms;
+    uint64_t                   now_ms, mono_ms;
     ngx_uint_t                 i, n, k;
     fl_ramp_event_t            ev;
     ngx_http_flags_flag_t     *flag;
@@ -194,7 +194,11 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
         return 0;
     }
 
+    /* the two clocks of the same ngx_time_update(): the wall clock, and
+     * the monotonic one (CLOCK_MONOTONIC, shared by every process of the
+     * host) that the ramps' durations run on (fl_ramp_clock()) */
     now_ms = ngx_http_flags_now_ms();
+    mono_ms = (uint64_t) ngx_current_msec;
     project = rs->fmcf->projects.elts;
     k = 0;
 
@@ -207,6 +211,8 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
             {
                 continue;
             }
+
+            fl_ramp_clock(flag->ramp, now_ms, mono_ms);
 
             ev = ngx_http_flags_ramp_step(flag, &project[i], now_ms, dirty);
 
@@ -239,6 +245,18 @@ ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
     next_tick = flag->ramp->next_tick_ms;
 
     ev = fl_ramp_step(flag->ramp_def, flag->ramp, now_ms, &in);
+
+    if (ev == FL_RAMP_EV_ROLLBACK
+        && !fl_control_try_rollback(flag->ctl, now_ms,
+                                    flag->ramp->evidence.errors_on,
+                                    flag->ramp->stage_on, 0,
+                                    FL_DECIDED_RULE))
+    {
+        /* the ramp's rule rolls the flag back in the same change as the
+         * ramp's state, under the lock (an action that takes the lock
+         * next finds both); another rule's rollback came first */
+        ev = FL_RAMP_EV_NONE;
+    }
 
     if (flag->ramp->next_tick_ms != next_tick
         && flag->ramp->last_e1 + flag->ramp->last_e0 > 0)

@@ -1052,7 +1052,8 @@ typedef enum {
 struct fl_ramp_s {
     uint64_t        state;          /* fl_ramp_state_t */
     uint64_t        stage;          /* index into the definition's stages */
-    uint64_t        start_ms;       /* when the ramp started (wall clock) */
+    uint64_t        start_ms;       /* when the ramp started (wall clock,
+                                     * as it reads now: fl_ramp_clock()) */
     uint64_t        stage_ms;       /* when the stage started, moved on by
                                      * the time spent paused */
     uint64_t        paused_ms;      /* PAUSED: since when */
@@ -1084,6 +1085,11 @@ struct fl_ramp_s {
     /* the decision waits for witnesses: a proof the floor held back
      * (flags_status shows it; 0 once it decided or the evidence reset) */
     uint64_t        floor_held;
+    /* the wall clock minus the monotonic clock when the times last moved
+     * (fl_ramp_clock(); two's complement; 0: not known yet): how far the
+     * wall clock stepped since, which start_ms, stage_ms, paused_ms and
+     * next_tick_ms are moved by */
+    uint64_t        clock_ms;
 };
 
 /* A fresh state: pending, stage 0. */
@@ -1096,6 +1102,37 @@ uint32_t fl_ramp_min_witnesses(uint32_t min_sources) FL_NOEXCEPT;
 
 /* A copy read word by word (for a reader without the lock). */
 void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) FL_NOEXCEPT;
+
+/*
+ * The ramp's durations run on the monotonic clock (docs/ramps.md, "Clocks"):
+ * its times are wall-clock ms, and before each fl_ramp_step() and
+ * fl_ramp_act() the caller (holding the lock) hands both clocks here, read
+ * at the same moment.  When the wall clock stepped since the times last
+ * moved (the difference of the two clocks changed by FL_RAMP_CLOCK_SLACK_MS
+ * or more), the ramp's times move by the step: a hold, a tick or a pause
+ * lasts as long as the monotonic clock says, and the times shown stay on
+ * the wall clock as it reads now.
+ * mono_ms 0: not known (nothing moves).  The monotonic clock must be one
+ * every process of the host shares (CLOCK_MONOTONIC).
+ */
+void fl_ramp_clock(fl_ramp_t *r, uint64_t wall_ms, uint64_t mono_ms)
+    FL_NOEXCEPT;
+/* A difference of the clocks that moves less than this is no step (the
+ * two are read one after the other, each in whole ms). */
+#define FL_RAMP_CLOCK_SLACK_MS  50
+
+/*
+ * The ramp follows its flag's rollback at now_ms (wall clock): a rollback
+ * (any rule's) makes it ROLLED_BACK at once (cause OTHER when the ramp did
+ * not decide it); a cleared rollback leaves it PAUSED at its stage, its
+ * clock stopped (PENDING when it never started), waiting for resume
+ * (fresh evidence) or restart.  A done ramp stays done.
+ * fl_ramp_step() and fl_ramp_act() callers run it first with the control
+ * word read under the same lock, so no step or action sees a ramp that
+ * disagrees with its flag.  Returns 1 when the state changed.
+ */
+int fl_ramp_follow(fl_ramp_t *r, uint64_t now_ms, int rolled_back)
+    FL_NOEXCEPT;
 
 /* What a tick or an action asks of the caller. */
 typedef enum {
@@ -1128,7 +1165,8 @@ typedef struct {
 } fl_ramp_input_t;
 
 /*
- * Runs the ramp at now_ms (wall clock): starts it (at startAt, or now
+ * Runs the ramp at now_ms (wall clock, after fl_ramp_clock()): follows
+ * the flag's rollback (fl_ramp_follow()), starts it (at startAt, or now
  * when it has none), closes the current tick when it is due (its counts:
  * the totals since the last one; the regression rule reads them while
  * the stage has a control group), and moves the stage on when its hold
@@ -1155,11 +1193,13 @@ int fl_ramp_action_parse(const char *s, size_t len, fl_ramp_action_t *out)
 fl_status_t fl_parse_ramp_action(const char *body, size_t len,
     fl_ramp_action_t *action, char *err, size_t err_len) FL_NOEXCEPT;
 
-/* An operator's action.  Returns the event (ADVANCED, DONE or STARTED
- * when the percentage changes, NONE otherwise) and sets *changed when the
- * state changed at all; -1 when the action does not apply (*why: a
- * sentence), e.g. resuming a ramp that is not paused.  restart begins
- * again at stage 0 with no evidence; the caller clears a rollback. */
+/* An operator's action (after fl_ramp_clock() and fl_ramp_follow()).
+ * Returns the event (ADVANCED, DONE or STARTED when the percentage
+ * changes, NONE otherwise) and sets *changed when the state changed at
+ * all; -1 when the action does not apply (*why: a sentence), e.g.
+ * resuming a ramp that is not paused.  resume after a cleared rollback
+ * starts the evidence afresh.  restart begins again at stage 0 with no
+ * evidence; the caller clears a rollback. */
 int fl_ramp_act(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now_ms,
     fl_ramp_action_t action, int *changed, const char **why) FL_NOEXCEPT;
 

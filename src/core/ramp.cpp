@@ -13,6 +13,10 @@
  * evaluations and the evidence all change at tick boundaries, so a stage
  * lasts its hold rounded up to a whole tick, and what one tick counted
  * belongs to one stage.
+ *
+ * Its times are wall-clock ms (what flags_status, the state file and the
+ * fleet show and keep), moved by fl_ramp_clock() whenever the wall clock
+ * steps, so that every duration measured from them is monotonic time.
  */
 
 #include "flags_core.h"
@@ -198,13 +202,32 @@ fl_ramp_event_t close_tick(const fl_ramp_def_t *d, fl_ramp_t *r,
     return FL_RAMP_EV_NONE;
 }
 
+/* The stage's clock stops, unless a pause stopped it already: the hold
+ * counts running time only. */
+void stop_clock(fl_ramp_t *r, uint64_t now)
+{
+    if (ld(&r->paused_ms) == 0) {
+        st(&r->paused_ms, now);
+    }
+}
+
+/* t moved by the wall clock's step (two's complement), never to 0 or
+ * below: 0 means "none" in every time the ramp keeps. */
+uint64_t shifted(uint64_t t, uint64_t step)
+{
+    int64_t v = static_cast<int64_t>(t) + static_cast<int64_t>(step);
+    return v > 0 ? static_cast<uint64_t>(v) : 1;
+}
+
 /* After a tick: the stage ends, holds, or gives up. */
 fl_ramp_event_t progress(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now)
 {
     uint64_t stage = ld(&r->stage);
     const fl_ramp_stage_t &s = d->stages[stage];
     uint64_t started = ld(&r->stage_ms);
-    /* a wall clock stepped back holds the stage; it never ends it early */
+    /* the times moved with any step of the wall clock (fl_ramp_clock()),
+     * so this is monotonic time; a stage that started "later" than now
+     * (a caller that gave no monotonic clock) has held for nothing yet */
     uint64_t elapsed = now > started ? now - started : 0;
     bool held = elapsed >= static_cast<uint64_t>(s.hold) * 1000;
 
@@ -251,6 +274,91 @@ void fl_ramp_read(const fl_ramp_t *r, fl_ramp_t *out) noexcept
     }
 }
 
+void fl_ramp_clock(fl_ramp_t *r, uint64_t wall_ms, uint64_t mono_ms) noexcept
+{
+    if (mono_ms == 0) {
+        return;
+    }
+
+    uint64_t offset = wall_ms - mono_ms;
+    uint64_t was = ld(&r->clock_ms);
+
+    if (offset == 0) {
+        offset = 1;             /* 0 is "not known" */
+    }
+    if (was == 0) {
+        st(&r->clock_ms, offset);
+        return;
+    }
+
+    /* the wall clock stepped by offset - was since the times last moved.
+     * The two clocks are read one after the other, each in whole ms, so
+     * their difference wobbles by a ms or so: that is no step, and the
+     * reference stays, so a slow drift still moves the times once it
+     * adds up to the slack. */
+    uint64_t step = offset - was;
+    int64_t s = static_cast<int64_t>(step);
+    if (s > -FL_RAMP_CLOCK_SLACK_MS && s < FL_RAMP_CLOCK_SLACK_MS) {
+        return;
+    }
+    st(&r->clock_ms, offset);
+
+    /* every time the ramp keeps moves with the wall clock, so what is
+     * measured from them (the hold, the tick, the pause) is monotonic
+     * time */
+    uint64_t *times[] = {&r->start_ms, &r->stage_ms, &r->paused_ms,
+                         &r->next_tick_ms};
+
+    for (uint64_t *t : times) {
+        uint64_t v = ld(t);
+        if (v != 0) {
+            st(t, shifted(v, step));
+        }
+    }
+}
+
+int fl_ramp_follow(fl_ramp_t *r, uint64_t now, int rolled_back) noexcept
+{
+    uint64_t state = ld(&r->state);
+
+    if (state == FL_RAMP_DONE) {
+        return 0;
+    }
+
+    if (rolled_back) {
+        if (state == FL_RAMP_ROLLED_BACK) {
+            return 0;
+        }
+        /* rolled back by another rule: the ramp stops with it */
+        st(&r->state, FL_RAMP_ROLLED_BACK);
+        if (ld(&r->cause) == FL_RAMP_CAUSE_NONE) {
+            st(&r->cause, FL_RAMP_CAUSE_OTHER);
+            st(&r->decided_ms, now);
+        }
+        return 1;
+    }
+
+    if (state != FL_RAMP_ROLLED_BACK) {
+        return 0;
+    }
+
+    if (ld(&r->start_ms) == 0) {
+        /* rolled back before it started: it waits for its start again */
+        st(&r->cause, FL_RAMP_CAUSE_NONE);
+        st(&r->decided_ms, 0);
+        st(&r->paused_ms, 0);
+        st(&r->state, FL_RAMP_PENDING);
+        return 1;
+    }
+
+    /* the rollback was cleared: the ramp waits at its stage for an
+     * operator to resume or restart it, its clock stopped (since a pause
+     * before the rollback, if there was one) */
+    stop_clock(r, now);
+    st(&r->state, FL_RAMP_PAUSED);
+    return 1;
+}
+
 fl_ramp_event_t fl_ramp_step(const fl_ramp_def_t *d, fl_ramp_t *r,
     uint64_t now, const fl_ramp_input_t *in) noexcept
 {
@@ -260,23 +368,7 @@ fl_ramp_event_t fl_ramp_step(const fl_ramp_def_t *d, fl_ramp_t *r,
         return FL_RAMP_EV_NONE;
     }
 
-    if (in->rolled_back) {
-        if (state != FL_RAMP_ROLLED_BACK) {
-            /* rolled back by another rule: the ramp stops with it */
-            st(&r->state, FL_RAMP_ROLLED_BACK);
-            if (ld(&r->cause) == FL_RAMP_CAUSE_NONE) {
-                st(&r->cause, FL_RAMP_CAUSE_OTHER);
-                st(&r->decided_ms, now);
-            }
-        }
-        return FL_RAMP_EV_NONE;
-    }
-
-    if (state == FL_RAMP_ROLLED_BACK) {
-        /* the rollback was cleared: the ramp waits at its stage for an
-         * operator to resume or restart it */
-        st(&r->state, FL_RAMP_PAUSED);
-        st(&r->paused_ms, now);
+    if (fl_ramp_follow(r, now, in->rolled_back) || in->rolled_back) {
         return FL_RAMP_EV_NONE;
     }
 
@@ -378,11 +470,13 @@ int fl_ramp_act(const fl_ramp_def_t *d, fl_ramp_t *r, uint64_t now,
             }
             st(&r->paused_ms, 0);
             st(&r->state, FL_RAMP_RUNNING);
-            if (r->evidence.decided) {
-                /* after a cleared rollback: the operator vouches for the
-                 * flag, and the rule starts again from no evidence */
+            if (ld(&r->cause) != FL_RAMP_CAUSE_NONE || r->evidence.decided) {
+                /* after a cleared rollback (whichever rule's): the
+                 * operator vouches for the flag, and the rule starts
+                 * again from no evidence */
                 fresh_evidence(r);
                 st(&r->cause, FL_RAMP_CAUSE_NONE);
+                st(&r->decided_ms, 0);
             }
             *changed = 1;
         }
@@ -605,12 +699,10 @@ size_t fl_ramp_status_json(const fl_ramp_def_t *d, const fl_ramp_t *rs,
     char *o = buf;
 
     fl_ramp_read(rs, &r);
-    if (rolled_back && r.state != FL_RAMP_ROLLED_BACK
-        && r.state != FL_RAMP_DONE)
-    {
-        /* a rollback the ramp's next step has not seen yet */
-        r.state = FL_RAMP_ROLLED_BACK;
-    }
+    /* a rollback set or cleared that the ramp has not followed yet (it
+     * does under the lock right after the control word changes): shown as
+     * it will be */
+    fl_ramp_follow(&r, now, rolled_back);
     if (r.stage >= d->nstages) {
         r.stage = d->nstages - 1;
     }

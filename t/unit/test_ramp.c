@@ -476,9 +476,11 @@ static void test_state_file(void **state)
     uint64_t t0 = 10000 * S;
 
     fl_ramp_init(&r);
+    fl_ramp_clock(&r, t0, 77 * S);
     fl_ramp_step(&d, &r, t0, &in);
     in = input(100, 1900, 2, 3);
     fl_ramp_step(&d, &r, t0 + 10 * S, &in);
+    assert_int_not_equal(r.clock_ms, 0);
 
     fl_saved_flag_t e;
     memset(&e, 0, sizeof(e));
@@ -508,6 +510,11 @@ static void test_state_file(void **state)
     assert_int_equal(g->evidence.ticks, r.evidence.ticks);
     assert_int_equal(g->evidence.errors_on, 2);
     assert_int_equal(g->evidence.errors_off, 3);
+    /* the file keeps wall-clock times; the clocks' difference is this
+     * boot's only, and the first step after the restart takes it anew */
+    assert_int_equal(g->start_ms, t0);
+    assert_int_equal(g->clock_ms, 0);
+    assert_null(strstr(buf, "clock"));
     for (int k = 0; k < FL_REGRESSION_GRID; k++) {
         assert_true(g->evidence.log_lr[k] == r.evidence.log_lr[k]);
     }
@@ -553,6 +560,190 @@ static void test_status_json(void **state)
     assert_non_null(strstr(buf, "\"decision\":null"));
     assert_true(n < FL_RAMP_JSON_BOUND);
     fl_project_free(p);
+}
+
+/* One step at monotonic time mono (ms) with the wall clock at wall: the
+ * clocks first, as the glue does under the lock. */
+static fl_ramp_event_t step2(const fl_ramp_def_t *d, fl_ramp_t *r,
+    uint64_t wall, uint64_t mono, const fl_ramp_input_t *in)
+{
+    fl_ramp_clock(r, wall, mono);
+    return fl_ramp_step(d, r, wall, in);
+}
+
+/* The wall clock steps back an hour, then forward an hour: ticks close
+ * every 10 s and the 30 s hold ends after 30 s, as the monotonic clock
+ * counts them; the times kept move with the wall clock. */
+static void test_clock_step(void **state)
+{
+    (void) state;
+    fl_ramp_def_t d = def3();
+    fl_ramp_t r;
+    fl_ramp_input_t in = input(0, 0, 0, 0);
+    uint64_t w0 = 1800000000ull * S, m0 = 50000 * S, h = 3600 * S;
+
+    d.stages[0].min_requests = 0;
+    fl_ramp_init(&r);
+    assert_int_equal(step2(&d, &r, w0, m0, &in), FL_RAMP_EV_STARTED);
+    assert_int_equal(r.start_ms, w0);
+    assert_int_equal(r.next_tick_ms, w0 + 10 * S);
+
+    /* 5 s in, the wall clock is set back an hour */
+    in = input(10, 190, 0, 0);
+    assert_int_equal(step2(&d, &r, w0 + 5 * S - h, m0 + 5 * S, &in),
+                     FL_RAMP_EV_NONE);
+    assert_int_equal(r.start_ms, w0 - h);
+    assert_int_equal(r.stage_ms, w0 - h);
+    assert_int_equal(r.next_tick_ms, w0 - h + 10 * S);
+    /* 10 s in: the tick closes (on the old times it would in an hour) */
+    assert_int_equal(step2(&d, &r, w0 + 10 * S - h, m0 + 10 * S, &in),
+                     FL_RAMP_EV_NONE);
+    assert_int_equal(r.last_n1, 10);
+    assert_int_equal(r.stage_on, 10);
+    assert_int_equal(r.next_tick_ms, w0 - h + 20 * S);
+    in = input(20, 380, 0, 0);
+    step2(&d, &r, w0 + 20 * S - h, m0 + 20 * S, &in);
+    assert_int_equal(r.stage_on, 20);
+    assert_int_equal(r.state, FL_RAMP_RUNNING);
+
+    /* 25 s in, forward by two hours (an hour ahead of the start's clock):
+     * the hold does not end early */
+    in = input(25, 475, 0, 0);
+    assert_int_equal(step2(&d, &r, w0 + 25 * S + h, m0 + 25 * S, &in),
+                     FL_RAMP_EV_NONE);
+    assert_int_equal(r.stage, 0);
+    assert_int_equal(r.stage_ms, w0 + h);
+    assert_int_equal(step2(&d, &r, w0 + 29 * S + h, m0 + 29 * S, &in),
+                     FL_RAMP_EV_NONE);
+    assert_int_equal(r.stage, 0);
+    /* 30 s of monotonic time: the next stage */
+    in = input(30, 570, 0, 0);
+    assert_int_equal(step2(&d, &r, w0 + 30 * S + h, m0 + 30 * S, &in),
+                     FL_RAMP_EV_ADVANCED);
+    assert_int_equal(r.stage, 1);
+    assert_int_equal(r.stage_ms, w0 + 30 * S + h);
+
+    /* a pause across a step back: resume counts 20 s of pause, not the
+     * hour */
+    int changed;
+    const char *why = NULL;
+    fl_ramp_clock(&r, w0 + 32 * S + h, m0 + 32 * S);
+    assert_int_equal(fl_ramp_act(&d, &r, w0 + 32 * S + h, FL_RAMP_PAUSE,
+                                 &changed, &why), FL_RAMP_EV_NONE);
+    fl_ramp_clock(&r, w0 + 52 * S, m0 + 52 * S);
+    assert_int_equal(r.paused_ms, w0 + 32 * S);
+    assert_int_equal(fl_ramp_act(&d, &r, w0 + 52 * S, FL_RAMP_RESUME,
+                                 &changed, &why), FL_RAMP_EV_NONE);
+    assert_int_equal(r.stage_ms, w0 + 50 * S);  /* started 30 s + 20 paused */
+    /* its hold of 30 s ends 28 s of running later, at 80 s */
+    in = input(40, 760, 0, 0);
+    assert_int_equal(step2(&d, &r, w0 + 70 * S, m0 + 70 * S, &in),
+                     FL_RAMP_EV_NONE);
+    assert_int_equal(r.stage, 1);
+    in = input(50, 950, 0, 0);
+    assert_int_equal(step2(&d, &r, w0 + 80 * S, m0 + 80 * S, &in),
+                     FL_RAMP_EV_DONE);
+
+    /* no monotonic clock given (0): nothing moves */
+    uint64_t before = r.start_ms;
+    fl_ramp_clock(&r, w0 + 90 * S - h, 0);
+    assert_int_equal(r.start_ms, before);
+    /* the clocks read a ms apart is no step; a drift moves the times once
+     * it adds up to the slack, by all of it */
+    fl_ramp_clock(&r, w0 + 90 * S + 1, m0 + 90 * S);
+    fl_ramp_clock(&r, w0 + 91 * S - 1, m0 + 91 * S);
+    assert_int_equal(r.start_ms, before);
+    fl_ramp_clock(&r, w0 + 92 * S + FL_RAMP_CLOCK_SLACK_MS - 1,
+                  m0 + 92 * S);
+    assert_int_equal(r.start_ms, before);
+    fl_ramp_clock(&r, w0 + 93 * S + FL_RAMP_CLOCK_SLACK_MS, m0 + 93 * S);
+    assert_int_equal(r.start_ms, before + FL_RAMP_CLOCK_SLACK_MS);
+
+    /* the status shows the wall clock as it reads now */
+    char buf[FL_RAMP_JSON_BOUND];
+    fl_ramp_init(&r);
+    d.stages[0].hold = 3600;
+    in = input(0, 0, 0, 0);
+    step2(&d, &r, w0, m0, &in);
+    step2(&d, &r, w0 + 100 * S - h, m0 + 100 * S, &in);
+    size_t n = fl_ramp_status_json(&d, &r, w0 + 100 * S - h, 0, buf);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "\"waitingFor\":{\"holdSeconds\":3500,"));
+}
+
+/* The ramp follows its flag's rollback at once (fl_ramp_follow()), and
+ * flags_status shows it so before any step. */
+static void test_follow(void **state)
+{
+    (void) state;
+    fl_ramp_def_t d = def3();
+    fl_ramp_t r;
+    fl_ramp_input_t in = input(0, 0, 0, 0);
+    uint64_t t0 = 3000 * S;
+    int changed;
+    const char *why = NULL;
+    char buf[FL_RAMP_JSON_BOUND];
+    size_t n;
+
+    fl_ramp_init(&r);
+    fl_ramp_step(&d, &r, t0, &in);
+    in = input(100, 1900, 3, 40);
+    fl_ramp_step(&d, &r, t0 + 10 * S, &in);
+    assert_int_equal(r.evidence.ticks, 1);
+
+    /* another rule rolled the flag back; shown before the ramp follows */
+    n = fl_ramp_status_json(&d, &r, t0 + 11 * S, 1, buf);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "\"state\":\"rolledBack\""));
+    assert_non_null(strstr(buf, "\"cause\":\"otherRollback\""));
+    assert_int_equal(fl_ramp_follow(&r, t0 + 11 * S, 1), 1);
+    assert_int_equal(r.state, FL_RAMP_ROLLED_BACK);
+    assert_int_equal(r.cause, FL_RAMP_CAUSE_OTHER);
+    assert_int_equal(r.decided_ms, t0 + 11 * S);
+    assert_int_equal(fl_ramp_follow(&r, t0 + 12 * S, 1), 0);
+    assert_int_equal(fl_ramp_act(&d, &r, t0 + 12 * S, FL_RAMP_RESUME,
+                                 &changed, &why), -1);
+
+    /* cleared: shown paused before the ramp follows, then paused */
+    n = fl_ramp_status_json(&d, &r, t0 + 13 * S, 0, buf);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "\"state\":\"paused\""));
+    assert_non_null(strstr(buf, "\"resume\":true"));
+    assert_int_equal(fl_ramp_follow(&r, t0 + 13 * S, 0), 1);
+    assert_int_equal(r.state, FL_RAMP_PAUSED);
+    assert_int_equal(r.paused_ms, t0 + 13 * S);
+
+    /* resume at once: running, with fresh evidence and no decision */
+    assert_int_equal(fl_ramp_act(&d, &r, t0 + 13 * S, FL_RAMP_RESUME,
+                                 &changed, &why), FL_RAMP_EV_NONE);
+    assert_int_equal(changed, 1);
+    assert_int_equal(r.state, FL_RAMP_RUNNING);
+    assert_int_equal(r.evidence.ticks, 0);
+    assert_int_equal(r.evidence.errors_off, 0);
+    assert_int_equal(r.cause, FL_RAMP_CAUSE_NONE);
+    assert_int_equal(r.decided_ms, 0);
+
+    /* a pause, then a rollback, then a clear: the pause's start stays */
+    fl_ramp_act(&d, &r, t0 + 20 * S, FL_RAMP_PAUSE, &changed, &why);
+    fl_ramp_follow(&r, t0 + 30 * S, 1);
+    fl_ramp_follow(&r, t0 + 40 * S, 0);
+    assert_int_equal(r.state, FL_RAMP_PAUSED);
+    assert_int_equal(r.paused_ms, t0 + 20 * S);
+
+    /* a ramp rolled back before it started waits for its start again */
+    fl_ramp_init(&r);
+    d.start_at_ms = t0 + 1000 * S;
+    fl_ramp_step(&d, &r, t0, &in);
+    assert_int_equal(fl_ramp_follow(&r, t0, 1), 1);
+    assert_int_equal(r.state, FL_RAMP_ROLLED_BACK);
+    assert_int_equal(fl_ramp_follow(&r, t0 + S, 0), 1);
+    assert_int_equal(r.state, FL_RAMP_PENDING);
+    assert_int_equal(r.cause, FL_RAMP_CAUSE_NONE);
+
+    /* a done ramp stays done */
+    r.state = FL_RAMP_DONE;
+    assert_int_equal(fl_ramp_follow(&r, t0, 1), 0);
+    assert_int_equal(r.state, FL_RAMP_DONE);
 }
 
 /* ------------------------------------------------------------ simulation */
@@ -679,6 +870,8 @@ int main(void)
         cmocka_unit_test(test_control_word),
         cmocka_unit_test(test_state_file),
         cmocka_unit_test(test_status_json),
+        cmocka_unit_test(test_clock_step),
+        cmocka_unit_test(test_follow),
         cmocka_unit_test(test_sim_healthy),
         cmocka_unit_test(test_sim_power),
     };
