@@ -18,6 +18,9 @@
 #   GET  /flags with a matching If-None-Match (304)  vs  return 304
 #   GET  /flags of the 30 flags, each with a running ramp (docs/ramps.md)
 #                        vs  GET /flags of the same flags without ramps
+#   POST /ingest/errors  for a ramped flag (its witness counted, the
+#                        backstop, docs/regression.md)
+#                        vs  the same report for the flag without a ramp
 #   GET  /flags-status   (every flag of the four projects: the 1000 of p1000
 #                        and 61 more; what flags_dashboard's page loads)
 #                        vs  /status-static  that body from a file
@@ -464,7 +467,7 @@ scenario() {
         sock=$(( $(field connect "$w") + $(field read "$w") + $(field write "$w") + $(field timeout "$w") ))
         [ "$sock" = 0 ] || say "warning: $label: $sock socket errors ($(basename "$w"))"
     done
-    if [ "$key" = ingest ]; then
+    if [ "$key" = ingest ] || [ "$key" = ingestramp ] || [ "$key" = ingest30n ]; then
         # /ingest/errors answers 204 or an error (>= 400): wrk's completed
         # requests less its non-2xx/3xx are the 204s it received
         INGEST_WRK_TOTAL=$(( INGEST_WRK_TOTAL + $(field requests "$OUT/wrk-$key.warmup.txt") + n \
@@ -530,6 +533,8 @@ SC[flags30users]='BENCH_USERS=100000 scenario flags30users "GET /flags (30 flags
 SC[static30users]='BENCH_USERS=100000 scenario static30users "GET /static (baseline, the same URLs)" "/static?$QUERY" "" "${AUTH30[@]}"'
 SC[flags1000users]='BENCH_USERS=100000 scenario flags1000users "GET /flags1000 (a new user each time)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[static1000users]='BENCH_USERS=100000 scenario static1000users "GET /static1000 (baseline, the same URLs)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
+SC[ingestramp]='scenario ingestramp "POST /ingest/errors (a ramped flag: its witness counted)" "/ingest/errors" "$REPORT" "${AUTH30R[@]}" "${JSON[@]}"'
+SC[ingest30n]='scenario ingest30n "POST /ingest/errors (the same flag, no ramp)" "/ingest/errors" "$REPORT" "${AUTH30N[@]}" "${JSON[@]}"'
 SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running ramp)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
 SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags at the same percentages, no ramps)" "/flags?$QUERY" "" "${AUTH30N[@]}"'
 SC[flagsrampusers]='BENCH_USERS=100000 scenario flagsrampusers "GET /flagsramp (30 ramped flags, a new user each time)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
@@ -576,6 +581,7 @@ compare ofrepbulk    flags30b
 compare flags304     static304
 compare proxyflags   proxy
 compare flagsramp    flags30r
+compare ingestramp   ingest30n
 compare flagsrampusers flags30rusers
 compare flags30users    static30users
 compare flags1000users  static1000users
@@ -707,6 +713,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio proxyflags   proxy         0.97 "proxy reading two \$flag_ variables vs the same proxy"
     row_ratio flagsramp    flags30r      0.97 "GET /flags, 30 flags each with a running ramp vs the same flags without"
     row_ratio flagsrampusers flags30rusers 0.97 "the same, a new user each request (memo misses: every flag evaluated)"
+    row_ratio ingestramp   ingest30n     0.95 "POST /ingest/errors for a ramped flag (witness, backstop) vs the same flag without a ramp"
     row_ratio flags30users static30users -    "GET /flags (30 flags), a new user each request (memo misses) vs return 200"
     row_ratio flags1000users static1000users - "GET /flags1000, a new user each request (memo misses) vs static file"
     row_ratio status       statusstatic  -    "GET /flags-status ($STATUS_FLAGS flags: the page's data) vs static file same size"

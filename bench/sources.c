@@ -1,5 +1,6 @@
 /*
- * bench/sources.c - what min_sources costs an error report (docs/rollback.md).
+ * bench/sources.c - what min_sources costs an error report (docs/rollback.md),
+ * and what a ramp's witnesses add to it (docs/regression.md).
  *
  * The work a counted error does in the zone, on caller memory like the
  * zone's: count the error, sum the window, decide.  Baseline: that work as
@@ -9,6 +10,12 @@
  * (fl_window_sources), with 1, 8 and 64 distinct sources cycling.  The two
  * are alternated in rounds and the median round is printed, as ns per
  * report and as the ratio of the baseline's throughput.
+ *
+ * The second table is a ramped flag's report: the work above with
+ * sources as its baseline, and measured with its witness counted
+ * (fl_witness_count) and the backstop's comparison (fl_ramp_backstop)
+ * at each decision, with 1, 64 and 1,024 distinct witnesses cycling
+ * (ticks of 1 s, so a witness counts again each tick until its two).
  *
  *   bench/sources.sh        builds it against build/core/libflagscore.a
  */
@@ -40,8 +47,14 @@ static int cmp(const void *a, const void *b)
 }
 
 /* One run of REPORTS counted errors; returns ns per report. */
+typedef struct {
+    fl_witness_t       *w;
+    fl_ramp_t          *r;
+    fl_ramp_def_t      *d;
+} witness_t;
+
 static double run(fl_window_t *w, fl_totals_t *t, const uint32_t *keys,
-    size_t nkeys, int sources)
+    size_t nkeys, int sources, const witness_t *wit)
 {
     fl_rollback_policy_t p = { FL_ROLLBACK_ON, UINT32_MAX, 10000, 60, 3 };
     uint64_t en, er, decided = 0;
@@ -62,6 +75,16 @@ static double run(fl_window_t *w, fl_totals_t *t, const uint32_t *keys,
             fl_window_sources(w, now, 60, seen, &n, FL_SOURCE_SLOTS);
         }
         decided += fl_rollback_decide(er, en, n ? n : 1, &p);
+        if (wit != NULL) {
+            fl_ramp_input_t in;
+            memset(&in, 0, sizeof(in));
+            in.on = i;
+            in.off = 19 * i;
+            decided += fl_witness_count(wit->w, wit->r, 1, keys[i % nkeys],
+                                        (uint64_t) now * 1000, 1);
+            in.on_errors = wit->w->errors_on;
+            decided += fl_ramp_backstop(wit->d, wit->r, wit->w, &in, 60);
+        }
     }
     if (decided == UINT64_MAX) {
         puts("");                       /* keeps the loop */
@@ -72,16 +95,21 @@ static double run(fl_window_t *w, fl_totals_t *t, const uint32_t *keys,
 int main(void)
 {
     static const size_t distinct[] = { 1, 8, 64 };
-    uint32_t keys[64];
+    static const size_t witnesses[] = { 1, 64, 1024 };
+    static uint32_t keys[1024];
+    static fl_witness_t wb;
+    fl_ramp_t rs;
+    fl_ramp_def_t def;
+    witness_t wit = { &wb, &rs, &def };
     void *mem;
     fl_totals_t t;
 
     if (posix_memalign(&mem, 64, fl_window_size(60)) != 0) {
         return 1;
     }
-    for (uint32_t k = 0; k < 64; k++) {
+    for (uint32_t k = 0; k < 1024; k++) {
         char a[16];
-        int len = snprintf(a, sizeof(a), "10.0.0.%u", k);
+        int len = snprintf(a, sizeof(a), "10.0.%u.%u", k / 256, k % 256);
         keys[k] = fl_source_key(NULL, 0, a, (size_t) len);
     }
 
@@ -93,15 +121,50 @@ int main(void)
         for (int r = 0; r < ROUNDS; r++) {
             fl_window_t *w = fl_window_init(mem, 60);
             memset(&t, 0, sizeof(t));
-            base[r] = run(w, &t, keys, distinct[d], 0);
+            base[r] = run(w, &t, keys, distinct[d], 0, NULL);
             w = fl_window_init(mem, 60);
             memset(&t, 0, sizeof(t));
-            with[r] = run(w, &t, keys, distinct[d], 1);
+            with[r] = run(w, &t, keys, distinct[d], 1, NULL);
         }
         qsort(base, ROUNDS, sizeof(double), cmp);
         qsort(with, ROUNDS, sizeof(double), cmp);
         printf("%-28zu %12.1f %12.1f %8.2f\n", distinct[d], base[ROUNDS / 2],
                with[ROUNDS / 2], base[ROUNDS / 2] / with[ROUNDS / 2]);
+    }
+
+    /* a ramped flag at 5 %, ticks of 1 s, its ramp started */
+    memset(&def, 0, sizeof(def));
+    def.nstages = 2;
+    def.stages[0].milli = 5000;
+    def.stages[0].hold = 3600;
+    def.stages[1].milli = 100000;
+    def.alpha_ppm = 10000;
+    def.dispersion_milli = 2000;
+    def.tick = 1;
+
+    printf("\n%-28s %12s %12s %8s\n", "distinct witnesses (ramp)",
+           "sources ns", "witness ns", "ratio");
+    for (size_t d = 0; d < sizeof(witnesses) / sizeof(witnesses[0]); d++) {
+        double base[ROUNDS], with[ROUNDS];
+
+        for (int r = 0; r < ROUNDS; r++) {
+            fl_window_t *w = fl_window_init(mem, 60);
+            memset(&t, 0, sizeof(t));
+            base[r] = run(w, &t, keys, witnesses[d], 1, NULL);
+            w = fl_window_init(mem, 60);
+            memset(&t, 0, sizeof(t));
+            fl_witness_init(&wb);
+            fl_ramp_init(&rs);
+            fl_ramp_input_t in;
+            memset(&in, 0, sizeof(in));
+            fl_ramp_step(&def, &rs, 1000 * 1000, &in);
+            with[r] = run(w, &t, keys, witnesses[d], 1, &wit);
+        }
+        qsort(base, ROUNDS, sizeof(double), cmp);
+        qsort(with, ROUNDS, sizeof(double), cmp);
+        printf("%-28zu %12.1f %12.1f %8.2f\n", witnesses[d],
+               base[ROUNDS / 2], with[ROUNDS / 2],
+               base[ROUNDS / 2] / with[ROUNDS / 2]);
     }
     free(mem);
     return 0;
