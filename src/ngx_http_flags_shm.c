@@ -768,6 +768,8 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     fl_ramp_init(&v->ramp);
     v->defined_ms = 0;
     v->sync_known = 0;
+    v->sync_ramp_actions = 0;
+    v->sync_ramp_seen = 0;
 
     return v;
 }

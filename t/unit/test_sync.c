@@ -1092,7 +1092,7 @@ static void test_ramps(void **state)
     assert_true(h.has_ramps);
     assert_int_equal(h.ramps, 4);
 
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 1);
     assert_int_equal(ignored, 0);
     assert_false(out[0].present);
     assert_true(out[1].present);
@@ -1102,46 +1102,46 @@ static void test_ramps(void **state)
     /* the copy: a zone pending, then at stage 1, then restarted */
     fl_ramp_init(&zone);
     zone.base_on = 77;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STARTED);
     assert_true(zone.base_on == 77);
     assert_true(zone.stage == 1 && zone.evidence.ticks == 61);
     assert_true(zone.evidence.log_lr[4] == -3.141592653589793);
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_NONE);
     out[1].state.stage = 2;
     out[1].state.state = FL_RAMP_DONE;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_DONE);
     out[1].state.stage = 0;
     out[1].state.state = FL_RAMP_RUNNING;
     out[1].state.start_ms++;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STARTED);
     out[1].state.stalled = 1;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STALLED);
 
     /* broken items: a stage past the definition, a word not a number, a
      * log_lr not finite, one value short */
     v[6 + 1] = S("3");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     assert_int_equal(ignored, 1);
     v[6 + 1] = S("x");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 1] = S("1");
     v[6 + 16] = S("inf");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 16] = S("1e999");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 16] = S("0.1");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 1);
     /* one value short (the last value becomes the second item), and a
      * third item for which no entry was sent */
     v[5] = A(FL_SYNC_RAMP_VALUES - 1);
     v[4] = A(3);
     assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     assert_int_equal(ignored, 2);
 
     /* a fourth element that is no array: no ramps */
@@ -1149,7 +1149,7 @@ static void test_ramps(void **state)
     v[4] = I(7);
     assert_int_equal(head_of(v, 5, 0, &h), FL_SYNC_REPLY_OK);
     assert_false(h.has_ramps);
-    assert_int_equal(fl_sync_reply_ramps(v, 5, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, 5, &h, f, 3, NULL, out, &ignored), 0);
     /* the integer 0 is the only number that stands for the hash */
     v[0] = A(3);
     v[3] = I(1);
