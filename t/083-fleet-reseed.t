@@ -2,9 +2,9 @@
 # across the fleet"): three nginx hosts (2 workers each) and a real
 # redis-server, the hosts' rounds ordered by stopping hosts (SIGSTOP).
 #  d. a hand-written ramp hash the fleet's control disagrees with (done
-#     before its last stage) is refused by every host, with a log line; a
-#     hash the script cannot step (a stage out of range) no longer fails
-#     the project's rounds: the fleet starts over from it;
+#     before its last stage) is refused by every host, with a log line;
+#     (at the end) a hash the script cannot step (a stage out of range)
+#     no longer fails the project's rounds: the fleet starts over;
 #  c. a rollback record that reached Redis before the ramp's next step:
 #     an operator's "advance" in the same call does not move the fleet's
 #     stage of the rolled-back flag;
@@ -183,19 +183,6 @@ like(read_file("$dir[0]/logs/error.log"),
      qr/\[warn\] .*flags: sync: project "shop": the fleet's ramp of flag "forge" is refused: done before its last stage/,
      'host 0 logs the refusal, with why');
 
-# a stage past the definition, its tick due: the script cannot step it
-my $broken = ramp_key('broken');
-my $fail0 = status(0)->{sync}{failures};
-my $fail1 = status(1)->{sync}{failures};
-is(cli('HSET', $broken, 'stage', 9, 'next', 1), '0', 'broken: written at stage 9 of 3');
-ok(wait_for(sub { cli('HGET', $broken, 'stage') eq '0' && cli('HGET', $broken, 'state') eq '1' }, 3),
-   'broken: the fleet starts it over at stage 0');
-sleep 1;
-is(status(0)->{sync}{failures}, $fail0, 'host 0: no round failed');
-is(status(1)->{sync}{failures}, $fail1, 'host 1: no round failed');
-ok(wait_for(sub { my $r = ramp(1, 'broken'); $r && $r->{state} eq 'running' && $r->{stage} == 0 }, 3),
-   'broken: host 1 runs it at stage 0');
-
 # --- c. a rollback record before the ramp's next step ---------------------
 
 # host 1 stopped: only host 0's rounds step the fleet's ramps
@@ -287,6 +274,19 @@ ok(wait_for(sub {
 }, 40), 'wide: stage 1 (60 %) on all three hosts') or diag(explain(\%fin));
 is(cli('HGET', $wide, 'stage'), '1', 'the fleet\'s hash: stage 1');
 is_deeply(\%low, {}, 'hosts 0 and 1 never left stage 1');
+
+# --- d. (last: before the fix, it failed every round of the project) ----
+
+# a stage past the definition, its tick due: the script cannot step it
+my $broken = ramp_key('broken');
+my @fail = map { status($_)->{sync}{failures} } 0 .. 2;
+is(cli('HSET', $broken, 'stage', 9, 'next', 1), '0', 'broken: written at stage 9 of 3');
+ok(wait_for(sub { cli('HGET', $broken, 'stage') eq '0' && cli('HGET', $broken, 'state') eq '1' }, 3),
+   'broken: the fleet starts it over at stage 0');
+sleep 1;
+is(status($_)->{sync}{failures}, $fail[$_], "host $_: no round failed") for 0 .. 2;
+ok(wait_for(sub { my $r = ramp(1, 'broken'); $r && $r->{state} eq 'running' && $r->{stage} == 0 }, 3),
+   'broken: host 1 runs it at stage 0');
 
 nginx_stop($_) for @pid;
 done_testing();
