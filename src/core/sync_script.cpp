@@ -16,9 +16,25 @@
  * against a local baseline, so a start or a restart drops what was
  * counted before it at once (the host's first tick after a restart counts
  * nothing, having no baseline); nothing is "frozen" (Redis is there when
- * the script runs); and Lua 5.1 has no log1p, so log1p is computed as
- * log(u) * x / (u - 1), u = 1 + x, which agrees with the C library's to
- * a few units in the last place.
+ * the script runs); a rollback record marks the ramp rolled back before
+ * the call's actions run (rmark), so no action but restart moves a
+ * rolled-back ramp, and again after the absolute rule, so the hash saved
+ * is rolled back exactly when the flag has a record (fl_ramp_step()
+ * marks it at its next step, half a second later on one host); and Lua
+ * 5.1 has no log1p, so log1p is computed as log(u) * x / (u - 1),
+ * u = 1 + x, which agrees with the C library's to a few units in the
+ * last place.
+ *
+ * A reseed (Redis restarted empty, docs/sync.md "Rejoining"): a missing
+ * hash, or one the script cannot step (rbroken), is made from the
+ * caller's seed, and records when (born) and the seed's word (sst, snx:
+ * its start and tick end; 0 0 for a ramp that never started).  For RW
+ * ms after, a seed whose word is ahead (started against never started, a
+ * later start, or the same start and a later tick end) replaces the
+ * state, so a host that never saw the ramp run does not win over one
+ * that did because it called first; an operator's action closes the
+ * window (born 0).  A seed taken carries its actions' effect: they are
+ * not run again.
  */
 
 #include "flags_core.h"
@@ -50,9 +66,10 @@
  * A ramped entry adds three arguments (sync_round.cpp): the ramp's
  * definition, this host's part "n1 n0 e1 e0 stopped guard actions" and a
  * seed (the host's copy of the state, taken when the fleet has none:
- * Redis restarted empty), and the key KEYS[2 + 2n + i], a hash of the
- * ramp's state (the names in RF; Redis's clock in milliseconds; log
- * likelihood ratios as %.17g), kept 7 days after its last call.  While
+ * Redis restarted empty; see "A reseed" above), and the key
+ * KEYS[2 + 2n + i], a hash of the ramp's state (the names in RF, then
+ * born, sst and snx; Redis's clock in milliseconds; log likelihood ratios
+ * as %.17g), kept 7 days after its last call.  While
  * such a ramp guards its flag, the absolute rule's window is kept but
  * decides nothing (fl_ramp_guards()).
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
