@@ -29,12 +29,13 @@
  * hash, or one the script cannot step (rbroken), is made from the
  * caller's seed, and records when (born) and the seed's word (sst, snx:
  * its start and tick end; 0 0 for a ramp that never started).  For RW
- * ms after, a seed whose word is ahead (started against never started, a
- * later start, or the same start and a later tick end) replaces the
- * state, so a host that never saw the ramp run does not win over one
- * that did because it called first; an operator's action closes the
- * window (born 0).  A seed taken carries its actions' effect: they are
- * not run again.
+ * ms after, a seed whose word is ahead of that one (started against
+ * never started, a later start, or the same start and a later tick end)
+ * and not a copy of the fleet's current run from before its last tick
+ * replaces the state, so a host that never saw the ramp run does not win
+ * over one that did because it called first; an operator's action closes
+ * the window (born 0).  A seed taken carries its actions' effect: they
+ * are not run again.
  */
 
 #include "flags_core.h"
@@ -265,14 +266,15 @@ constexpr char script[] =
     "    local sst, snx = tonumber(o[2]) or 0, tonumber(o[3]) or 0\n"
     "    if seed == '' or born == 0 or now_ms - born >= RW\n"
     "       or s.state == 0 or s.start < sst\n"
-    "       or (s.start == sst and s.next <= snx) then\n"
+    "       or (s.start == sst and s.next <= snx)\n"
+    "       or (s.start == r.start and s.next <= r.next) then\n"
     "      return r, false\n"
     "    end\n"
     "  else\n"
     "    redis.call('HSET', rk, 'born', now_ms)\n"
     "  end\n"
     "  redis.call('HSET', rk, 'sst', s.start, 'snx', s.next)\n"
-    "  return s, true\n"
+    "  return s, seed ~= ''\n"
     "end\n"
     "local function rmark(r)\n"
     "  if r.state == 4 or r.state == 5 then return end\n"
