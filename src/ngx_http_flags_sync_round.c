@@ -612,14 +612,15 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     fl_sync_elt_t *view, size_t n, fl_sync_head_t *head,
     fl_sync_fleet_t *fleets, fl_ramp_event_t *ev, u_char *known)
 {
-    size_t                     used, ignored;
-    uint64_t                   q, state, ticks;
-    ngx_uint_t                 i, dirty, seen, rolled, logged;
-    fl_sync_flag_t            *flags;
-    fl_sync_ramp_t            *ramps;
-    fl_state_snapshot_t        snap;
-    ngx_http_flags_flag_t     *flag;
-    ngx_http_flags_project_t  *project;
+    size_t                          used, ignored;
+    uint64_t                        q, state, ticks;
+    ngx_uint_t                      i, dirty, seen, rolled;
+    const char                     *why;
+    fl_sync_flag_t                 *flags;
+    fl_sync_ramp_t                 *ramps;
+    fl_state_snapshot_t             snap;
+    ngx_http_flags_flag_t          *flag, *refused;
+    ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
@@ -635,7 +636,8 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                                fleets, ramps, &ignored);
 
     dirty = 0;
-    logged = 0;
+    refused = NULL;
+    why = NULL;
 
     ngx_shmtx_lock(&s->fmcf->shpool->mutex);
 
@@ -661,13 +663,9 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                 flag->version->sync_ramp_seen =
                                               NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE;
             }
-            if (!logged && ngx_current_msec - sp->refused_log >= 60000) {
-                ngx_log_error(NGX_LOG_WARN, s->log, 0,
-                              "flags: sync: project \"%V\": the fleet's "
-                              "ramp of flag \"%V\" is refused: %s (this host "
-                              "keeps its copy)", &project->name, &flag->name,
-                              ramps[i].refused);
-                logged = 1;
+            if (refused == NULL) {
+                refused = flag;
+                why = ramps[i].refused;
             }
             continue;
         }
@@ -711,7 +709,13 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     ngx_shmtx_unlock(&s->fmcf->shpool->mutex);
 
-    if (logged) {
+    if (refused
+        && (sp->refused_log == 0 || ngx_current_msec - sp->refused_log >= 60000))
+    {
+        ngx_log_error(NGX_LOG_WARN, s->log, 0,
+                      "flags: sync: project \"%V\": the fleet's ramp of flag "
+                      "\"%V\" is refused: %s (this host keeps its copy)",
+                      &project->name, &refused->name, why);
         sp->refused_log = ngx_current_msec;
     }
 
@@ -824,9 +828,12 @@ ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
 
 /*
- * The fleet's answer for a project {epoch, ver[, control hash]}: the
- * deltas sent are now counted; when the project's epoch or version moved,
- * the control hash is applied.  A new epoch applies nothing (see
+ * The fleet's answer for a project {epoch, ver[, control hash | 0[,
+ * ramps]]}: the deltas sent are now counted; the control hash, when the
+ * project's epoch or version moved, is read first (the ramps' states are
+ * checked against it), the ramps are copied, the controls applied, and
+ * then the ramps' new stages, so that a rollback and a stage of the same
+ * answer never serve the stage.  A new epoch applies no control (see
  * ngx_http_flags_sync_forget()).  NGX_ERROR: a reply the core refuses
  * fails the round.
  */
