@@ -346,9 +346,8 @@ const char *ramp_disagrees(const fl_ramp_def_t *d, const fl_ramp_t *r,
         if (r->stage_ms < r->start_ms || r->next_tick_ms <= r->start_ms) {
             return "started, with times out of order";
         }
-        if ((st == FL_RAMP_DONE) != (r->stage + 1 == d->nstages)) {
-            return "done before its last stage, or at its last stage and "
-                   "not done";
+        if (st != FL_RAMP_DONE && r->stage + 1 == d->nstages) {
+            return "at its last stage and not done";
         }
     }
     if (st == FL_RAMP_DONE && r->stage + 1 != d->nstages) {

@@ -1322,7 +1322,7 @@ static void test_ramp_checks(void **state)
     st.stage = 2;
     assert_int_equal(ramp_read(&d, &st, 0, NULL, &why), 1);
     st.state = FL_RAMP_HOLDING;
-    refused(&d, &st, 0, NULL, "done before its last stage, or at its last");
+    refused(&d, &st, 0, NULL, "at its last stage and not done");
 
     /* not started, yet at a stage or with a tick */
     fl_ramp_init(&st);
