@@ -23,7 +23,15 @@
  *    field this host reads;
  *  - a ramp's state from the fleet is taken whole or not at all: every
  *    number must read, its state, stage and cause be ones this host
- *    knows, its log likelihood ratios be finite.
+ *    knows, its log likelihood ratios be finite, and the state hold
+ *    together as the script keeps it (ramp_disagrees()): its times in
+ *    order, done exactly at the last stage, and rolled back exactly when
+ *    the fleet's control holds a rollback record (a done ramp stays done);
+ *  - a flag rolled back here that the fleet has not heard of keeps its
+ *    rollback when the fleet's ramp is copied: the fleet's stage, rolled
+ *    back (the fleet marks it so once the rollback is published);
+ *  - a host whose copy knows nothing of the ramp serves no more than the
+ *    first stage until the fleet answers (fl_sync_ramp_unknown_milli()).
  */
 
 #include "flags_core.h"
