@@ -243,8 +243,8 @@ void check_ramps(const View &v, const fl_sync_flag_t *f, size_t n)
         return;
     }
 
-    size_t used = fl_sync_reply_ramps(view, v.elts.size(), &head, f, n, out,
-                                      &ignored);
+    size_t used = fl_sync_reply_ramps(view, v.elts.size(), &head, f, n,
+                                      nullptr, out, &ignored);
 
     if (!head.has_ramps) {
         FUZZ_CHECK(used == 0 && ignored == 0, "ramps read without ramps");
@@ -275,7 +275,7 @@ void check_ramps(const View &v, const fl_sync_flag_t *f, size_t n)
         fl_ramp_t r;
         fl_ramp_init(&r);
         fl_ramp_event_t ev = fl_sync_ramp_copy(f[i].ramp_def, &r,
-                                               &out[i].state);
+                                               &out[i].state, 0, 0);
         FUZZ_CHECK(ev >= FL_RAMP_EV_NONE && ev <= FL_RAMP_EV_STALLED,
                    "copy event %d", static_cast<int>(ev));
         FUZZ_CHECK(std::memcmp(&r, &out[i].state, sizeof(r)) == 0,

@@ -150,8 +150,8 @@ struct ngx_http_flags_version_s {
     uint64_t                    sync_known;
     /* flags_sync and a ramp: flags_admin's actions the fleet has not
      * acknowledged yet (fl_sync_ramp_actions_push(), under the zone's
-     * lock), and whether the fleet answered this ramp since Redis was
-     * last away (0: the next round sends this host's copy as a seed) */
+     * lock), and whether the fleet answered this ramp (never, since
+     * Redis was last away, before: NGX_HTTP_FLAGS_SYNC_SEEN...) */
     uint64_t                    sync_ramp_actions;
     ngx_uint_t                  sync_ramp_seen;
 };

@@ -783,6 +783,8 @@ ngx_http_flags_new_version(ngx_slab_pool_t *shpool, uint64_t def_hash,
     v->witness = NULL;
     v->defined_ms = 0;
     v->sync_known = 0;
+    v->sync_ramp_actions = 0;
+    v->sync_ramp_seen = 0;
 
     return v;
 }

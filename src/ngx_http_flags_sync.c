@@ -429,6 +429,48 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /* --------------------------------------------------- the worker's life */
 
+/*
+ * A ramp this host's copy knows nothing of (pending, never answered by
+ * the fleet, no state file entry): until the fleet answers, it serves no
+ * more than the ramp's first stage (fl_sync_ramp_unknown_milli(),
+ * docs/sync.md "Rejoining"), not a configured percentage above what the
+ * fleet may serve.  Every worker does it, the same way.
+ */
+
+static void
+ngx_http_flags_sync_unknown_ramps(ngx_http_flags_main_conf_t *fmcf)
+{
+    ngx_uint_t                 i, k;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_project_t  *project;
+
+    project = fmcf->projects.elts;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        for (k = 0; k < project[i].nflags; k++) {
+            flag = &project[i].flags[k];
+
+            if (flag->ramp_def == NULL || flag->ramp == NULL
+                || flag->version == NULL
+                || flag->version->sync_ramp_seen != 0
+                || __atomic_load_n(&flag->ramp->state, __ATOMIC_RELAXED)
+                   != FL_RAMP_PENDING)
+            {
+                continue;
+            }
+
+            fl_control_set_ramp(flag->ctl,
+                                fl_sync_ramp_unknown_milli(flag->ramp_def,
+                                                         flag->rollout_milli));
+        }
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+}
+
+
 ngx_int_t
 ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
@@ -487,6 +529,8 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
             return NGX_ERROR;
         }
     }
+
+    ngx_http_flags_sync_unknown_ramps(fmcf);
 
     s->tick.handler = ngx_http_flags_sync_tick;
     s->tick.data = s;

@@ -39,8 +39,19 @@ struct ngx_http_flags_sync_conf_s {
 
 /* a project's last round: per flag what it read and decided (the
  * baseline moves to what was sent when the answer arrives) */
+/* ngx_http_flags_version_t.sync_ramp_seen: 0, the fleet never answered
+ * this ramp here (this host's copy knows nothing unless a state file
+ * restored it); SEEN, answered since Redis was last away; SEEN_BEFORE,
+ * answered before, not since.  A round sends this host's copy as a seed
+ * unless SEEN. */
+#define NGX_HTTP_FLAGS_SYNC_SEEN         1
+#define NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE  2
+
+
 typedef struct {
     fl_sync_flag_t             *flags;
+    ngx_msec_t                  refused_log;  /* a ramp's item refused:
+                                               * when last logged */
 } ngx_http_flags_sync_project_t;
 
 

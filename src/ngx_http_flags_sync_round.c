@@ -138,9 +138,9 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
         f->ramp_actions = __atomic_load_n(&flag->version->sync_ramp_actions,
                                           __ATOMIC_RELAXED);
 
-        if (rebase) {
+        if (rebase && flag->version->sync_ramp_seen) {
             /* Redis was away: it may have restarted empty */
-            flag->version->sync_ramp_seen = 0;
+            flag->version->sync_ramp_seen = NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE;
         }
     }
 
@@ -366,7 +366,8 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         ngx_http_flags_sync_read_flag(project, &project->flags[i], rebase,
                                       &flags[i]);
         seeds += flags[i].ramp_def != NULL
-                 && !project->flags[i].version->sync_ramp_seen;
+                 && project->flags[i].version->sync_ramp_seen
+                    != NGX_HTTP_FLAGS_SYNC_SEEN;
     }
 
     entries = fl_sync_round_plan(&round, flags, n, &sources);
@@ -385,7 +386,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                                  * FL_SOURCE_SLOTS);
 
     for (i = 0; seeds && i < n; i++) {
-        if (flags[i].ramp_def && !project->flags[i].version->sync_ramp_seen) {
+        if (flags[i].ramp_def
+            && project->flags[i].version->sync_ramp_seen
+               != NGX_HTTP_FLAGS_SYNC_SEEN)
+        {
             fl_ramp_read(project->flags[i].ramp, seed);
             flags[i].ramp_seed = seed++;
         }
@@ -517,7 +521,10 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
     for (i = 0; i < project->nflags; i++) {
         if (project->flags[i].node) {
             project->flags[i].version->sync_known = 0;
-            project->flags[i].version->sync_ramp_seen = 0;
+            if (project->flags[i].version->sync_ramp_seen) {
+                project->flags[i].version->sync_ramp_seen =
+                                              NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE;
+            }
         }
     }
 
@@ -591,50 +598,56 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
 
 /*
  * The fleet's state of each ramp the round sent, copied into the zone
- * under its lock, the operator's actions it acknowledged dropped; a ramp
- * whose actions here are not all acknowledged yet is left as it is (they
- * go next round).  A new stage is applied through the control owner.
+ * under its lock (ev[i]: what the copy changed, applied by
+ * ngx_http_flags_sync_ramp_events() once the controls are), the
+ * operator's actions the call carried dropped (the script ran them, even
+ * when its item is refused); a ramp whose actions here are not all
+ * acknowledged yet is left as it is (they go next round).  An item that
+ * does not hold together with the fleet's control (the core says why) is
+ * not copied, and logged at most once a minute a project.
  */
 
 static ngx_int_t
 ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
-    fl_sync_elt_t *view, size_t n, fl_sync_head_t *head)
+    fl_sync_elt_t *view, size_t n, fl_sync_head_t *head,
+    fl_sync_fleet_t *fleets, fl_ramp_event_t *ev, u_char *known)
 {
-    size_t                     used, ignored;
-    uint64_t                   q, state, ticks;
-    ngx_uint_t                 i, dirty;
-    fl_sync_flag_t            *flags;
-    fl_sync_ramp_t            *ramps;
-    fl_ramp_event_t           *ev;
-    ngx_http_flags_flag_t     *flag;
-    ngx_http_flags_change_t    ch;
-    ngx_http_flags_project_t  *project;
+    size_t                          used, ignored;
+    uint64_t                        q, state, ticks;
+    ngx_uint_t                      i, dirty, seen, rolled;
+    const char                     *why;
+    fl_sync_flag_t                 *flags;
+    fl_sync_ramp_t                 *ramps;
+    fl_state_snapshot_t             snap;
+    ngx_http_flags_flag_t          *flag, *refused;
+    ngx_http_flags_project_t       *project;
+    ngx_http_flags_sync_project_t  *sp;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
-    flags = s->projects[pi].flags;
+    sp = &s->projects[pi];
+    flags = sp->flags;
 
-    ramps = ngx_alloc((project->nflags + 1)
-                      * (sizeof(fl_sync_ramp_t) + sizeof(fl_ramp_event_t)),
-                      s->log);
+    ramps = ngx_alloc((project->nflags + 1) * sizeof(fl_sync_ramp_t), s->log);
     if (ramps == NULL) {
         return NGX_ERROR;
     }
 
-    ev = (fl_ramp_event_t *) (ramps + project->nflags + 1);
-
-    used = fl_sync_reply_ramps(view, n, head, flags, project->nflags, ramps,
-                               &ignored);
+    used = fl_sync_reply_ramps(view, n, head, flags, project->nflags,
+                               fleets, ramps, &ignored);
 
     dirty = 0;
+    refused = NULL;
+    why = NULL;
 
     ngx_shmtx_lock(&s->fmcf->shpool->mutex);
 
     for (i = 0; i < project->nflags; i++) {
         flag = &project->flags[i];
         ev[i] = FL_RAMP_EV_NONE;
+        known[i] = 0;
 
-        if (!ramps[i].present || flag->ramp == NULL
-            || !ngx_http_flags_sync_owns(s))
+        if ((!ramps[i].present && ramps[i].refused == NULL)
+            || flag->ramp == NULL || !ngx_http_flags_sync_owns(s))
         {
             continue;
         }
@@ -642,7 +655,23 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         q = fl_sync_ramp_actions_drop(flag->version->sync_ramp_actions,
                          fl_sync_ramp_actions_count(flags[i].ramp_actions));
         flag->version->sync_ramp_actions = q;
-        flag->version->sync_ramp_seen = 1;
+
+        if (!ramps[i].present) {
+            if (flag->version->sync_ramp_seen) {
+                /* the next round offers this host's copy: taken if the
+                 * script finds the fleet's hash broken */
+                flag->version->sync_ramp_seen =
+                                              NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE;
+            }
+            if (refused == NULL) {
+                refused = flag;
+                why = ramps[i].refused;
+            }
+            continue;
+        }
+
+        seen = flag->version->sync_ramp_seen;
+        flag->version->sync_ramp_seen = NGX_HTTP_FLAGS_SYNC_SEEN;
 
         if (q != 0) {
             continue;
@@ -651,8 +680,23 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         state = flag->ramp->state;
         ticks = flag->ramp->evidence.ticks;
 
+        /* rolled back here, and not by the fleet's word: the fleet has
+         * not heard of it yet, and its stage does not lift it */
+        fl_state_snapshot(flag->totals, flag->ctl, 0, 0, 0, &snap);
+        rolled = snap.rolled_back && !(flags[i].known & 1);
+
         ev[i] = fl_sync_ramp_copy(flag->ramp_def, flag->ramp,
-                                  &ramps[i].state);
+                                  &ramps[i].state, rolled,
+                                  snap.rollback_at_ms);
+
+        if (seen == 0 && ev[i] == FL_RAMP_EV_NONE
+            && flag->ramp->state == FL_RAMP_PENDING
+            && fl_control_ramp(flag->ctl) != FL_RAMP_NONE)
+        {
+            /* the first word of the fleet: not started, the configured
+             * percentage (ngx_http_flags_sync_unknown_ramps()) */
+            known[i] = 1;
+        }
 
         if (ev[i] != FL_RAMP_EV_NONE || state != flag->ramp->state
             || (ticks != flag->ramp->evidence.ticks
@@ -665,25 +709,18 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     ngx_shmtx_unlock(&s->fmcf->shpool->mutex);
 
-    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
-    ch.fmcf = s->fmcf;
-    ch.project = project;
-    ch.log = s->log;
-    ch.level = s->fmcf->log_level;
-    ch.by = NGX_HTTP_FLAGS_BY_FLEET;
-    ch.batch = 1;               /* the round saves once, at its end */
+    if (refused
+        && (sp->refused_log == 0 || ngx_current_msec - sp->refused_log >= 60000))
+    {
+        ngx_log_error(NGX_LOG_WARN, s->log, 0,
+                      "flags: sync: project \"%V\": the fleet's ramp of flag "
+                      "\"%V\" is refused: %s (this host keeps its copy)",
+                      &project->name, &refused->name, why);
+        sp->refused_log = ngx_current_msec;
+    }
 
     if (dirty) {
         s->changed = 1;
-    }
-
-    for (i = 0; i < project->nflags; i++) {
-        if (ev[i] == FL_RAMP_EV_NONE) {
-            continue;
-        }
-
-        ch.flag = &project->flags[i];
-        ngx_http_flags_control_ramp(&ch, ev[i]);
     }
 
     ngx_free(ramps);
@@ -696,36 +733,72 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 }
 
 
+/* What the copies changed, applied through the control owner after the
+ * answer's controls: a rollback in the same answer is in place before a
+ * new stage's percentage is. */
+
+static void
+ngx_http_flags_sync_ramp_events(ngx_http_flags_sync_t *s, ngx_uint_t pi,
+    fl_ramp_event_t *ev, u_char *known)
+{
+    ngx_uint_t                 i;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_change_t    ch;
+    ngx_http_flags_project_t  *project;
+
+    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+
+    ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
+    ch.fmcf = s->fmcf;
+    ch.project = project;
+    ch.log = s->log;
+    ch.level = s->fmcf->log_level;
+    ch.by = NGX_HTTP_FLAGS_BY_FLEET;
+    ch.batch = 1;               /* the round saves once, at its end */
+
+    for (i = 0; i < project->nflags; i++) {
+        flag = &project->flags[i];
+
+        if (known[i]) {
+            /* no event, no log: the answer's percentage changed */
+            fl_control_set_ramp(flag->ctl, FL_RAMP_NONE);
+            if (project->pversion) {
+                (void) __atomic_add_fetch(&project->pversion->version, 1,
+                                          __ATOMIC_RELEASE);
+            }
+        }
+
+        if (ev[i] == FL_RAMP_EV_NONE) {
+            continue;
+        }
+
+        ch.flag = flag;
+        ngx_http_flags_control_ramp(&ch, ev[i]);
+    }
+}
+
+
 /*
  * The control hash, when the fleet's state moved: "rb:<def>:<flag>" ->
  * "at_ms errors enabled [host [sources]]", "ov:<def>:<flag>" -> "off" or
  * milli-percent, "cb:" and "ob:" -> the host that last cleared the
- * rollback, last changed the override.  Applied to each flag whose
- * definition is the same here and whose control did not change here
- * since the round began (that change is published next round).
+ * rollback, last changed the override, read by the core into fleets.
+ * Applied to each flag whose definition is the same here and whose
+ * control did not change here since the round began (that change is
+ * published next round).
  */
 
-static ngx_int_t
+static void
 ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
-    fl_sync_elt_t *view, size_t n, fl_sync_head_t *head)
+    fl_sync_head_t *head, fl_sync_fleet_t *fleets, size_t used,
+    size_t ignored)
 {
-    size_t                     used, ignored;
     ngx_uint_t                 i, changed;
     fl_sync_flag_t            *flags;
-    fl_sync_fleet_t           *fleets;
     ngx_http_flags_project_t  *project;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
     flags = s->projects[pi].flags;
-
-    fleets = ngx_alloc((project->nflags + 1) * sizeof(fl_sync_fleet_t),
-                       s->log);
-    if (fleets == NULL) {
-        return NGX_ERROR;
-    }
-
-    used = fl_sync_reply_controls(view, n, head, project->core, fleets,
-                                  project->nflags, &ignored);
 
     changed = 0;
 
@@ -740,8 +813,6 @@ ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                                                   flags[i].control);
     }
 
-    ngx_free(fleets);
-
     project->pversion->sync_epoch = head->epoch;
     project->pversion->sync_ver = head->ver;
 
@@ -753,15 +824,16 @@ ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     if (changed) {
         s->changed = 1;
     }
-
-    return NGX_OK;
 }
 
 
 /*
- * The fleet's answer for a project {epoch, ver[, control hash]}: the
- * deltas sent are now counted; when the project's epoch or version moved,
- * the control hash is applied.  A new epoch applies nothing (see
+ * The fleet's answer for a project {epoch, ver[, control hash | 0[,
+ * ramps]]}: the deltas sent are now counted; the control hash, when the
+ * project's epoch or version moved, is read first (the ramps' states are
+ * checked against it), the ramps are copied, the controls applied, and
+ * then the ramps' new stages, so that a rollback and a stage of the same
+ * answer never serve the stage.  A new epoch applies no control (see
  * ngx_http_flags_sync_forget()).  NGX_ERROR: a reply the core refuses
  * fails the round.
  */
@@ -770,9 +842,12 @@ ngx_int_t
 ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     redisReply *reply)
 {
-    size_t                      n;
+    size_t                      n, nf, used, ignored;
+    u_char                     *known;
     ngx_int_t                   rc;
     fl_sync_elt_t              *view;
+    fl_sync_fleet_t            *fleets;
+    fl_ramp_event_t            *ev;
     fl_sync_head_t              head;
     fl_sync_reply_status_t      st;
     ngx_http_flags_project_t   *project;
@@ -804,33 +879,62 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     ngx_http_flags_sync_counted(s, project, s->projects[pi].flags);
 
-    if (st == FL_SYNC_REPLY_OK && head.has_ramps
-        && ngx_http_flags_sync_ramps(s, pi, view, n, &head) != NGX_OK)
-    {
-        ngx_free(view);
-        return NGX_ERROR;
-    }
-
     if (st == FL_SYNC_REPLY_CONTROL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
                        "flags: sync: answer of project \"%V\": %s",
                        &project->name, fl_sync_reply_status_text(st));
+        ngx_free(view);
+        return NGX_ERROR;
+    }
+
+    /* the control hash read first: a ramp's state is checked against
+     * it; then the controls applied, then the ramps' new stages, so a
+     * rollback of this answer is in place before a stage's percentage */
+    nf = project->nflags + 1;
+    fleets = ngx_alloc(nf * (sizeof(fl_sync_fleet_t) + sizeof(fl_ramp_event_t)
+                             + 1), s->log);
+    if (fleets == NULL) {
+        ngx_free(view);
+        return NGX_ERROR;
+    }
+
+    ev = (fl_ramp_event_t *) (fleets + nf);
+    known = (u_char *) (ev + nf);
+    used = 0;
+    ignored = 0;
+
+    if (head.has_control) {
+        used = fl_sync_reply_controls(view, n, &head, project->core, fleets,
+                                      project->nflags, &ignored);
+    }
+
+    rc = NGX_OK;
+
+    if (head.has_ramps
+        && ngx_http_flags_sync_ramps(s, pi, view, n, &head,
+                                     head.has_control ? fleets : NULL, ev,
+                                     known)
+           != NGX_OK)
+    {
         rc = NGX_ERROR;
 
     } else if (!head.has_control) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
                        "flags: sync: project \"%V\" is at version %uL: "
                        "nothing new", &project->name, head.ver);
-        rc = NGX_OK;
 
     } else if (head.new_epoch) {
         ngx_http_flags_sync_forget(s, project, head.epoch);
-        rc = NGX_OK;
 
     } else {
-        rc = ngx_http_flags_sync_controls(s, pi, view, n, &head);
+        ngx_http_flags_sync_controls(s, pi, &head, fleets, used, ignored);
     }
 
+    if (rc == NGX_OK && head.has_ramps) {
+        ngx_http_flags_sync_ramp_events(s, pi, ev, known);
+    }
+
+    ngx_free(fleets);
     ngx_free(view);
 
     return rc;

@@ -1689,23 +1689,41 @@ size_t fl_sync_ramp_seed(const fl_ramp_t *r, char *buf) FL_NOEXCEPT;
 typedef struct {
     int         present;        /* the fleet answered this flag's ramp */
     fl_ramp_t   state;          /* its values (the local baselines 0) */
+    const char *refused;        /* an item skipped: why (static text) */
 } fl_sync_ramp_t;
 
 /* Reads the ramps of a reply whose head said has_ramps into out[i] for
  * flags[i] (the round's flags, nflags, their entries as planned; out
- * zeroed first).  An item of an entry without a ramp, or whose numbers do
+ * zeroed first).  An item of an entry without a ramp, whose numbers do
  * not read (a count, a state or a stage out of range, a log_lr not
- * finite), is skipped and counted in *ignored.  Returns the ramps read. */
+ * finite), or whose state does not hold together (docs/sync.md: times
+ * out of order, done before the last stage, rolled back or not against
+ * the fleet's rollback record) is skipped, counted in *ignored, and
+ * out[i].refused says why.  The fleet's rollback of flag i is fleets[i]
+ * (this answer's control hash), or, with fleets NULL, what the fleet last
+ * said (flags[i].known).  Returns the ramps read. */
 size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
     const fl_sync_head_t *head, const fl_sync_flag_t *flags, size_t nflags,
-    fl_sync_ramp_t *out, size_t *ignored) FL_NOEXCEPT;
+    const fl_sync_fleet_t *fleets, fl_sync_ramp_t *out, size_t *ignored)
+    FL_NOEXCEPT;
 
 /* The fleet's state into the zone's r (the caller holds the zone's lock;
  * r's baselines stay), and what changed for the host to apply: STARTED
  * (a start or a restart), ADVANCED or DONE (another stage), STALLED,
- * else NONE. */
+ * else NONE.  rolled_here: the flag is rolled back on this host (at
+ * rolled_at_ms), which the fleet may not have heard of yet: the copy
+ * stays rolled back at the fleet's stage. */
 fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d, fl_ramp_t *r,
-    const fl_ramp_t *fleet) FL_NOEXCEPT;
+    const fl_ramp_t *fleet, int rolled_here, uint64_t rolled_at_ms)
+    FL_NOEXCEPT;
+
+/* What a ramped flag serves on a host whose copy never heard from the
+ * fleet (no answer yet since it started, no state file entry): no more
+ * than its first stage, which is no more than the fleet serves once the
+ * ramp started; FL_RAMP_NONE (the configured percentage) when that is
+ * not above the first stage's. */
+uint32_t fl_sync_ramp_unknown_milli(const fl_ramp_def_t *d,
+    uint32_t configured_milli) FL_NOEXCEPT;
 
 
 #ifdef __cplusplus

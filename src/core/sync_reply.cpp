@@ -23,7 +23,15 @@
  *    field this host reads;
  *  - a ramp's state from the fleet is taken whole or not at all: every
  *    number must read, its state, stage and cause be ones this host
- *    knows, its log likelihood ratios be finite.
+ *    knows, its log likelihood ratios be finite, and the state hold
+ *    together as the script keeps it (ramp_disagrees()): its times in
+ *    order, done exactly at the last stage, and rolled back exactly when
+ *    the fleet's control holds a rollback record (a done ramp stays done);
+ *  - a flag rolled back here that the fleet has not heard of keeps its
+ *    rollback when the fleet's ramp is copied: the fleet's stage, rolled
+ *    back (the fleet marks it so once the rollback is published);
+ *  - a host whose copy knows nothing of the ramp serves no more than the
+ *    first stage until the fleet answers (fl_sync_ramp_unknown_milli()).
  */
 
 #include "flags_core.h"
@@ -324,16 +332,77 @@ bool real(const fl_sync_elt_t *e, double *out) noexcept
     return true;
 }
 
-/* One entry's item: FL_SYNC_RAMP_VALUES numbers, all of them good. */
-bool ramp_item(const fl_sync_elt_t *v, size_t n, size_t i,
-    const fl_ramp_def_t *d, fl_ramp_t *out) noexcept
+/*
+ * What the script never writes (sync_script.cpp keeps these true at the
+ * end of every call), so a state that breaks one is not the fleet's: a
+ * hand-written or hostile hash.  rolled_back: the fleet's control holds a
+ * rollback record of the flag.  nullptr when the state holds together,
+ * else why not.
+ */
+const char *ramp_disagrees(const fl_ramp_def_t *d, const fl_ramp_t *r,
+    int rolled_back) noexcept
 {
+    uint64_t st = r->state;
+
+    if (st == FL_RAMP_PENDING || r->start_ms == 0) {
+        /* never started (a ramp rolled back before its start, then
+         * cleared, is paused at stage 0 with no start) */
+        if (r->stage != 0 || (st == FL_RAMP_PENDING && r->next_tick_ms)) {
+            return "never started, yet at a stage or with a tick";
+        }
+    } else {
+        if (r->stage_ms < r->start_ms || r->next_tick_ms <= r->start_ms) {
+            return "started, with times out of order";
+        }
+        if (st != FL_RAMP_DONE && r->stage + 1 == d->nstages) {
+            return "at its last stage and not done";
+        }
+    }
+    if (st == FL_RAMP_DONE && r->stage + 1 != d->nstages) {
+        return "done before its last stage";
+    }
+
+    if (r->cause != FL_RAMP_CAUSE_NONE && r->decided_ms == 0) {
+        return "a decision without a time";
+    }
+    if (st == FL_RAMP_ROLLED_BACK && r->cause == FL_RAMP_CAUSE_NONE) {
+        return "rolled back without a cause";
+    }
+    if (r->evidence.decided
+        && (r->evidence.decided_tick == 0
+            || r->evidence.decided_tick > r->evidence.ticks))
+    {
+        return "decided at a tick it has not counted";
+    }
+
+    /* the ramp and the control word: one rollback */
+    if (rolled_back && st != FL_RAMP_ROLLED_BACK && st != FL_RAMP_DONE) {
+        return "not rolled back, though the fleet's control holds a "
+               "rollback";
+    }
+    if (!rolled_back && st == FL_RAMP_ROLLED_BACK) {
+        return "rolled back, though the fleet's control holds no rollback";
+    }
+
+    return nullptr;
+}
+
+/* One entry's item: FL_SYNC_RAMP_VALUES numbers, all of them good, and a
+ * state that holds together with the fleet's control. */
+bool ramp_item(const fl_sync_elt_t *v, size_t n, size_t i,
+    const fl_ramp_def_t *d, int rolled_back, fl_ramp_t *out,
+    const char **why) noexcept
+{
+    *why = "not an array of the ramp's numbers";
+
     if (v[i].type != FL_SYNC_ELT_ARRAY
         || v[i].elements != FL_SYNC_RAMP_VALUES
         || n - i - 1 < FL_SYNC_RAMP_VALUES)
     {
         return false;
     }
+
+    *why = "a value that is not a number";
 
     std::memset(out, 0, sizeof(*out));
 
@@ -365,8 +434,15 @@ bool ramp_item(const fl_sync_elt_t *v, size_t n, size_t i,
         }
     }
 
-    return out->state <= FL_RAMP_ROLLED_BACK && out->stage < d->nstages
-           && out->cause <= FL_RAMP_CAUSE_OTHER;
+    if (out->state > FL_RAMP_ROLLED_BACK || out->stage >= d->nstages
+        || out->cause > FL_RAMP_CAUSE_OTHER)
+    {
+        *why = "a state, a stage or a cause out of range";
+        return false;
+    }
+
+    *why = ramp_disagrees(d, out, rolled_back);
+    return *why == nullptr;
 }
 
 /* The hash's own fields, which say nothing of a flag. */
@@ -604,7 +680,8 @@ extern "C" size_t fl_sync_ramp_seed(const fl_ramp_t *r, char *buf) noexcept
 
 extern "C" size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
     const fl_sync_head_t *head, const fl_sync_flag_t *flags, size_t nflags,
-    fl_sync_ramp_t *out, size_t *ignored) noexcept
+    const fl_sync_fleet_t *fleets, fl_sync_ramp_t *out, size_t *ignored)
+    noexcept
 {
     size_t used = 0, skipped = 0;
 
@@ -643,8 +720,15 @@ extern "C" size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
             break;
         }
 
+        /* the fleet's rollback: this answer's control hash, else what
+         * the fleet last said (its version did not move since) */
+        int rolled = fleets != nullptr ? fleets[f].rolled_back != 0
+                                       : (flags[f].known & 1) != 0;
+        const char *why = nullptr;
+
         if (flags[f].ramp_def != nullptr
-            && ramp_item(view, n, i, flags[f].ramp_def, &out[f].state))
+            && ramp_item(view, n, i, flags[f].ramp_def, rolled,
+                         &out[f].state, &why))
         {
             out[f].present = 1;
             used++;
@@ -652,6 +736,8 @@ extern "C" size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
                    || view[i].type == FL_SYNC_ELT_ARRAY)
         {
             std::memset(&out[f].state, 0, sizeof(fl_ramp_t));
+            out[f].refused = flags[f].ramp_def != nullptr ? why
+                             : "an entry without a ramp";
             skipped++;
         }
 
@@ -668,13 +754,29 @@ extern "C" size_t fl_sync_reply_ramps(const fl_sync_elt_t *view, size_t n,
 
 
 extern "C" fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d,
-    fl_ramp_t *r, const fl_ramp_t *fleet) noexcept
+    fl_ramp_t *r, const fl_ramp_t *fleet, int rolled_here,
+    uint64_t rolled_at_ms) noexcept
 {
-    fl_ramp_t old;
+    fl_ramp_t old, mine;
 
     (void) d;
 
     fl_ramp_read(r, &old);
+
+    if (rolled_here && fleet->state != FL_RAMP_ROLLED_BACK
+        && fleet->state != FL_RAMP_DONE)
+    {
+        /* rolled back here, and the fleet has not heard of it yet (the
+         * next round publishes it): the fleet's stage is taken, the
+         * rollback stays, as the fleet will mark it (rmark()) */
+        std::memcpy(&mine, fleet, sizeof(mine));
+        mine.state = FL_RAMP_ROLLED_BACK;
+        if (mine.cause == FL_RAMP_CAUSE_NONE) {
+            mine.cause = FL_RAMP_CAUSE_OTHER;
+            mine.decided_ms = rolled_at_ms;
+        }
+        fleet = &mine;
+    }
 
     for (size_t k = 0; k < FL_SYNC_RAMP_VALUES; k++) {
         const slot &sl = ramp_slots[k];
@@ -705,4 +807,17 @@ extern "C" fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d,
         return FL_RAMP_EV_STALLED;
     }
     return FL_RAMP_EV_NONE;
+}
+
+
+extern "C" uint32_t fl_sync_ramp_unknown_milli(const fl_ramp_def_t *d,
+    uint32_t configured_milli) noexcept
+{
+    if (d == nullptr || d->nstages == 0
+        || configured_milli <= d->stages[0].milli)
+    {
+        return FL_RAMP_NONE;
+    }
+
+    return d->stages[0].milli;
 }

@@ -16,9 +16,26 @@
  * against a local baseline, so a start or a restart drops what was
  * counted before it at once (the host's first tick after a restart counts
  * nothing, having no baseline); nothing is "frozen" (Redis is there when
- * the script runs); and Lua 5.1 has no log1p, so log1p is computed as
- * log(u) * x / (u - 1), u = 1 + x, which agrees with the C library's to
- * a few units in the last place.
+ * the script runs); a rollback record marks the ramp rolled back before
+ * the call's actions run (rmark), so no action but restart moves a
+ * rolled-back ramp, and again after the absolute rule, so the hash saved
+ * is rolled back exactly when the flag has a record (fl_ramp_step()
+ * marks it at its next step, half a second later on one host); and Lua
+ * 5.1 has no log1p, so log1p is computed as log(u) * x / (u - 1),
+ * u = 1 + x, which agrees with the C library's to a few units in the
+ * last place.
+ *
+ * A reseed (Redis restarted empty, docs/sync.md "Rejoining"): a missing
+ * hash, or one the script cannot step (rbroken), is made from the
+ * caller's seed, and records when (born) and the seed's word (sst, snx:
+ * its start and tick end; 0 0 for a ramp that never started).  For RW
+ * ms after, a seed whose word is ahead of that one (started against
+ * never started, a later start, or the same start and a later tick end)
+ * and not a copy of the fleet's current run from before its last tick
+ * replaces the state, so a host that never saw the ramp run does not win
+ * over one that did because it called first; an operator's action closes
+ * the window (born 0).  A seed taken carries its actions' effect: they
+ * are not run again.
  */
 
 #include "flags_core.h"
@@ -50,9 +67,10 @@
  * A ramped entry adds three arguments (sync_round.cpp): the ramp's
  * definition, this host's part "n1 n0 e1 e0 stopped guard actions" and a
  * seed (the host's copy of the state, taken when the fleet has none:
- * Redis restarted empty), and the key KEYS[2 + 2n + i], a hash of the
- * ramp's state (the names in RF; Redis's clock in milliseconds; log
- * likelihood ratios as %.17g), kept 7 days after its last call.  While
+ * Redis restarted empty; see "A reseed" above), and the key
+ * KEYS[2 + 2n + i], a hash of the ramp's state (the names in RF, then
+ * born, sst and snx; Redis's clock in milliseconds; log likelihood ratios
+ * as %.17g), kept 7 days after its last call.  While
  * such a ramp guards its flag, the absolute rule's window is kept but
  * decides nothing (fl_ramp_guards()).
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
@@ -81,6 +99,7 @@ constexpr char script[] =
     "  'l2', 'l3', 'l4', 'l5', 'ticks', 'eon', 'eoff', 'dtick', 'dec', 'dn1',\n"
     "  'dn0', 'de1', 'de0', 'a1', 'a0', 'ae1', 'ae0'}\n"
     "local TH = {1.5, 2, 3, 5, 10}\n"
+    "local RW = 60000\n"
     "local function log1p(x)\n"
     "  local u = 1 + x\n"
     "  if u == 1 then return x end\n"
@@ -214,20 +233,53 @@ constexpr char script[] =
     "  end\n"
     "  return d\n"
     "end\n"
-    "local function rload(rk, seed)\n"
-    "  local r = {}\n"
-    "  if redis.call('EXISTS', rk) == 1 then\n"
-    "    local v = redis.call('HMGET', rk, unpack(RF))\n"
-    "    for k = 1, #RF do r[RF[k]] = tonumber(v[k]) or 0 end\n"
-    "    return r\n"
-    "  end\n"
-    "  local k = 0\n"
+    "local function rseed(seed)\n"
+    "  local r, k = {}, 0\n"
     "  for w in string.gmatch(seed, '%S+') do\n"
     "    k = k + 1\n"
     "    if k <= 30 then r[RF[k]] = tonumber(w) end\n"
     "  end\n"
     "  for k = 1, #RF do r[RF[k]] = r[RF[k]] or 0 end\n"
+    "  if r.state == 0 then r.start, r.next, r.stage = 0, 0, 0 end\n"
     "  return r\n"
+    "end\n"
+    "local function rbroken(d, r)\n"
+    "  if r.state < 0 or r.state > 5 or r.state % 1 ~= 0 or r.stage < 0\n"
+    "     or r.stage >= d.n or r.stage % 1 ~= 0 then return true end\n"
+    "  for k = 1, 5 do\n"
+    "    local x = r['l' .. k]\n"
+    "    if x ~= x or x == math.huge or x == -math.huge then return true end\n"
+    "  end\n"
+    "  return false\n"
+    "end\n"
+    "local function rload(d, rk, seed)\n"
+    "  local s = rseed(seed)\n"
+    "  if rbroken(d, s) then s = rseed('') end\n"
+    "  local r = {}\n"
+    "  if redis.call('EXISTS', rk) == 1 then\n"
+    "    local v = redis.call('HMGET', rk, unpack(RF))\n"
+    "    for k = 1, #RF do r[RF[k]] = tonumber(v[k]) or 0 end\n"
+    "  end\n"
+    "  if r.state and not rbroken(d, r) then\n"
+    "    local o = redis.call('HMGET', rk, 'born', 'sst', 'snx')\n"
+    "    local born = tonumber(o[1]) or 0\n"
+    "    local sst, snx = tonumber(o[2]) or 0, tonumber(o[3]) or 0\n"
+    "    if seed == '' or born == 0 or now_ms - born >= RW\n"
+    "       or s.state == 0 or s.start < sst\n"
+    "       or (s.start == sst and s.next <= snx)\n"
+    "       or (s.start == r.start and s.next <= r.next) then\n"
+    "      return r, false\n"
+    "    end\n"
+    "  else\n"
+    "    redis.call('HSET', rk, 'born', now_ms)\n"
+    "  end\n"
+    "  redis.call('HSET', rk, 'sst', s.start, 'snx', s.next)\n"
+    "  return s, seed ~= ''\n"
+    "end\n"
+    "local function rmark(r)\n"
+    "  if r.state == 4 or r.state == 5 then return end\n"
+    "  r.state = 5\n"
+    "  if r.cause == 0 then r.cause, r.dms = 3, now_ms end\n"
     "end\n"
     "local function rsave(rk, r)\n"
     "  local a, out = {}, {}\n"
@@ -277,19 +329,24 @@ constexpr char script[] =
     "    redis.call('HSET', ctl, 'ob:' .. def .. ':' .. flag, host)\n"
     "    bump = bump + 1\n"
     "  end\n"
-    "  local rguard = false\n"
+    "  local rguard, r, rk = false, nil, nil\n"
     "  ramps[i + 1] = 0\n"
     "  if ARGV[a + 10] ~= '' then\n"
     "    local d = rdef(ARGV[a + 10])\n"
-    "    local rk = KEYS[2 + 2 * n + i]\n"
-    "    local r = rload(rk, ARGV[a + 12])\n"
+    "    local seeded\n"
+    "    rk = KEYS[2 + 2 * n + i]\n"
+    "    r, seeded = rload(d, rk, ARGV[a + 12])\n"
     "    local h1, h0, he1, he0, hs, hg, acts = string.match(ARGV[a + 11],\n"
     "      '(%d+) (%d+) (%d+) (%d+) (%d) (%d) (%S+)')\n"
     "    r.a1, r.a0 = r.a1 + tonumber(h1), r.a0 + tonumber(h0)\n"
     "    r.ae1, r.ae0 = r.ae1 + tonumber(he1), r.ae0 + tonumber(he0)\n"
-    "    for c in string.gmatch(acts, '%d') do ract(d, r, tonumber(c)) end\n"
-    "    local ev = rstep(d, r, redis.call('HEXISTS', ctl, rbf) == 1,\n"
-    "                     hs == '1', hg == '1')\n"
+    "    local rolled = redis.call('HEXISTS', ctl, rbf) == 1\n"
+    "    if rolled then rmark(r) end\n"
+    "    if not seeded and acts ~= '-' then\n"
+    "      for c in string.gmatch(acts, '%d') do ract(d, r, tonumber(c)) end\n"
+    "      redis.call('HSET', rk, 'born', 0)\n"
+    "    end\n"
+    "    local ev = rstep(d, r, rolled, hs == '1', hg == '1')\n"
     "    if ev == 5 and redis.call('HSETNX', ctl, rbf, now_ms .. ' '\n"
     "         .. r.eon .. ' ' .. r.on .. ' ' .. host .. ' 0') == 1 then\n"
     "      redis.call('HDEL', ctl, cbf)\n"
@@ -298,7 +355,6 @@ constexpr char script[] =
     "    rguard = r.state >= 1 and r.state <= 3\n"
     "             and d.st[math.min(r.stage + 1, d.n)][1] < 100000\n"
     "             and (r.off > 0 or r.n0 > 0)\n"
-    "    ramps[i + 1] = rsave(rk, r)\n"
     "    ramped = true\n"
     "  end\n"
     "  local de, dn = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])\n"
@@ -346,6 +402,10 @@ constexpr char script[] =
     "        bump = bump + 1\n"
     "      end\n"
     "    end\n"
+    "  end\n"
+    "  if r then\n"
+    "    if redis.call('HEXISTS', ctl, rbf) == 1 then rmark(r) end\n"
+    "    ramps[i + 1] = rsave(rk, r)\n"
     "  end\n"
     "end\n"
     "if bump > 0 then redis.call('HINCRBY', ctl, 'ver', 1) end\n"

@@ -1092,7 +1092,7 @@ static void test_ramps(void **state)
     assert_true(h.has_ramps);
     assert_int_equal(h.ramps, 4);
 
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 1);
     assert_int_equal(ignored, 0);
     assert_false(out[0].present);
     assert_true(out[1].present);
@@ -1102,46 +1102,46 @@ static void test_ramps(void **state)
     /* the copy: a zone pending, then at stage 1, then restarted */
     fl_ramp_init(&zone);
     zone.base_on = 77;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STARTED);
     assert_true(zone.base_on == 77);
     assert_true(zone.stage == 1 && zone.evidence.ticks == 61);
     assert_true(zone.evidence.log_lr[4] == -3.141592653589793);
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_NONE);
     out[1].state.stage = 2;
     out[1].state.state = FL_RAMP_DONE;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_DONE);
     out[1].state.stage = 0;
     out[1].state.state = FL_RAMP_RUNNING;
     out[1].state.start_ms++;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STARTED);
     out[1].state.stalled = 1;
-    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state),
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &out[1].state, 0, 0),
                      FL_RAMP_EV_STALLED);
 
     /* broken items: a stage past the definition, a word not a number, a
      * log_lr not finite, one value short */
     v[6 + 1] = S("3");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     assert_int_equal(ignored, 1);
     v[6 + 1] = S("x");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 1] = S("1");
     v[6 + 16] = S("inf");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 16] = S("1e999");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     v[6 + 16] = S("0.1");
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 1);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 1);
     /* one value short (the last value becomes the second item), and a
      * third item for which no entry was sent */
     v[5] = A(FL_SYNC_RAMP_VALUES - 1);
     v[4] = A(3);
     assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
-    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, n, &h, f, 3, NULL, out, &ignored), 0);
     assert_int_equal(ignored, 2);
 
     /* a fourth element that is no array: no ramps */
@@ -1149,7 +1149,7 @@ static void test_ramps(void **state)
     v[4] = I(7);
     assert_int_equal(head_of(v, 5, 0, &h), FL_SYNC_REPLY_OK);
     assert_false(h.has_ramps);
-    assert_int_equal(fl_sync_reply_ramps(v, 5, &h, f, 3, out, &ignored), 0);
+    assert_int_equal(fl_sync_reply_ramps(v, 5, &h, f, 3, NULL, out, &ignored), 0);
     /* the integer 0 is the only number that stands for the hash */
     v[0] = A(3);
     v[3] = I(1);
@@ -1213,6 +1213,243 @@ static void test_action(void **state)
     assert_true(a.known == (off | 1));
 }
 
+/* ------------------------------------------- the fleet's ramp, checked */
+
+/* {epoch, ver, 0, [item]}: one ramped entry whose item is st's numbers,
+ * as the script writes them (the seed's words). */
+static size_t ramp_answer(const fl_ramp_t *st, fl_sync_elt_t *v,
+    char (*words)[32])
+{
+    char seed[FL_SYNC_RAMP_SEED_MAX];
+    size_t len, k, n;
+    const char *p;
+
+    len = fl_sync_ramp_seed(st, seed);
+    seed[len] = '\0';
+
+    n = 0;
+    v[n++] = A(4);
+    v[n++] = S("5");
+    v[n++] = S("6");
+    v[n++] = I(0);
+    v[n++] = A(1);
+    v[n++] = A(FL_SYNC_RAMP_VALUES);
+    for (k = 0, p = seed; k < FL_SYNC_RAMP_VALUES; k++) {
+        const char *sp = strchr(p, ' ');
+        size_t wl = sp ? (size_t) (sp - p) : strlen(p);
+        memcpy(words[k], p, wl);
+        words[k][wl] = '\0';
+        v[n++] = S(words[k]);
+        p = sp ? sp + 1 : p + wl;
+    }
+    return n;
+}
+
+/* Read st as the fleet's answer: 1 when taken, else 0 and *why. */
+static int ramp_read(const fl_ramp_def_t *d, const fl_ramp_t *st,
+    uint64_t known, const fl_sync_fleet_t *fleets, const char **why)
+{
+    static char words[FL_SYNC_RAMP_VALUES][32];
+    fl_sync_elt_t v[6 + FL_SYNC_RAMP_VALUES];
+    fl_sync_flag_t f;
+    fl_sync_head_t h;
+    fl_sync_ramp_t out[1];
+    size_t n, ignored, used;
+
+    f = flag("b", 2, 1);
+    f.entry = FL_SYNC_ENTRY;
+    f.ramp_def = d;
+    f.known = known;
+
+    n = ramp_answer(st, v, words);
+    assert_int_equal(head_of(v, n, 0, &h), FL_SYNC_REPLY_OK);
+    used = fl_sync_reply_ramps(v, n, &h, &f, 1, fleets, out, &ignored);
+    assert_int_equal(used + ignored, 1);
+    assert_int_equal(out[0].present, (int) used);
+    *why = out[0].refused;
+    if (used) {
+        assert_null(out[0].refused);
+        assert_memory_equal(&out[0].state, st, sizeof(*st));
+    } else {
+        assert_non_null(out[0].refused);
+    }
+    return (int) used;
+}
+
+static void refused(const fl_ramp_def_t *d, const fl_ramp_t *st,
+    uint64_t known, const fl_sync_fleet_t *fleets, const char *want)
+{
+    const char *why = NULL;
+
+    assert_int_equal(ramp_read(d, st, known, fleets, &why), 0);
+    if (strncmp(why, want, strlen(want)) != 0) {
+        fail_msg("refused \"%s\", not \"%s\"", why, want);
+    }
+}
+
+/* A state the script never writes is refused whole, with why; so is one
+ * that disagrees with the fleet's rollback (this answer's control hash,
+ * else what the fleet last said). */
+static void test_ramp_checks(void **state)
+{
+    fl_ramp_def_t d;
+    fl_ramp_t good, st;
+    fl_sync_fleet_t fl[1];
+    const char *why;
+
+    (void) state;
+    memset(&d, 0, sizeof(d));
+    d.nstages = 3;
+    d.stages[0].milli = 10000;
+    d.stages[1].milli = 60000;
+    d.stages[2].milli = 100000;
+    d.tick = 1;
+
+    fl_ramp_init(&good);
+    good.state = FL_RAMP_RUNNING;
+    good.stage = 1;
+    good.start_ms = 1700000000000ull;
+    good.stage_ms = 1700000060000ull;
+    good.next_tick_ms = 1700000061000ull;
+    good.stage_changes = 1;
+    good.evidence.ticks = 61;
+    assert_int_equal(ramp_read(&d, &good, 0, NULL, &why), 1);
+
+    /* done before the last stage; at the last stage and not done */
+    st = good;
+    st.state = FL_RAMP_DONE;
+    refused(&d, &st, 0, NULL, "done before its last stage");
+    st.stage = 2;
+    assert_int_equal(ramp_read(&d, &st, 0, NULL, &why), 1);
+    st.state = FL_RAMP_HOLDING;
+    refused(&d, &st, 0, NULL, "at its last stage and not done");
+
+    /* not started, yet at a stage or with a tick */
+    fl_ramp_init(&st);
+    assert_int_equal(ramp_read(&d, &st, 0, NULL, &why), 1);
+    st.stage = 1;
+    refused(&d, &st, 0, NULL, "never started");
+    st.stage = 0;
+    st.next_tick_ms = 5;
+    refused(&d, &st, 0, NULL, "never started");
+
+    /* times out of order */
+    st = good;
+    st.stage_ms = st.start_ms - 1;
+    refused(&d, &st, 0, NULL, "started, with times out of order");
+    st = good;
+    st.next_tick_ms = st.start_ms;
+    refused(&d, &st, 0, NULL, "started, with times out of order");
+
+    /* a decision without a time, a rollback without a cause, a decision
+     * at a tick not counted */
+    st = good;
+    st.cause = FL_RAMP_CAUSE_REGRESSION;
+    refused(&d, &st, 0, NULL, "a decision without a time");
+    st = good;
+    st.state = FL_RAMP_ROLLED_BACK;
+    refused(&d, &st, 1, NULL, "rolled back without a cause");
+    st = good;
+    st.evidence.decided = 1;
+    st.evidence.decided_tick = 62;
+    refused(&d, &st, 0, NULL, "decided at a tick");
+    st.evidence.decided_tick = 61;
+    assert_int_equal(ramp_read(&d, &st, 0, NULL, &why), 1);
+
+    /* the fleet's rollback: running against it, rolled back without it */
+    refused(&d, &good, 1, NULL, "not rolled back, though the fleet's");
+    st = good;
+    st.state = FL_RAMP_ROLLED_BACK;
+    st.cause = FL_RAMP_CAUSE_OTHER;
+    st.decided_ms = good.next_tick_ms;
+    assert_int_equal(ramp_read(&d, &st, 1, NULL, &why), 1);
+    refused(&d, &st, 0, NULL, "rolled back, though the fleet's control");
+    /* this answer's control hash wins over what was said before */
+    fl[0] = fleet(1, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(ramp_read(&d, &st, 0, fl, &why), 1);
+    refused(&d, &good, 0, fl, "not rolled back");
+    fl[0] = fleet(0, FL_OVERRIDE_NONE, 0);
+    refused(&d, &st, 1, fl, "rolled back, though");
+    assert_int_equal(ramp_read(&d, &good, 1, fl, &why), 1);
+    /* done stays done under a rollback */
+    st = good;
+    st.state = FL_RAMP_DONE;
+    st.stage = 2;
+    assert_int_equal(ramp_read(&d, &st, 1, NULL, &why), 1);
+
+    /* a ramp rolled back before it started, then cleared: paused at
+     * stage 0 with no start (the script writes it so) */
+    fl_ramp_init(&st);
+    st.state = FL_RAMP_PAUSED;
+    st.paused_ms = 5;
+    st.cause = FL_RAMP_CAUSE_OTHER;
+    st.decided_ms = 4;
+    assert_int_equal(ramp_read(&d, &st, 0, NULL, &why), 1);
+}
+
+/* The copy on a host rolled back before the fleet heard of it: the
+ * fleet's stage, still rolled back; what a host that knows nothing
+ * serves. */
+static void test_ramp_copy_rolled(void **state)
+{
+    fl_ramp_def_t d;
+    fl_ramp_t zone, fleet_st;
+
+    (void) state;
+    memset(&d, 0, sizeof(d));
+    d.nstages = 3;
+    d.stages[0].milli = 10000;
+    d.stages[1].milli = 60000;
+    d.stages[2].milli = 100000;
+
+    fl_ramp_init(&zone);
+    zone.state = FL_RAMP_RUNNING;
+    zone.start_ms = 1000;
+    zone.stage_ms = 1000;
+    zone.next_tick_ms = 2000;
+    zone.base_on = 9;
+
+    fleet_st = zone;
+    fleet_st.base_on = 0;
+    fleet_st.stage = 1;
+    fleet_st.stage_ms = 5000;
+    fleet_st.next_tick_ms = 6000;
+
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &fleet_st, 1, 4321),
+                     FL_RAMP_EV_ADVANCED);
+    assert_true(zone.state == FL_RAMP_ROLLED_BACK);
+    assert_true(zone.stage == 1 && zone.stage_ms == 5000);
+    assert_true(zone.cause == FL_RAMP_CAUSE_OTHER);
+    assert_true(zone.decided_ms == 4321);
+    assert_true(zone.base_on == 9);
+    /* the fleet's own rollback, its cause, as it is */
+    fleet_st.state = FL_RAMP_ROLLED_BACK;
+    fleet_st.cause = FL_RAMP_CAUSE_REGRESSION;
+    fleet_st.decided_ms = 5500;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &fleet_st, 1, 4321),
+                     FL_RAMP_EV_NONE);
+    assert_true(zone.cause == FL_RAMP_CAUSE_REGRESSION);
+    assert_true(zone.decided_ms == 5500);
+    /* not rolled back here: the fleet's state whole */
+    fleet_st.state = FL_RAMP_RUNNING;
+    fleet_st.cause = FL_RAMP_CAUSE_NONE;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &fleet_st, 0, 0),
+                     FL_RAMP_EV_NONE);
+    assert_true(zone.state == FL_RAMP_RUNNING);
+    /* done is done */
+    fleet_st.state = FL_RAMP_DONE;
+    fleet_st.stage = 2;
+    assert_int_equal(fl_sync_ramp_copy(&d, &zone, &fleet_st, 1, 4321),
+                     FL_RAMP_EV_DONE);
+    assert_true(zone.state == FL_RAMP_DONE);
+
+    /* a host that knows nothing: no more than the first stage */
+    assert_true(fl_sync_ramp_unknown_milli(&d, 30000) == 10000);
+    assert_true(fl_sync_ramp_unknown_milli(&d, 10000) == FL_RAMP_NONE);
+    assert_true(fl_sync_ramp_unknown_milli(&d, 0) == FL_RAMP_NONE);
+    assert_true(fl_sync_ramp_unknown_milli(NULL, 30000) == FL_RAMP_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1233,6 +1470,8 @@ int main(void)
         cmocka_unit_test(test_controls_refused),
         cmocka_unit_test(test_action),
         cmocka_unit_test(test_ramps),
+        cmocka_unit_test(test_ramp_checks),
+        cmocka_unit_test(test_ramp_copy_rolled),
     };
 
     return cmocka_run_group_tests(tests, load_shop, free_shop);
