@@ -158,6 +158,7 @@ int main(void)
             fl_ramp_input_t in;
             memset(&in, 0, sizeof(in));
             fl_ramp_step(&def, &rs, 1000 * 1000, &in);
+            fl_witness_roll(&wb, &in, 1000 * 1000, 1);
             with[r] = run(w, &t, keys, witnesses[d], 1, &wit);
         }
         qsort(base, ROUNDS, sizeof(double), cmp);

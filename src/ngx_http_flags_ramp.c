@@ -242,6 +242,10 @@ ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
     /* the cohorts' evaluations, their witnessed errors, what stops it */
     ngx_http_flags_ramp_input(project, flag, &in);
 
+    /* the backstop's tick, on the monotonic clock */
+    fl_witness_roll(flag->witness, &in, (uint64_t) ngx_current_msec,
+                    flag->ramp_def->tick);
+
     next_tick = flag->ramp->next_tick_ms;
 
     ev = fl_ramp_step(flag->ramp_def, flag->ramp, now_ms, &in);

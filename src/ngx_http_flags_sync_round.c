@@ -108,6 +108,26 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
     f->on_errors = snap.on_errors;
     f->off_errors = snap.off_errors;
 
+    if (flag->witness) {
+        /* a ramp's errors as its regression rule counts them: witnessed
+         * (docs/regression.md); a new definition's block counts from 0 */
+        f->on_errors = __atomic_load_n(&flag->witness->errors_on,
+                                       __ATOMIC_RELAXED);
+        f->off_errors = __atomic_load_n(&flag->witness->errors_off,
+                                        __ATOMIC_RELAXED);
+
+        if (f->on_errors < node->sync_base_on_errors
+            || f->off_errors < node->sync_base_off_errors)
+        {
+            node->sync_base_on_errors = f->on_errors;
+            node->sync_base_off_errors = f->off_errors;
+        }
+
+        f->ramp_witnesses = fl_witness_seen(flag->witness, flag->ramp);
+        f->ramp_min_witnesses = fl_ramp_min_witnesses(
+                                                  flag->policy.min_sources);
+    }
+
     if (rebase || !node->sync_based) {
         node->sync_base_errors = f->errors;
         node->sync_base_enabled = f->enabled;
@@ -618,6 +638,7 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     const char                     *why;
     fl_sync_flag_t                 *flags;
     fl_sync_ramp_t                 *ramps;
+    fl_ramp_input_t                 in;
     fl_state_snapshot_t             snap;
     ngx_http_flags_flag_t          *flag, *refused;
     ngx_http_flags_project_t       *project;
@@ -650,6 +671,14 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
             || flag->ramp == NULL || !ngx_http_flags_sync_owns(s))
         {
             continue;
+        }
+
+        if (flag->witness) {
+            /* the backstop's tick (the local rule's, docs/ramps.md): the
+             * fleet runs the ramp, this host its own threshold */
+            ngx_http_flags_ramp_input(project, flag, &in);
+            fl_witness_roll(flag->witness, &in, (uint64_t) ngx_current_msec,
+                            flag->ramp_def->tick);
         }
 
         q = fl_sync_ramp_actions_drop(flag->version->sync_ramp_actions,

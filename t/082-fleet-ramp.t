@@ -109,6 +109,9 @@ _H_
         }
         location = /guard {
             flags_upstream_errors on;
+            if ($arg_fail) {
+                return 500 "$flag_guard\n";
+            }
             if ($flag_guard) {
                 return 500 "on\n";
             }
@@ -279,17 +282,22 @@ ok(wait_for(sub {
                                          && $r->{evidence}{errors}{off} == 2) } 0 .. 2
 }, 3), "every host: slow's evidence holds the 2 + 2 errors");
 
-# three on-cohort failures of guard: its regression rule guards it, the
-# absolute rule (minErrors 3) does not roll it back
-my @gon;
-for my $u (map { "g$_" } 1 .. 200) {
+# the site fails for both of guard's cohorts, eight off-cohort failures
+# and three on-cohort ones: the absolute rule (minErrors 3) is the ramp's
+# backstop and holds, as the off cohort fails alike (docs/ramps.md)
+my (@gon, @goff);
+for my $u (map { "g$_" } 1 .. 300) {
     my $a = answers(0, $u) or next;
-    push @gon, $u if $a->{guard};
-    last if @gon >= 6;
+    push @{ $a->{guard} ? \@gon : \@goff }, $u;
+    last if @gon >= 6 && @goff >= 8;
 }
-is(hit(1, '/guard', $gon[$_]), 500, 'guard: an on-cohort failure on host 1') for 0 .. 2;
+for my $k (0 .. 8) {
+    is(hit(1, '/guard', "$goff[$k % 8]&fail=1"), 500, 'guard: an off-cohort failure on host 1');
+    is(hit(1, '/guard', $gon[int($k / 3)]), 500, 'guard: an on-cohort failure on host 1') if $k % 3 == 2;
+}
+is(flag_state(1, 'guard')->{window}{errors}, 3, 'guard: three on-cohort errors in its window (minErrors 3)');
 sleep 0.5;
-ok(!flag_state(1, 'guard')->{rolledBack}, 'guard: the regression rule guards it, not the threshold');
+ok(!flag_state(1, 'guard')->{rolledBack}, 'guard: the backstop holds while both cohorts fail');
 
 redis_stop();
 cmp_ok(time - $restarted, '<', 4.5, 'Redis stopped within slow\'s hold');

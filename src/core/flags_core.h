@@ -937,7 +937,7 @@ double fl_regression_ratio(const fl_regression_t *r, double alpha)
 #define FL_WITNESS_FLOOR_MIN    2u      /* never fewer required */
 #define FL_WITNESS_RING         16u     /* closed ticks the backstop reads */
 
-/* a closed tick's counts, as the backstop reads them */
+/* a tick's counts, as the backstop reads them */
 typedef struct {
     uint64_t    n1, n0;         /* evaluations by cohort */
     uint64_t    w1, w0;         /* witnessed errors by cohort */
@@ -952,7 +952,12 @@ struct fl_witness_s {
     uint64_t            slots[2][FL_WITNESS_SLOTS];  /* [on, off]: key,
                                          * epoch, count, tick */
     uint64_t            set[FL_WITNESS_SET];    /* epoch << 32 | key */
-    uint64_t            ring_pos;       /* ticks closed */
+    /* the backstop's ticks (fl_witness_roll()), of the ramp's length,
+     * on the monotonic clock: the next one's end, the totals at the last
+     * one's end, how many closed, and the last FL_WITNESS_RING of them */
+    uint64_t            roll_next_ms;
+    fl_witness_tick_t   base;
+    uint64_t            ring_pos;
     fl_witness_tick_t   ring[FL_WITNESS_RING];
 };
 
@@ -973,6 +978,12 @@ uint32_t fl_witness_key_report(const char *addr, size_t addr_len)
  * Returns 1 when counted. */
 int fl_witness_count(fl_witness_t *w, const fl_ramp_t *r, int enabled,
     uint32_t key, uint64_t now_ms, uint32_t tick) FL_NOEXCEPT;
+
+
+/* The distinct on witnesses of r's current evidence this block holds
+ * (at most FL_WITNESS_SET): what a host tells the fleet (flags_sync). */
+uint32_t fl_witness_seen(const fl_witness_t *w, const fl_ramp_t *r)
+    FL_NOEXCEPT;
 
 /* A report whose cohort was not witnessed (fl_report_disputed()). */
 void fl_witness_dispute(fl_witness_t *w) FL_NOEXCEPT;
@@ -1213,10 +1224,18 @@ uint32_t fl_ramp_milli(const fl_ramp_def_t *d, const fl_ramp_t *r,
  * the stage below 100 % and its off cohort counted. */
 int fl_ramp_guards(const fl_ramp_def_t *d, const fl_ramp_t *r) FL_NOEXCEPT;
 
+/* Closes the backstop's tick when it is due at now_ms (monotonic): the
+ * counts since the last one (in: the cohorts' evaluations and witnessed
+ * errors) into the ring.  The one who holds the zone's lock calls it:
+ * the ramps' timer, or flags_sync's round when the fleet runs the ramp. */
+void fl_witness_roll(fl_witness_t *w, const fl_ramp_input_t *in,
+    uint64_t now_ms, uint32_t tick) FL_NOEXCEPT;
+
 /* Whether the absolute rule may roll back a flag whose ramp guards it
- * (docs/ramps.md, "The backstop"): its on cohort fails, in the ticks
- * that cover the window (those closed, and the open one read from the
- * totals in in), at least FL_BACKSTOP_RATIO times as often as its off
+ * (docs/ramps.md, "The backstop"): its on cohort fails, in the
+ * backstop's ticks that cover the window (those closed by
+ * fl_witness_roll(), and the open one read from the totals in in), at
+ * least FL_BACKSTOP_RATIO times as often as its off
  * cohort, by witnessed errors.  A failure of the whole site fails both
  * alike and is not rolled back; one the off cohort does not share is. */
 #define FL_BACKSTOP_RATIO  2u
@@ -1494,6 +1513,11 @@ typedef struct {
                             base_off_errors;
     int                     ramp_stopped;   /* kill switch or override */
     int                     ramp_guard;     /* rollback not off */
+    /* this host's distinct witnesses of the evidence's on errors
+     * (fl_witness_seen()) and the floor a proof needs
+     * (fl_ramp_min_witnesses()); 0 and 0 without a witness block */
+    uint32_t                ramp_witnesses;
+    uint32_t                ramp_min_witnesses;
     uint64_t                ramp_actions;   /* FL_SYNC_RAMP_ACTIONS */
     const fl_ramp_t        *ramp_seed;      /* non-NULL: this host's copy,
                                              * taken by a fleet without

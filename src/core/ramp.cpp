@@ -169,6 +169,10 @@ fl_ramp_event_t close_tick(const fl_ramp_def_t *d, fl_ramp_t *r,
     /* the evidence: a tick without a control group or an error changes
      * nothing (regression.cpp), so at 100 % it simply stops growing */
     fl_regression_t ev = r->evidence;
+    /* a proof decides once: on the tick it is made, or on a later one
+     * while the floor held it back (a cleared rollback's evidence stays
+     * decided until a resume starts it afresh) */
+    bool fresh = ev.decided == 0 || ld(&r->floor_held) != 0;
     int now_decided = fl_regression_tick(&ev, n1, n0, e1, e0, phi_of(d),
                                          alpha_of(d));
     std::memcpy(&r->evidence, &ev, sizeof(ev));
@@ -179,17 +183,16 @@ fl_ramp_event_t close_tick(const fl_ramp_def_t *d, fl_ramp_t *r,
     bool floor_ok = true;
     if (in->witness != nullptr) {
         uint64_t seen = fl_witness_tick_close(in->witness,
-                                              ld(&r->evidence_epoch),
-                                              n1, n0, e1, e0);
+                                              ld(&r->evidence_epoch));
         if (seen > ld(&r->witnesses)) {
             st(&r->witnesses, seen);
         }
         floor_ok = ld(&r->witnesses)
                    >= fl_ramp_min_witnesses(in->min_sources);
     }
-    st(&r->floor_held, now_decided && !floor_ok ? 1 : 0);
+    st(&r->floor_held, now_decided && fresh && !floor_ok ? 1 : 0);
 
-    if (now_decided && floor_ok && in->guard) {
+    if (now_decided && fresh && floor_ok && in->guard) {
         st(&r->cause, FL_RAMP_CAUSE_REGRESSION);
         st(&r->decided_ms, now);
         st(&r->decided_n1, n1);
@@ -528,20 +531,18 @@ int fl_ramp_backstop(const fl_ramp_def_t *d, const fl_ramp_t *r,
     const fl_witness_t *w, const fl_ramp_input_t *in, uint32_t window)
     noexcept
 {
+    (void) r;               /* the ramp guards: the caller asked it */
+
     if (d == nullptr || w == nullptr) {
         return 1;
     }
 
-    /* the closed ticks that cover the window, and the open one */
+    /* the backstop's closed ticks that cover the window, and the open
+     * one */
     uint64_t tick = d->tick ? d->tick : 1;
     fl_witness_tick_t sum = {0, 0, 0, 0};
-    fl_witness_recent(w, (window + tick - 1) / tick, &sum);
-
-    if (ld(&r->based)) {
-        sum.n1 += since(in->on, ld(&r->base_on));
-        sum.n0 += since(in->off, ld(&r->base_off));
-        sum.w1 += since(in->on_errors, ld(&r->base_on_errors));
-        sum.w0 += since(in->off_errors, ld(&r->base_off_errors));
+    if (!fl_witness_recent(w, in, (window + tick - 1) / tick, &sum)) {
+        return 1;
     }
 
     if (sum.n1 == 0 || sum.n0 == 0) {

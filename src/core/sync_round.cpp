@@ -251,8 +251,10 @@ void ramp_def_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
     a.since(o, start);
 }
 
-/* "n1 n0 e1 e0 stopped guard actions": the cohorts' deltas since what
- * the fleet counted, and the operator's actions as digits ("-": none) */
+/* "n1 n0 e1 e0 stopped guard actions witnesses floor": the cohorts'
+ * deltas since what the fleet counted (witnessed errors), the
+ * operator's actions as digits ("-": none), and this host's distinct
+ * witnesses of the evidence with the floor a proof needs */
 void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
 {
     char *start = o.p;
@@ -276,6 +278,10 @@ void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
                                               & 0xf));
             o.bytes(&c, 1);
         }
+        o.bytes(" ", 1);
+        o.u64(f->ramp_witnesses);
+        o.bytes(" ", 1);
+        o.u64(f->ramp_min_witnesses);
     }
     a.since(o, start);
 }
@@ -436,7 +442,8 @@ extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
         if (f->ramp_def != nullptr) {
             b += 7 * (u64_digits + 1)
                  + FL_RAMP_MAX_STAGES * (3 * (u32_digits + 1));
-            b += 4 * (u64_digits + 1) + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 1;
+            b += 4 * (u64_digits + 1) + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 1
+                 + 2 * (u32_digits + 1);
             b += FL_SYNC_RAMP_SEED_MAX;
         }
     }

@@ -65,12 +65,18 @@
  * and read the record's first three numbers).
  * Time is Redis's own (TIME), so hosts' clocks need not agree.
  * A ramped entry adds three arguments (sync_round.cpp): the ramp's
- * definition, this host's part "n1 n0 e1 e0 stopped guard actions" and a
+ * definition, this host's part "n1 n0 e1 e0 stopped guard actions
+ * witnesses floor" (witnessed errors; the host's distinct witnesses of
+ * the evidence and the floor a proof needs, docs/regression.md; a host
+ * of an older version sends neither, and sets no floor) and a
  * seed (the host's copy of the state, taken when the fleet has none:
  * Redis restarted empty; see "A reseed" above), and the key
  * KEYS[2 + 2n + i], a hash of the ramp's state (the names in RF, then
- * born, sst and snx; Redis's clock in milliseconds; log likelihood ratios
- * as %.17g), kept 7 days after its last call.  While
+ * born, sst and snx; wit, the most witnesses any host reported for the
+ * evidence, and held, 1 while the floor holds a proof back; Redis's
+ * clock in milliseconds; log likelihood ratios as %.17g), kept 7 days
+ * after its last call.  rclose's guard is true, false, or 'floor' (the
+ * rule may act, but the proof lacks witnesses).  While
  * such a ramp guards its flag, the absolute rule's window is kept but
  * decides nothing (fl_ramp_guards()).
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
@@ -115,6 +121,7 @@ constexpr char script[] =
     "local function evidence0(r)\n"
     "  for k = 1, 5 do r['l' .. k] = 0 end\n"
     "  r.ticks, r.eon, r.eoff, r.dtick, r.dec = 0, 0, 0, 0, 0\n"
+    "  r.wit, r.held = 0, 0\n"
     "end\n"
     "local function rbegin(d, r)\n"
     "  r.start, r.stage, r.sms, r.pms = now_ms, 0, now_ms, 0\n"
@@ -159,10 +166,14 @@ constexpr char script[] =
     "      r.dec, r.dtick = 1, r.ticks\n"
     "    end\n"
     "  end\n"
-    "  if r.dec == 1 and was == 0 and guard then\n"
-    "    r.cause, r.dms, r.state = 1, now_ms, 5\n"
-    "    r.dn1, r.dn0, r.de1, r.de0 = n1, n0, e1, e0\n"
-    "    return 5\n"
+    "  if r.dec == 1 and (was == 0 or r.held == 1) then\n"
+    "    if guard == true then\n"
+    "      r.held = 0\n"
+    "      r.cause, r.dms, r.state = 1, now_ms, 5\n"
+    "      r.dn1, r.dn0, r.de1, r.de0 = n1, n0, e1, e0\n"
+    "      return 5\n"
+    "    end\n"
+    "    r.held = guard == 'floor' and 1 or 0\n"
     "  end\n"
     "  return 0\n"
     "end\n"
@@ -291,6 +302,10 @@ constexpr char script[] =
     "    a[#a + 1] = x\n"
     "    if k <= 30 then out[k] = x end\n"
     "  end\n"
+    "  a[#a + 1] = 'wit'\n"
+    "  a[#a + 1] = string.format('%d', r.wit or 0)\n"
+    "  a[#a + 1] = 'held'\n"
+    "  a[#a + 1] = string.format('%d', r.held or 0)\n"
     "  redis.call('HSET', rk, unpack(a))\n"
     "  redis.call('EXPIRE', rk, 604800)\n"
     "  return out\n"
@@ -336,8 +351,14 @@ constexpr char script[] =
     "    local seeded\n"
     "    rk = KEYS[2 + 2 * n + i]\n"
     "    r, seeded = rload(d, rk, ARGV[a + 12])\n"
-    "    local h1, h0, he1, he0, hs, hg, acts = string.match(ARGV[a + 11],\n"
-    "      '(%d+) (%d+) (%d+) (%d+) (%d) (%d) (%S+)')\n"
+    "    local h1, h0, he1, he0, hs, hg, acts, hw, hm = string.match(\n"
+    "      ARGV[a + 11], '(%d+) (%d+) (%d+) (%d+) (%d) (%d) (%S+) ?(%d*) ?(%d*)')\n"
+    "    local wh = redis.call('HMGET', rk, 'wit', 'held')\n"
+    "    r.wit = r.wit or tonumber(wh[1] or '0') or 0\n"
+    "    r.held = r.held or tonumber(wh[2] or '0') or 0\n"
+    "    if seeded then r.wit, r.held = 0, 0 end\n"
+    "    hw, hm = tonumber(hw) or 0, tonumber(hm) or 0\n"
+    "    if hw > r.wit then r.wit = hw end\n"
     "    r.a1, r.a0 = r.a1 + tonumber(h1), r.a0 + tonumber(h0)\n"
     "    r.ae1, r.ae0 = r.ae1 + tonumber(he1), r.ae0 + tonumber(he0)\n"
     "    local rolled = redis.call('HEXISTS', ctl, rbf) == 1\n"
@@ -346,7 +367,9 @@ constexpr char script[] =
     "      for c in string.gmatch(acts, '%d') do ract(d, r, tonumber(c)) end\n"
     "      redis.call('HSET', rk, 'born', 0)\n"
     "    end\n"
-    "    local ev = rstep(d, r, rolled, hs == '1', hg == '1')\n"
+    "    local g = hg == '1'\n"
+    "    if g and r.wit < hm then g = 'floor' end\n"
+    "    local ev = rstep(d, r, rolled, hs == '1', g)\n"
     "    if ev == 5 and redis.call('HSETNX', ctl, rbf, now_ms .. ' '\n"
     "         .. r.eon .. ' ' .. r.on .. ' ' .. host .. ' 0') == 1 then\n"
     "      redis.call('HDEL', ctl, cbf)\n"

@@ -211,6 +211,23 @@ int fl_witness_count(fl_witness_t *w, const fl_ramp_t *r, int enabled,
     return 1;
 }
 
+uint32_t fl_witness_seen(const fl_witness_t *w, const fl_ramp_t *r) noexcept
+{
+    if (w == nullptr || r == nullptr) {
+        return 0;
+    }
+
+    uint64_t epoch = __atomic_load_n(&r->evidence_epoch, __ATOMIC_RELAXED)
+                     & 0xffu;
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
+        uint64_t word = load(&w->set[i]);
+        n += word != 0 && (word >> 32) == epoch;
+    }
+    return n;
+}
+
 void fl_witness_dispute(fl_witness_t *w) noexcept
 {
     if (w != nullptr) {
@@ -221,21 +238,11 @@ void fl_witness_dispute(fl_witness_t *w) noexcept
 } // extern "C"
 
 
-/* The ramp's side (called by ramp.cpp under the zone's lock): the set's
- * size for the evidence of epoch, emptied when the epoch moved on; and a
- * closed tick into the ring. */
+/* The ramp's side: the set's size for the evidence of epoch (ramp.cpp,
+ * under the zone's lock); the backstop's ticks. */
 
-uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
-    uint64_t n1, uint64_t n0, uint64_t w1, uint64_t w0) noexcept
+uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch) noexcept
 {
-    uint64_t pos = load(&w->ring_pos);
-    fl_witness_tick_t *t = &w->ring[pos % FL_WITNESS_RING];
-    __atomic_store_n(&t->n1, n1, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->n0, n0, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->w1, w1, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->w0, w0, __ATOMIC_RELAXED);
-    __atomic_store_n(&w->ring_pos, pos + 1, __ATOMIC_RELEASE);
-
     /* the set's entries of this evidence */
     uint64_t n = 0;
     for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
@@ -245,10 +252,60 @@ uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch,
     return n;
 }
 
-/* The last k closed ticks of the ring, summed into sum. */
-void fl_witness_recent(const fl_witness_t *w, uint64_t k,
-    fl_witness_tick_t *sum) noexcept
+/* A total since its base; a total below it (a new block) counts 0. */
+static uint64_t since(uint64_t total, uint64_t base)
 {
+    return total >= base ? total - base : 0;
+}
+
+extern "C" void fl_witness_roll(fl_witness_t *w, const fl_ramp_input_t *in,
+    uint64_t now_ms, uint32_t tick) noexcept
+{
+    if (w == nullptr) {
+        return;
+    }
+
+    uint64_t next = load(&w->roll_next_ms);
+    uint64_t len = static_cast<uint64_t>(tick ? tick : 1) * 1000;
+
+    if (next != 0 && now_ms < next) {
+        return;
+    }
+
+    if (next != 0) {
+        uint64_t pos = load(&w->ring_pos);
+        fl_witness_tick_t *t = &w->ring[pos % FL_WITNESS_RING];
+        __atomic_store_n(&t->n1, since(in->on, load(&w->base.n1)),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&t->n0, since(in->off, load(&w->base.n0)),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&t->w1, since(in->on_errors, load(&w->base.w1)),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&t->w0, since(in->off_errors, load(&w->base.w0)),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&w->ring_pos, pos + 1, __ATOMIC_RELEASE);
+    }
+
+    __atomic_store_n(&w->base.n1, in->on, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->base.n0, in->off, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->base.w1, in->on_errors, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->base.w0, in->off_errors, __ATOMIC_RELAXED);
+    /* a tick missed (nobody held the lock) closes as one */
+    __atomic_store_n(&w->roll_next_ms,
+                     next != 0 && now_ms < next + len ? next + len
+                                                      : now_ms + len,
+                     __ATOMIC_RELAXED);
+}
+
+/* The last k closed ticks of the ring and the open one, summed into
+ * sum; 0 when no tick has begun. */
+int fl_witness_recent(const fl_witness_t *w, const fl_ramp_input_t *in,
+    uint64_t k, fl_witness_tick_t *sum) noexcept
+{
+    if (load(&w->roll_next_ms) == 0) {
+        return 0;
+    }
+
     uint64_t pos = __atomic_load_n(&w->ring_pos, __ATOMIC_ACQUIRE);
 
     if (k > pos) {
@@ -264,4 +321,9 @@ void fl_witness_recent(const fl_witness_t *w, uint64_t k,
         sum->w1 += load(&t->w1);
         sum->w0 += load(&t->w0);
     }
+    sum->n1 += since(in->on, load(&w->base.n1));
+    sum->n0 += since(in->off, load(&w->base.n0));
+    sum->w1 += since(in->on_errors, load(&w->base.w1));
+    sum->w0 += since(in->off_errors, load(&w->base.w0));
+    return 1;
 }

@@ -465,6 +465,7 @@ static void test_round_bound(void **state)
     f.on = f.off = f.on_errors = f.off_errors = UINT64_MAX;
     f.ramp_actions = 0x4444444444444444ull;
     f.ramp_stopped = f.ramp_guard = 1;
+    f.ramp_witnesses = f.ramp_min_witnesses = UINT32_MAX;
     assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
     bound = fl_sync_round_bound(&r, &f, 1);
     buf = malloc(bound);
@@ -472,9 +473,9 @@ static void test_round_bound(void **state)
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv,
                                         argvlen, 32, &nkeys),
                      FL_SYNC_ROUND_ARGC(1));
-    /* the actions: 16 digits */
+    /* the actions: 16 digits; the witnesses and the floor */
     assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 2],
-                     4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX);
+                     4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 2 * 11);
     free(buf);
 }
 
@@ -492,7 +493,7 @@ static void test_round_ramp(void **state)
         "0", "5 10000 60 3", "",
         "1 10000 1500 1700000000000 30 1 3 1000:60:0 50000:120:100 "
         "100000:0:0",
-        "5 15 1 0 0 1 32",
+        "5 15 1 0 0 1 32 0 0",
         "1 2 1700000000000 1700000001000 0 1700000002000 10 40 2 0 0 0 "
         "3 12 0 1 0.5 -0.25 0 0 0 7 1 2 0 0 0 0 0 0",
     };
@@ -573,10 +574,12 @@ static void test_round_ramp(void **state)
     f.ramp_actions = 0;
     f.ramp_stopped = 1;
     f.ramp_seed = NULL;
+    f.ramp_witnesses = 3;
+    f.ramp_min_witnesses = 2;
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
                                         32, &nkeys), FL_SYNC_ROUND_ARGC(1));
-    assert_int_equal(argvlen[19], strlen("5 15 1 0 1 1 -"));
-    assert_memory_equal(argv[19], "5 15 1 0 1 1 -", argvlen[19]);
+    assert_int_equal(argvlen[19], strlen("5 15 1 0 1 1 - 3 2"));
+    assert_memory_equal(argv[19], "5 15 1 0 1 1 - 3 2", argvlen[19]);
     assert_int_equal(argvlen[20], 0);
     free(buf);
 }

@@ -216,8 +216,8 @@ static void test_floor_restart(void **state)
 }
 
 /* The backstop: on failing alike with off (an outage) holds; on at
- * twice the off rate or more acts; without a control group, the
- * absolute rule alone. */
+ * twice the off rate or more acts; before its first tick, or without a
+ * control group, the absolute rule alone. */
 static void test_backstop(void **state)
 {
     (void) state;
@@ -229,7 +229,8 @@ static void test_backstop(void **state)
     fl_witness_init(&w);
     fl_ramp_init(&r);
     in = input(&w, 0, 0, 1);
-    fl_ramp_step(&d, &r, 0, &in);
+    assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 60), 1);
+    fl_witness_roll(&w, &in, 1, 10);            /* its first tick begins */
 
     /* a closed tick: 100 on, 100 off, 10 errors each (an outage) */
     for (uint32_t k = 1; k <= 10; k++) {
@@ -237,7 +238,12 @@ static void test_backstop(void **state)
         fl_witness_count(&w, &r, 0, 1000 + k, 1, 10);
     }
     in = input(&w, 100, 100, 1);
-    fl_ramp_step(&d, &r, 10 * S, &in);
+    fl_witness_roll(&w, &in, 5 * S, 10);        /* not due: nothing */
+    assert_int_equal(w.ring_pos, 0);
+    fl_witness_roll(&w, &in, 10 * S + 1, 10);
+    assert_int_equal(w.ring_pos, 1);
+    assert_int_equal(w.ring[0].w1, 10);
+    assert_int_equal(w.ring[0].n0, 100);
     assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 60), 0);
 
     /* the open tick: 30 more on errors, none off: 40 / 200 against
@@ -248,11 +254,17 @@ static void test_backstop(void **state)
     in = input(&w, 200, 200, 1);
     assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 60), 1);
 
+    /* a window of one tick: the closed tick drops out of it only when
+     * the ring holds newer ones */
+    fl_witness_roll(&w, &in, 20 * S + 1, 10);
+    in = input(&w, 300, 300, 1);
+    assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 10), 1);
+
     /* 19 / 100 on against 10 / 100 off: below twice */
     fl_witness_init(&w);
     fl_ramp_init(&r);
     in = input(&w, 0, 0, 1);
-    fl_ramp_step(&d, &r, 0, &in);
+    fl_witness_roll(&w, &in, 1, 10);
     for (uint32_t k = 1; k <= 19; k++) {
         fl_witness_count(&w, &r, 1, k, 1, 10);
     }
@@ -266,9 +278,9 @@ static void test_backstop(void **state)
     assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 60), 1);
 
     /* no off evaluations: nothing to compare with */
-    fl_ramp_init(&r);
+    fl_witness_init(&w);
     in = input(&w, 0, 0, 1);
-    fl_ramp_step(&d, &r, 0, &in);
+    fl_witness_roll(&w, &in, 1, 10);
     in = input(&w, 50, 0, 1);
     assert_int_equal(fl_ramp_backstop(&d, &r, &w, &in, 60), 1);
 
