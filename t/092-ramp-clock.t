@@ -7,7 +7,9 @@
 #   ends 6 s after it began, in real time;
 #   back an hour: ticks keep closing (the evidence's ticks and lastTick
 #   move), the 4 s hold ends 4 s after it began, in real time, and the
-#   times shown are on the wall clock as nginx reads it now.
+#   times shown are on the wall clock as nginx reads it now; and after
+#   the step back, 90 on-cohort errors from 62 users roll a guarded ramp
+#   back (its ticks close, and its absolute rule stays a backstop).
 #
 # Before the fix a step back stopped every tick for an hour and held the
 # stage, and a step forward ended the hold at the next tick.
@@ -39,6 +41,9 @@ write_file("$dir/conf/shop.json", <<'_J_');
   {"name": "back", "enabled": true, "rolloutPercentage": 0,
    "ramp": {"stages": [{"percentage": 20, "hold": 4}, {"percentage": 50, "hold": 4},
                        {"percentage": 100}],
+            "regression": {"tick": 1}}},
+  {"name": "guard", "enabled": true, "rolloutPercentage": 0,
+   "ramp": {"stages": [{"percentage": 50, "hold": 3600}, {"percentage": 100}],
             "regression": {"tick": 1}}}
  ]}
 _J_
@@ -49,8 +54,16 @@ my $conf = nginx_conf(http => <<"_H_", server => <<'_S_', log_level => 'error');
     flags_error_log off;
     flags_state_file $dir/state/flags-state.json;
     keepalive_requests 100000;
+    flags_context shop user=\$arg_uid;
 _H_
         location = /flags { flags_evaluate; }
+        location = /guard {
+            flags_upstream_errors on;
+            if ($flag_guard) {
+                return 500 "on\n";
+            }
+            return 200 "off\n";
+        }
         location = /status { flags_status; }
         location /admin/ { flags_admin; allow 127.0.0.1; deny all; }
 _S_
@@ -175,7 +188,7 @@ my $last = $s[-1][1]{back}{lastTick};
 cmp_ok($last->{on}{requests} + $last->{off}{requests}, '>', 0, 'the last tick counted evaluations');
 
 push @all, watch($back_start + 8 - time, sub { $_[0]{back}{stage} >= 1 });
-my @early = grep { $_->[1]{back}{stage} != 0 && $_->[0] < $back_start + 4 - 0.3 } @all;
+@early = grep { $_->[1]{back}{stage} != 0 && $_->[0] < $back_start + 4 - 0.3 } @all;
 is(scalar @early, 0, 'the 4 s hold did not end early');
 my ($first) = grep { $_->[1]{back}{stage} >= 1 } @all;
 ok($first, 'the stage ended after its hold');
@@ -193,6 +206,27 @@ ok($shown && abs($shown - $back_start) < 1.5,
 $took = $s[-1][0] - $back_start;
 is($s[-1][1]{back}{state}, 'done', sprintf('the next hold too: done %.1f s after the start', $took));
 ok($took >= 7.7 && $took < 10.5, '... 8 s of holds in real time');
+
+# after the step back: an on-cohort failure of 62 users, 90 errors
+my (@failing, $errors);
+for my $i (1 .. 400) {
+    my ($st) = http_request(GET => "/guard?uid=g$i");
+    push @failing, "g$i" if $st == 500;
+    last if @failing == 62;
+}
+$errors = @failing;
+for my $u (@failing[0 .. 27]) {
+    my ($st) = http_request(GET => "/guard?uid=$u");
+    $errors++ if $st == 500;
+}
+my $guard;
+ok(wait_for(sub {
+    my (undef, undef, $b) = http_request(GET => '/status');
+    my $j = eval { decode_json($b) } or return 0;
+    ($guard) = grep { $_->{name} eq 'guard' } @{ $j->{projects}[0]{flags} };
+    return $guard->{rolledBack};
+}, 5), "after the step back, $errors on-cohort errors from " . scalar(@failing) . ' users roll the ramp back');
+is($guard->{ramp}{state}, 'rolledBack', '... and the ramp stops');
 
 unlike(read_file("$dir/logs/error.log") // '', qr/\[(alert|crit|emerg)\]/, 'no alert in the log');
 

@@ -51,6 +51,9 @@ write_file("$dir/conf/shop.json", <<"_J_");
   {"name": "backstop", "enabled": true, "rolloutPercentage": 0,
    "ramp": {"stages": [{"percentage": 50, "hold": 3600}, {"percentage": 100}],
             "regression": $slow}},
+  {"name": "half", "enabled": true, "rolloutPercentage": 0,
+   "ramp": {"stages": [{"percentage": 50, "hold": 3600}, {"percentage": 100}],
+            "regression": {"tick": 1}}},
   {"name": "claims", "enabled": true, "rolloutPercentage": 0,
    "ramp": {"stages": [{"percentage": 50, "hold": 3600}, {"percentage": 100}],
             "regression": {"tick": 1}}}
@@ -167,6 +170,16 @@ is($ev->{errors}{on}, 2, "one witness counts two errors in all ($accepted sent)"
 is($ev->{heldForWitnesses}, JSON::PP::false, '... no proof to hold');
 is($s->{window}{errors}, $accepted, 'the window counts every report (the absolute rule sees them)');
 is($s->{window}{sources}, 1, '... from one source');
+
+# the red team's case: 50 reports without a userId from one address to a
+# healthy ramp at 50 %, under min_sources=3 (http level)
+my $half = 0;
+run_for(5, sub { $half++ if report('10.1.9.9', 'half') == 204 });
+$s = status()->{half};
+cmp_ok($half, '>=', 40, "one address sent $half reports to a 50 % ramp");
+is($s->{rolledBack}, JSON::PP::false, '... and it is not rolled back');
+is($s->{ramp}{evidence}{errors}{on}, 2, '... its evidence took two of them');
+is($s->{ramp}{evidence}{witnesses}, 1, '... from one witness');
 
 # six more addresses, each for two ticks and more: 14 errors make a proof
 # at 5 %, which minSources 8 holds back
