@@ -101,7 +101,7 @@ my $master = nginx_start($dir);
 my @auth = ('Authorization: Bearer tok_shop');
 
 sub status {
-    my (undef, undef, $b) = ka_request(GET => '/status');
+    my (undef, undef, $b) = keepalive_request(GET => '/status');
     my $j = eval { decode_json($b) } or return {};
     return { map { $_->{name} => $_ } @{ $j->{projects}[0]{flags} } };
 }
@@ -109,7 +109,7 @@ sub status {
 sub report {
     my ($addr, $flag, %o) = @_;
     my %r = (flagName => $flag, message => 'boom', %o);
-    my ($st) = ka_request(POST => $o{path} // '/ingest/errors',
+    my ($st) = keepalive_request(POST => $o{path} // '/ingest/errors',
                           headers => [@auth, 'Content-Type: application/json',
                                       "X-Forwarded-For: $addr"],
                           body => encode_json({ map { $_ => $r{$_} } grep { $_ ne 'path' } keys %r }));
@@ -121,7 +121,7 @@ ok(wait_for(sub { (status()->{lone}{ramp} // {})->{state} eq 'running' }, 5), 't
 # the users on and off for each flag (every flag is asked at once)
 my (%on, %off);
 for my $i (1 .. 600) {
-    my (undef, undef, $b) = ka_request(GET => "/flags?userId=u$i", headers => \@auth);
+    my (undef, undef, $b) = keepalive_request(GET => "/flags?userId=u$i", headers => \@auth);
     my $j = decode_json($b);
     for my $f (@{ $j->{flags} }) {
         push @{ ($f->{enabled} ? \%on : \%off)->{$f->{name}} }, "u$i";
@@ -134,9 +134,9 @@ my $turn = 0;
 sub traffic {
     for (1 .. 2) {
         my $u = $on{lone}[$turn % @{ $on{lone} }];
-        ka_request(GET => "/flags?userId=$u", headers => \@auth);
+        keepalive_request(GET => "/flags?userId=$u", headers => \@auth);
         for my $k (1 .. 6) {
-            ka_request(GET => "/flags?userId=$off{lone}[($turn * 6 + $k) % @{ $off{lone} }]",
+            keepalive_request(GET => "/flags?userId=$off{lone}[($turn * 6 + $k) % @{ $off{lone} }]",
                        headers => \@auth);
         }
         $turn++;
@@ -233,9 +233,9 @@ my $t0 = time;
 my $end = $t0 + 20;
 while (time < $end && !status()->{canary}{rolledBack}) {
     for my $i (0 .. 24) {
-        my ($st) = ka_request(GET => "/canary?uid=$real[$i]");
+        my ($st) = keepalive_request(GET => "/canary?uid=$real[$i]");
         $fails++ if $st == 500;
-        ka_request(GET => "/canary?uid=$calm[$i]");
+        keepalive_request(GET => "/canary?uid=$calm[$i]");
         # the masking client: off-cohort reports, with and without users
         $masks++ if report('10.3.0.1', 'canary', enabled => JSON::PP::false) == 204;
         $masks++ if report('10.3.0.1', 'canary', enabled => JSON::PP::false,
@@ -279,9 +279,9 @@ $t0 = time;
 $end = $t0 + 15;
 my $i = 0;
 while (time < $end && !status()->{backstop}{rolledBack}) {
-    ka_request(GET => "/backstop?uid=$bon[$i % 62]");
-    ka_request(GET => "/backstop?uid=$boff[$i % 62]");
-    ka_request(GET => "/backstop?uid=$boff[($i + 31) % 62]");
+    keepalive_request(GET => "/backstop?uid=$bon[$i % 62]");
+    keepalive_request(GET => "/backstop?uid=$boff[$i % 62]");
+    keepalive_request(GET => "/backstop?uid=$boff[($i + 31) % 62]");
     report('10.6.0.1', 'backstop', enabled => JSON::PP::false);
     $i++;
     sleep 0.05 if $i % 10 == 0;

@@ -34,7 +34,7 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log unused_port prometheus_api
-                 spawn reap ka_request);
+                 spawn reap keepalive_request);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -404,7 +404,7 @@ sub http_request {
 # One request on a keep-alive connection kept between calls (opened
 # again when the server closed it): returns (status, \%headers, body).
 my $Ka;
-sub ka_request {
+sub keepalive_request {
     my ($method, $path, %o) = @_;
     my $body = $o{body} // '';
     for my $try (1, 2) {
