@@ -229,6 +229,12 @@ is($s->{ramp}{evidence}{errors}{on}, 2, '... two errors in all');
 my @real = @{ $on{canary} }[0 .. 24];
 my @calm = @{ $off{canary} }[0 .. 24];
 my ($masks, $fails) = (0, 0);
+# the mask starts before the canary fails, and goes on while it does
+run_for(2, sub {
+    $masks++ if report('10.3.0.1', 'canary', enabled => JSON::PP::false) == 204;
+    $masks++ if report('10.3.0.1', 'canary', enabled => JSON::PP::false,
+                       userId => $calm[$_[0] % 25]) == 204;
+});
 my $t0 = time;
 my $end = $t0 + 20;
 while (time < $end && !status()->{canary}{rolledBack}) {
@@ -248,7 +254,7 @@ $s = status()->{canary};
 is($s->{rolledBack}, JSON::PP::true,
    sprintf('the canary failing for 25 users is rolled back in %.1f s despite %d masking reports', $took, $masks));
 is($s->{ramp}{decision}{cause}, 'regression', '... by the regression rule');
-cmp_ok($masks, '>=', 100, '... the mask was sent');
+cmp_ok($masks, '>=', 60, "... the mask was sent ($masks reports)");
 cmp_ok($s->{ramp}{evidence}{errors}{off}, '<', $s->{ramp}{evidence}{errors}{on},
        "... the mask counted at most once a tick ($s->{ramp}{evidence}{errors}{off} off, $s->{ramp}{evidence}{errors}{on} on)");
 
