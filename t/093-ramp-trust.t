@@ -256,7 +256,7 @@ is($s->{rolledBack}, JSON::PP::true,
 is($s->{ramp}{decision}{cause}, 'regression', '... by the regression rule');
 cmp_ok($masks, '>=', 60, "... the mask was sent ($masks reports)");
 cmp_ok($s->{ramp}{evidence}{errors}{off}, '<', $s->{ramp}{evidence}{errors}{on},
-       "... the mask counted at most once a tick ($s->{ramp}{evidence}{errors}{off} off, $s->{ramp}{evidence}{errors}{on} on)");
+       "... the mask counted twice in all ($s->{ramp}{evidence}{errors}{off} off, $s->{ramp}{evidence}{errors}{on} on)");
 
 # ------------------------------------------------ claims that contradict
 # 30 addresses claim "enabled": true for users the flag answers off, and
