@@ -4,7 +4,7 @@
 #     that half is lowered to it and "nginx -t" warns, naming the place;
 #   - no error log line of a push request shows its token (the request
 #     line nginx appends has "token=***");
-#   - the access log recipe of README.md and docs/push.md masks the token.
+#   - the access log recipe of docs/guide.md and docs/push.md masks the token.
 use strict;
 use warnings;
 use Test::More;
@@ -80,7 +80,7 @@ sub line_of {
 
 # ---- the running server: one worker, worker_connections 256, default cap ----
 
-# the access log recipe, the very text of README.md (and docs/push.md)
+# the access log recipe, the very text of docs/guide.md (and docs/push.md)
 sub recipe {
     my ($file) = @_;
     my $text = read_file($file) // die "no $file";
@@ -88,8 +88,8 @@ sub recipe {
         or die "no access log recipe in $file";
     return $block;
 }
-my $recipe = recipe("$FindBin::Bin/../README.md");
-is(recipe("$FindBin::Bin/../docs/push.md"), $recipe, 'docs/push.md has the same recipe as README.md');
+my $recipe = recipe("$FindBin::Bin/../docs/guide.md");
+is(recipe("$FindBin::Bin/../docs/push.md"), $recipe, 'docs/push.md has the same recipe as docs/guide.md');
 my ($recipe_http, $recipe_log) = $recipe =~ /\A(.*?)^(access_log [^\n]*\n)\z/ms
     or die 'the recipe ends with its access_log line';
 $recipe_log =~ s{/var/log/nginx/access\.log}{$dir/logs/access.log} or die;

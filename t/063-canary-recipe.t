@@ -45,7 +45,7 @@ is($rc, 0, 'nginx -t accepts nginx.conf.example') or diag($out);
 my $master = nginx_start($dir);
 
 # the README's command, with this run's port
-my $readme = read_file("$root/README.md");
+my $readme = read_file("$root/docs/guide.md");
 my ($cmd) = $readme =~ /With `\.\/build\.sh run`, ask a few times with different `uid`s:\n`(curl [^`]+)`/;
 ok($cmd, "the README's canary command: " . ($cmd // 'missing'));
 $cmd =~ s/\s+/ /g;

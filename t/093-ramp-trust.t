@@ -5,7 +5,7 @@
 #     "enabled": true), moves the regression rule by two errors in all,
 #     and a proof waits for minSources distinct witnesses: seven
 #     addresses make a proof that minSources 8 holds, the eighth decides;
-#   - the README's limit_req recipe, as written, in front of the reports;
+#   - the guide's limit_req recipe, as written, in front of the reports;
 #   - one address posting "enabled": false reports does not mask a canary
 #     that fails for 25 real users;
 #   - a report whose "enabled" contradicts its user's answer is witnessed
@@ -27,10 +27,10 @@ my $dir = prefix_dir('ramp-trust');
 my $Old = unused_port();
 my $New = unused_port();
 
-# the README's recipe, as written
-my $readme = read_file("$root/README.md");
+# the guide's recipe, as written
+my $readme = read_file("$root/docs/guide.md");
 my ($recipe) = $readme =~ /```\n(limit_req_zone [^\n]*rate=6r\/m;\n\nlocation = \/ingest\/errors \{.*?\})\n```/s;
-ok($recipe, "the README's limit_req recipe") or BAIL_OUT('no recipe in the README');
+ok($recipe, "the guide's limit_req recipe") or BAIL_OUT('no recipe in the README');
 my ($zone_line, $location) = split /\n\n/, $recipe, 2;
 $location =~ s{location = /ingest/errors}{location = /recipe/ingest/errors};
 
