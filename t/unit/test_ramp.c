@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "flags_core.h"
+#include "unit_sim.h"
 #include "unit_arena.h"
 
 #define S  1000ull              /* a second in ms */
@@ -749,32 +750,6 @@ static void test_follow(void **state)
 
 /* ------------------------------------------------------------ simulation */
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)          /* xorshift64* */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * UINT64_C(2685821657736338717);
-}
-
-static uint64_t binomial(uint64_t n, double p)
-{
-    if (n == 0 || p <= 0) {
-        return 0;
-    }
-    double u = (double) (rng_next() >> 11) / 9007199254740992.0;
-    double q = 1 - p, prob = pow(q, (double) n), cdf = prob;
-    uint64_t k = 0;
-    while (u > cdf && k < n) {
-        prob *= (double) (n - k) / (double) (k + 1) * p / q;
-        k++;
-        cdf += prob;
-    }
-    return k;
-}
-
 /* A whole ramp through 1 / 5 / 25 / 50 / 100 %, 30 ticks a stage of 400
  * requests a tick, each request split by the stage's percentage; errors
  * at base (off) and base x ratio (on).  Returns the event that ended it
@@ -827,7 +802,7 @@ static void test_sim_healthy(void **state)
     int rolled = 0;
     uint64_t stage, e;
 
-    rng_state = 4242;
+    rng_seed(4242);
     for (int i = 0; i < 2000; i++) {
         if (simulate(0.02, 1, &stage, &e) == FL_RAMP_EV_ROLLBACK) {
             rolled++;
@@ -845,7 +820,7 @@ static void test_sim_power(void **state)
     int caught = 0, early = 0;
     uint64_t stage, e;
 
-    rng_state = 777;
+    rng_seed(777);
     for (int i = 0; i < 500; i++) {
         if (simulate(0.02, 3, &stage, &e) == FL_RAMP_EV_ROLLBACK) {
             caught++;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "flags_core.h"
+#include "unit_sim.h"
 
 #define S  1000ull              /* a second in ms */
 
@@ -290,37 +291,6 @@ static void test_backstop(void **state)
 
 /* ------------------------------------------------------------ simulation */
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)          /* xorshift64* */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * UINT64_C(2685821657736338717);
-}
-
-static double uniform(void)
-{
-    return (double) (rng_next() >> 11) / 9007199254740992.0;
-}
-
-static uint64_t binomial(uint64_t n, double p)
-{
-    if (n == 0 || p <= 0) {
-        return 0;
-    }
-    double u = uniform();
-    double q = 1 - p, prob = pow(q, (double) n), cdf = prob;
-    uint64_t k = 0;
-    while (u > cdf && k < n) {
-        prob *= (double) (n - k) / (double) (k + 1) * p / q;
-        k++;
-        cdf += prob;
-    }
-    return k;
-}
-
 /*
  * One stage held for ticks ticks of 400 requests from a population of
  * 5,000 users (the first milli / 100000 of them on), each request's user
@@ -398,7 +368,7 @@ static int sim_many(const sim_t *s, int n, uint64_t seed, uint32_t *median)
     uint32_t *at = calloc((size_t) n, sizeof(uint32_t));
     int rolled = 0;
 
-    rng_state = seed;
+    rng_seed(seed);
     for (int i = 0; i < n; i++) {
         uint32_t t = sim_stage(s);
         if (t) {
