@@ -47,47 +47,15 @@ my $master = nginx_start($dir);
 
 # --- keep-alive clients -------------------------------------------------------
 
-# Two connections kept open, one on each worker (X-Worker says which);
-# reports alternate between them.
-sub ka_request {
-    my ($s, $method, $path, $body) = @_;
-    $body //= '';
-    print $s "$method $path HTTP/1.1\r\nHost: localhost\r\n"
-           . "Authorization: Bearer tok_shop\r\nContent-Type: application/json\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
-    my $head = '';
-    while ($head !~ /\r\n\r\n/) {
-        my $n = sysread($s, $head, 4096, length $head);
-        die "connection closed" unless $n;
-    }
-    my ($h, $rest) = split /\r\n\r\n/, $head, 2;
-    my ($len) = $h =~ /^Content-Length: (\d+)/mi;
-    $len //= 0;
-    while (length $rest < $len) {
-        my $n = sysread($s, $rest, $len - length $rest, length $rest);
-        die "connection closed" unless $n;
-    }
-    die "Connection: close" if $h =~ /^Connection: close/mi;
-    my ($st) = $h =~ m{^HTTP/1\.1 (\d+)};
-    my ($pid) = $h =~ /^X-Worker: (\d+)/mi;
-    return ($st, $rest, $pid);
-}
 
-my %by_worker;
-for (1 .. 40) {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
-                                  Timeout => 10) or die "connect: $!";
-    my (undef, undef, $pid) = ka_request($s, 'GET', '/status');
-    if ($pid && !$by_worker{$pid}) { $by_worker{$pid} = $s } else { close $s }
-    last if keys %by_worker == 2;
-}
+my %by_worker = %{ worker_connections('/status', 40) };
 my @conns = values %by_worker;
 is(scalar @conns, 2, 'a keep-alive connection on each worker');
 
 my $next = 0;
 sub report {
     my ($body, $path) = @_;
-    my ($st, $b) = ka_request($conns[$next++ % @conns], 'POST',
+    my ($st, $b) = worker_request($conns[$next++ % @conns], 'POST',
                               $path // '/ingest/errors', $body);
     return $st == 204 ? $st : "$st $b";
 }

@@ -61,55 +61,24 @@ my ($rc, $out) = nginx_test($dir);
 is($rc, 0, 'the configuration is valid') or diag($out);
 my $master = nginx_start($dir);
 
-# one request on a keep-alive connection: (status, body, worker pid)
-sub ka_request {
-    my ($s, $method, $path, $body) = @_;
-    $body //= '';
-    print $s "$method $path HTTP/1.1\r\nHost: localhost\r\n"
-           . "Authorization: Bearer tok_shop\r\nContent-Type: application/json\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
-    my $head = '';
-    while ($head !~ /\r\n\r\n/) {
-        my $n = sysread($s, $head, 4096, length $head);
-        die "connection closed" unless $n;
-    }
-    my ($h, $rest) = split /\r\n\r\n/, $head, 2;
-    my ($len) = $h =~ /^Content-Length: (\d+)/mi;
-    $len //= 0;
-    while (length $rest < $len) {
-        my $n = sysread($s, $rest, $len - length $rest, length $rest);
-        die "connection closed" unless $n;
-    }
-    die "Connection: close" if $h =~ /^Connection: close/mi;
-    my ($st) = $h =~ m{^HTTP/1\.1 (\d+)};
-    my ($pid) = $h =~ /^X-Worker: (\d+)/mi;
-    return ($st, $rest, $pid);
-}
 
-my %by_worker;
-for (1 .. 60) {
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $FlagsTest::Port,
-                                  Timeout => 10) or die "connect: $!";
-    my (undef, undef, $pid) = ka_request($s, 'GET', '/status');
-    if ($pid && !$by_worker{$pid}) { $by_worker{$pid} = $s } else { close $s }
-    last if keys %by_worker == 2;
-}
+my %by_worker = %{ worker_connections('/status', 60) };
 my ($A, $B) = map { $by_worker{$_} } sort keys %by_worker;
 ok($A && $B, 'a keep-alive connection on each of the two workers') or BAIL_OUT('one worker only');
 
 sub flag_status {
     my ($s) = @_;
-    my ($st, $b) = ka_request($s, 'GET', '/status');
+    my ($st, $b) = worker_request($s, 'GET', '/status');
     return decode_json($b)->{projects}[0]{flags}[0];
 }
 sub report {
     my ($s) = @_;
-    my ($st) = ka_request($s, 'POST', '/ingest/errors', '{"flagName":"search-v2","message":"m"}');
+    my ($st) = worker_request($s, 'POST', '/ingest/errors', '{"flagName":"search-v2","message":"m"}');
     return $st;
 }
 sub act {
     my ($s, $action) = @_;
-    return ka_request($s, 'PUT', '/admin/ramps/shop/search-v2', qq({"action":"$action"}));
+    return worker_request($s, 'PUT', '/admin/ramps/shop/search-v2', qq({"action":"$action"}));
 }
 
 ok(wait_for(sub { (flag_status($A)->{ramp} // {})->{state} eq 'running' }, 5), 'the ramp runs');
@@ -135,7 +104,7 @@ for my $round (1 .. 5) {
     is($f->{effectiveRolloutPercentage}, 0, "round $round: 0 % served");
 
     # the operator clears it and resumes at once, on the other worker
-    ($st) = ka_request($B, 'DELETE', '/admin/rollbacks/shop/search-v2');
+    ($st) = worker_request($B, 'DELETE', '/admin/rollbacks/shop/search-v2');
     is($st, 204, "round $round: DELETE the rollback: 204");
     $f = flag_status($A);
     is($f->{rolledBack}, JSON::PP::false, "round $round: cleared");
@@ -154,7 +123,7 @@ for my $round (1 .. 5) {
 # the reverse of a resume that came too early: a pause right after the
 # DELETE is no conflict either
 is(report($A), 204, 'a report') for 1 .. 3;
-($st) = ka_request($A, 'DELETE', '/admin/rollbacks/shop/search-v2');
+($st) = worker_request($A, 'DELETE', '/admin/rollbacks/shop/search-v2');
 is($st, 204, 'DELETE the rollback');
 ($st) = act($B, 'pause');
 is($st, 204, 'pause right after: 204 and nothing changes (it is paused)');

@@ -34,7 +34,8 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  nginx_start nginx_signal nginx_stop http_request
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log unused_port prometheus_api
-                 spawn reap keepalive_request);
+                 spawn reap keepalive_request worker_request
+                 worker_connections);
 
 my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -426,6 +427,47 @@ sub keepalive_request {
         return ($status // 0, \%h, $rbody);
     }
     return (0, {}, '');
+}
+
+# One request on the keep-alive connection $s, with the token of project
+# shop and a JSON content type: (status, body, the X-Worker header's pid).
+sub worker_request {
+    my ($s, $method, $path, $body) = @_;
+    $body //= '';
+    print $s "$method $path HTTP/1.1\r\nHost: localhost\r\n"
+           . "Authorization: Bearer tok_shop\r\nContent-Type: application/json\r\n"
+           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+    my $head = '';
+    while ($head !~ /\r\n\r\n/) {
+        my $n = sysread($s, $head, 4096, length $head);
+        die "connection closed" unless $n;
+    }
+    my ($h, $rest) = split /\r\n\r\n/, $head, 2;
+    my ($len) = $h =~ /^Content-Length: (\d+)/mi;
+    $len //= 0;
+    while (length $rest < $len) {
+        my $n = sysread($s, $rest, $len - length $rest, length $rest);
+        die "connection closed" unless $n;
+    }
+    die "Connection: close" if $h =~ /^Connection: close/mi;
+    my ($st) = $h =~ m{^HTTP/1\.1 (\d+)};
+    my ($pid) = $h =~ /^X-Worker: (\d+)/mi;
+    return ($st, $rest, $pid);
+}
+
+# Keep-alive connections, one on each of two workers, found by the
+# X-Worker header that $path answers with: the sockets, by worker pid.
+sub worker_connections {
+    my ($path, $tries) = @_;
+    my %by_worker;
+    for (1 .. ($tries // 60)) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $Port,
+                                      Timeout => 10) or die "connect: $!";
+        my (undef, undef, $pid) = worker_request($s, 'GET', $path);
+        if ($pid && !$by_worker{$pid}) { $by_worker{$pid} = $s } else { close $s }
+        last if keys %by_worker == 2;
+    }
+    return \%by_worker;
 }
 
 1;
