@@ -5,8 +5,10 @@
 #   ./build.sh run        build, then start nginx with nginx.conf.example on 127.0.0.1:8080
 #   ./build.sh stop       stop the nginx started by "run"
 #   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t,
-#                         then the Node client tests t/node/, then, as root,
-#                         the Debian package test t/pkg/deb.sh)
+#                         then the Node client tests t/node/, then a check that
+#                         they left /etc/nginx, /var/log/nginx and
+#                         /var/lib/nginx as they were, then, as root, the
+#                         Debian package test t/pkg/deb.sh)
 #   ./build.sh unit       cmocka unit tests only
 #   ./build.sh prove [t]  the HTTP tests only (all, or the files given)
 #   ./build.sh node [f]   the Node client tests only (t/node/: the real
@@ -27,7 +29,8 @@
 # NGINX_BIN (default /usr/sbin/nginx), SANITIZE=1 (ASan + UBSan, in
 # build/sanitize/), DEBUG=1 (-O0 -g, not stripped, in build/debug/), CFLAGS
 # (the glue's, default -O2 -g ...), CXXFLAGS (the core's, default -O2 -g),
-# FLAGS_CORE_CXXFLAGS (appended to the core's flags), VERBOSE=1, JOBS.
+# FLAGS_CORE_CXXFLAGS (appended to the core's flags), VERBOSE=1, JOBS,
+# FLAGS_PKG_TEST=required (the package test fails instead of skipping).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -207,10 +210,17 @@ deb() {
 }
 
 # The package test (t/pkg/deb.sh): as root only, with no system nginx
-# running; it installs the package into the system nginx and removes it.
+# running; it installs the package into the system nginx and purges it.
+# Where it cannot run it is skipped with the reason, except where it must
+# run (FLAGS_PKG_TEST=required; CI sets it, .ci/run): there a refusal
+# fails the run.
 pkg_test() {
     local why
     if ! why=$("$ROOT/t/pkg/deb.sh" --preflight 2>&1); then
+        if [ "${FLAGS_PKG_TEST:-}" = required ]; then
+            echo "package test cannot run: $why (FLAGS_PKG_TEST=required)" >&2
+            return 1
+        fi
         say "package test skipped: $why"
         return 0
     fi
@@ -366,10 +376,20 @@ case $cmd in
     unit) unit ;;
     test)
         module
+        # every tool the steps install comes first: the snapshot of the
+        # system nginx's paths is taken after apt has touched them
+        need "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" libcmocka-dev chromium
+        need_node
+        mkdir -p "$BUILD"
+        "$ROOT/t/helper/system-paths" snapshot >"$BUILD/system-paths.before"
         rc=0
         unit || rc=1
         prove_suite "$@" || rc=1
         node_suite || rc=1
+        # the tests write only under their own directories; the package
+        # test, next, installs into the system on purpose
+        say "what the tests left in the system nginx's paths"
+        "$ROOT/t/helper/system-paths" check "$BUILD/system-paths.before" || rc=1
         pkg_test || rc=1
         exit $rc ;;
     prove) prove_suite "$@" ;;

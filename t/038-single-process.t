@@ -38,7 +38,7 @@ http {
         location /ofrep/ { flags_ofrep; }
         location /flags-admin/ { allow 127.0.0.1; deny all; flags_admin; }
     }
-}
+${\temp_paths()}}
 _C_
 }
 

@@ -35,6 +35,9 @@ is($n, 1 + 2 + 2 + 1, 'the example has the lines this test changes (module, 3 po
 unlike(join("\n", grep { !/^\s*#/ } split /\n/, $conf), qr/:808\d/,
        '... and no other port outside comments');
 
+# the temp directories under the prefix, not nginx's compiled-in ones
+# (/var/lib/nginx/body and the like, a system path)
+$conf =~ s/^(http \{\n)/$1 . temp_paths($conf)/me or die 'no "http {" line in the example';
 write_file("$dir/conf/nginx.conf", $conf);
 mkdir "$dir/conf/flags";
 mkdir "$dir/state";

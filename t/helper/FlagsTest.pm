@@ -35,9 +35,9 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log unused_port prometheus_api
                  spawn reap keepalive_request worker_request
-                 worker_connections);
+                 worker_connections temp_paths);
 
-my $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
+our $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
     or die "TEST_NGINX_LOAD_MODULES must name the module\n";
 our $Port = $ENV{TEST_NGINX_FLAGS_PORT} || 1986;
@@ -53,16 +53,14 @@ my $OwnFiles = join '|', map { quotemeta basename($_) }
 my @Started;
 
 # Without flags_error_log, reports go beside nginx's compiled-in access log
-# (--http-log-path; on Debian /var/log/nginx/flags-errors.log).  A test run
-# must not leave that file behind if it was not there before.
+# (--http-log-path; on Debian /var/log/nginx/flags-errors.log), a system
+# path no test writes to (nginx_conf() sets a log under the prefix).
 sub default_report_log {
     my ($log) = `$Binary -V 2>&1` =~ /--http-log-path=(\S+)/;
     $log //= 'logs/access.log';
     $log =~ s{[^/]*$}{flags-errors.log};
     return $log;
 }
-my $DefaultLog = default_report_log();
-my $DefaultLogExisted = $DefaultLog !~ m{^/} || -e $DefaultLog;
 my %Child;       # under valgrind: pid => its valgrind log pattern
 my $Runs = 0;    # valgrind runs so far (names the log files)
 
@@ -111,11 +109,38 @@ sub prefix_dir {
 sub write_file { NginxProc::write_file(@_) }
 sub read_file  { NginxProc::read_file(@_) }
 
-# A full nginx.conf around an http block body.
+# The http block's temp directories under the prefix, those CONF (the text
+# of a configuration) does not set itself: nginx would otherwise create
+# its compiled-in ones (/var/lib/nginx/body, ...) and chown them to the
+# worker user at every start.  For the tests that write nginx.conf
+# themselves.
+sub temp_paths {
+    my ($conf) = @_;
+    my $lines = '';
+    for my $kind (qw(client_body proxy fastcgi uwsgi scgi)) {
+        $lines .= "    ${kind}_temp_path ${kind}_temp;\n" unless ($conf // '') =~ /\b${kind}_temp_path\b/;
+    }
+    return $lines;
+}
+
+# A full nginx.conf around an http block body.  Whatever the test does not
+# set itself is kept under the prefix, never in the system's paths: the
+# report log (without flags_error_log it is the default beside nginx's
+# compiled-in access log, on Debian /var/log/nginx/flags-errors.log) and
+# the temp directories (compiled-in /var/lib/nginx/body and the like,
+# which nginx creates and gives to the worker user at every start).  These
+# lines come last in the http block, so no line a test counts moves.
+# default_report_log => 1 leaves the report log at its default (t/032
+# checks the default in a mount namespace of its own).
 sub nginx_conf {
     my (%o) = @_;
     my $workers = $o{workers} // 2;
     my $user = $> == 0 ? "user root;\n" : '';
+    my $own = '';
+    my $all = ($o{http} // '') . ($o{server} // '');
+    $own .= "    flags_error_log logs/flags-errors.log;\n"
+        if !$o{default_report_log} && $all !~ /\bflags_error_log\b/;
+    $own .= temp_paths($all);
     return <<"_EOC_";
 load_module $Module;
 ${user}worker_processes $workers;
@@ -132,7 +157,7 @@ $o{http}
         server_name localhost;
 $o{server}
     }
-}
+$own}
 _EOC_
 }
 
@@ -323,7 +348,6 @@ sub nginx_stop {
 END {
     my $status = $?;
     nginx_stop($_) for @Started;
-    unlink $DefaultLog unless $DefaultLogExisted;
     $? = $status;
 }
 

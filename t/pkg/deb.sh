@@ -6,21 +6,32 @@
 #   t/pkg/deb.sh PACKAGE.deb          the test (./build.sh test runs it, as root)
 #
 # Installs the package (dpkg -i), checks that dh_nginx's postinst enabled the
-# module, that the package ships the README and the example, and that its
-# postinst created the state directory (www-data, 0750) and the report log
-# (www-data:adm 0640, as Debian's access.log); adds a conf.d example of its
-# own (no load_module: the package's modules-enabled link loads it) on a
-# free port of 127.0.0.1 with the state file in that directory and the
+# module, that the package ships the README and the examples (nginx.conf
+# with its flags file, the Grafana dashboard, the alert rules the README
+# quotes), and that its postinst created the state directory (www-data,
+# 0750) and the report log (www-data:adm 0640, as Debian's access.log) and
+# noted both as its own; adds a conf.d example of its own (the README's
+# recipe; no load_module: the package's modules-enabled link loads it) on
+# a free port of 127.0.0.1 with the state file in that directory and the
 # report log at its default path, runs nginx -t (it passes at once), checks
 # the message and the command nginx -t gives for a state directory that
 # does not exist, starts /usr/sbin/nginx directly (no systemd here), checks
 # GET /flags and POST /ingest/errors and the report log's owner and mode,
 # rotates the report log the way Debian's logrotate does (rename, then USR1
-# to the master), stops that nginx by its pid file and purges the package
-# (which removes the state directory and the report log). Everything it
-# created is removed, the files it appended to are cut back, and the owners
-# nginx changes at start are put back; a final comparison with the state
-# before fails the test on any difference. It never touches a running system nginx.
+# to the master), puts an override in force (the state file records it),
+# stops that nginx by its pid file and purges the package: the purge keeps
+# the state directory that holds the state file, removes the report log,
+# says that the conf.d directives must go, and nginx -t fails on them until
+# they do. Then two more installs: purged at once, the package removes the
+# empty directory it made; over an administrator's directory and log (and
+# an empty directory), install and purge leave them as they were.
+# Everything it created is removed, the files it appended to are cut back,
+# and the owners nginx changes at start are put back; a final comparison
+# with the state before fails the test on any difference. It never touches
+# a running system nginx, and refuses to run (--preflight) when the package
+# is installed or a path it would create exists: those are an
+# administrator's, and the test suite itself leaves none
+# (t/helper/system-paths).
 set -uo pipefail
 
 PKG=libnginx-mod-http-flags
@@ -29,9 +40,10 @@ PIDF=/run/nginx.pid
 NAME=flags-pkg-test
 CONF=/etc/nginx/conf.d/$NAME.conf
 FLAGS_DIR=/etc/nginx/$NAME
-# what the package creates
+# what the package creates, and where its postinst notes what it created
 STATE_DIR=/var/lib/nginx/flags
 LOG=/var/log/nginx/flags-errors.log
+NOTES=/var/lib/$PKG
 DOC=/usr/share/doc/$PKG
 # a state directory that does not exist, for nginx -t's message
 MISSING=/var/lib/nginx/$NAME-missing
@@ -52,7 +64,7 @@ preflight() {
         echo "$PKG is installed already; not replacing it"; return 1
     fi
     local f
-    for f in "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1"; do
+    for f in "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1" "$NOTES"; do
         if [ -e "$f" ]; then echo "$f exists; not overwriting it"; return 1; fi
     done
     return 0
@@ -60,6 +72,7 @@ preflight() {
 
 if [ "${1:-}" = --preflight ]; then preflight; exit; fi
 DEB=${1:?usage: t/pkg/deb.sh PACKAGE.deb | --preflight}
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 why=$(preflight) || { echo "SKIP: $why"; exit 0; }
 
 n=0 failed=0
@@ -93,7 +106,7 @@ cleanup() {
     if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'installed\|config-files'; then
         dpkg --purge "$PKG" >/dev/null 2>&1
     fi
-    rm -rf "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1"
+    rm -rf "$CONF" "$FLAGS_DIR" "$STATE_DIR" "$MISSING" "$LOG" "$LOG.1" "$NOTES"
     local f
     for f in /var/log/nginx/*; do
         [ -f "$f" ] || continue
@@ -134,12 +147,17 @@ is "the example nginx.conf is in $DOC/examples" \
     "$(head -1 "$DOC/examples/nginx.conf.example" 2>&1)" \
     "# nginx.conf.example - a demo of ngx_http_flags_module."
 check "with the demo flags file it uses" test -s "$DOC/examples/flags/demo.json"
+check "the alert rules the README quotes are in $DOC/examples/flags-alerts.yml" \
+    cmp -s "$DOC/examples/flags-alerts.yml" "$SRC/t/prometheus/flags-alerts.yml"
+check "... with the Grafana dashboard" \
+    cmp -s "$DOC/examples/flags-dashboard.json" "$SRC/grafana/flags-dashboard.json"
 is "postinst created $STATE_DIR for the workers" \
     "$(stat -c '%U:%G %a %F' "$STATE_DIR" 2>&1)" "www-data:www-data 750 directory"
 is "postinst created $LOG" \
     "$(stat -c '%U:%G %a %s' "$LOG" 2>&1)" "www-data:adm 640 0"
 is "... as Debian's access.log is" "$(stat -c '%U:%G %a' /var/log/nginx/access.log 2>&1)" \
     "www-data:adm 640"
+is "postinst noted the two as its own" "$(cat "$NOTES/created" 2>&1 | tr '\n' ' ')" "$STATE_DIR $LOG "
 
 # ------------------------------------------------------- a conf.d example
 
@@ -154,7 +172,7 @@ EOF
 # the README's conf.d example as written (the block after the marker
 # "recipe: debian-conf.d"): only the port, the flags file, the token, the
 # server name and the state directory are this test's
-README=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/README.md
+README=$SRC/README.md
 recipe=$(awk '/<!-- recipe: debian-conf.d/ { on = 1; next }
               on && /^```$/ { if (fence++) exit; next }
               on && fence { print }' "$README")
@@ -255,20 +273,80 @@ is "flags_status: always-on's window and what its rule waits for" \
               $f->{rolledBack} ? "rolled-back" : "on"')" \
     "12 2 3 8 1 on"
 
+# ------------------------------------------ a rollback in the state file
+
+# an override in force, as an operator's incident leaves one: the state
+# file records it
+is "PUT an override (always-on off)" \
+    "$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Host: $NAME.localhost" \
+        -d '{"enabled": false}' "$url/flags-admin/overrides/shop/always-on")" 204
+check "the state file records it" grep -q '"always-on"' "$STATE_DIR/state.json"
+
 # -------------------------------------------------------- stop and purge
 
 kill -QUIT "$nginx_pid"
 for _ in $(seq 100); do kill -0 "$nginx_pid" 2>/dev/null || break; sleep 0.1; done
 check "nginx stops on QUIT" bash -c "! kill -0 $nginx_pid 2>/dev/null"
+nginx_pid=
 check "its error log has no [alert] or [emerg]" \
     bash -c "! tail -c +$elog_from /var/log/nginx/error.log | grep -E '\[(alert|emerg|crit)\]' | grep -q flags"
 
-check "dpkg --purge $PKG" dpkg --purge "$PKG"
-check "purge removed $STATE_DIR" test ! -e "$STATE_DIR"
+state_before=$(cat "$STATE_DIR/state.json")
+out=$(dpkg --purge "$PKG" 2>&1); rc=$?
+is "dpkg --purge $PKG" "$rc" 0
+is "purge says the conf.d directives must go" \
+    "$(echo "$out" | grep -c 'remove its flags_\* directives from the nginx configuration')" 1
+is "purge keeps $STATE_DIR, which holds the state file" \
+    "$(stat -c '%U:%G %a' "$STATE_DIR" 2>&1) $(cd "$STATE_DIR" 2>/dev/null && echo *)" \
+    "www-data:www-data 750 state.json"
+is "... and says why" "$(echo "$out" | grep -c "keeping $STATE_DIR: it holds state files")" 1
+is "... the state file as it was" "$(cat "$STATE_DIR/state.json" 2>&1)" "$state_before"
 check "purge removed the report log and its rotation" test ! -e "$LOG" -a ! -e "$LOG.1"
+check "purge removed its notes ($NOTES)" test ! -e "$NOTES"
 is "no link is left in modules-enabled" \
     "$(find /etc/nginx/modules-enabled -name '*mod-http-flags*' | wc -l)" 0
 check "the module is gone" test ! -e /usr/lib/nginx/modules/ngx_http_flags_module.so
+# the administrator's conf.d is not the package's: nginx -t fails on it
+# until it is removed (the README says so)
+CONF_LINE=$(grep -n '^flags_project' "$CONF" | cut -d: -f1)
+is "after the purge nginx -t fails on the conf.d example" \
+    "$("$NGINX" -t 2>&1 | sed -En 's/^.*\[emerg\] ([0-9]+#[0-9]+: )?//p' | sort -u)" \
+    "unknown directive \"flags_project\" in $CONF:$CONF_LINE"
+rm -f "$CONF"
+check "... and passes once it is removed" "$NGINX" -t -q
+rm -rf "$STATE_DIR"    # the test's own data
+
+# ------------------- a purge right after the install removes what it made
+
+check "dpkg -i again" dpkg -i "$DEB"
+check "dpkg --purge at once" dpkg --purge "$PKG"
+check "purge removed $STATE_DIR, which held nothing" test ! -e "$STATE_DIR"
+check "purge removed $LOG" test ! -e "$LOG"
+
+# ------------------------------ an administrator's directory and log stay
+
+install -d -o root -g root -m 0700 "$STATE_DIR"
+printf 'kept\n' >"$STATE_DIR/notes.txt"
+printf 'an earlier line\n' >"$LOG"
+chmod 600 "$LOG"
+admin_before=$(stat -c '%U:%G %a' "$STATE_DIR" "$LOG" | tr '\n' ' ')
+check "dpkg -i with the administrator's $STATE_DIR and $LOG" dpkg -i "$DEB"
+is "postinst left both as they were" "$(stat -c '%U:%G %a' "$STATE_DIR" "$LOG" | tr '\n' ' ')" \
+    "$admin_before"
+is "... and noted neither" "$(cat "$NOTES/created" 2>/dev/null)" ""
+check "dpkg --purge" dpkg --purge "$PKG"
+is "purge kept both, owner, mode and contents" \
+    "$(stat -c '%U:%G %a' "$STATE_DIR" "$LOG" | tr '\n' ' ')$(cat "$STATE_DIR/notes.txt" "$LOG")" \
+    "${admin_before}kept
+an earlier line"
+rm -rf "$STATE_DIR" "$LOG"
+
+# an empty directory of the administrator's is theirs too
+install -d -o root -g root -m 0755 "$STATE_DIR"
+check "dpkg -i with an empty $STATE_DIR of the administrator's" dpkg -i "$DEB"
+check "dpkg --purge" dpkg --purge "$PKG"
+is "purge kept it" "$(stat -c '%U:%G %a %F' "$STATE_DIR" 2>&1)" "root:root 755 directory"
+rm -rf "$STATE_DIR"
 
 cleanup
 trap - EXIT

@@ -63,6 +63,25 @@ async function waitFor(cond, timeoutMs, what) {
     }
 }
 
+// What a test's http and server text leave unset stays under the prefix,
+// never in the system's paths: the report log (without flags_error_log it
+// is the default beside nginx's compiled-in access log, on Debian
+// /var/log/nginx/flags-errors.log) and the temp directories (nginx creates
+// its compiled-in /var/lib/nginx/body and the like at every start). These
+// lines come last in the http block.
+function ownPaths(text) {
+    let own = '';
+    if (!/\bflags_error_log\b/.test(text)) {
+        own += '    flags_error_log logs/flags-errors.log;\n';
+    }
+    for (const kind of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) {
+        if (!new RegExp(`\\b${kind}_temp_path\\b`).test(text)) {
+            own += `    ${kind}_temp_path ${kind}_temp;\n`;
+        }
+    }
+    return own;
+}
+
 function nginxConf(port, http, server) {
     const user = process.getuid && process.getuid() === 0 ? 'user root;\n' : '';
     return `load_module ${MODULE};
@@ -82,7 +101,7 @@ ${http}
         access_log logs/access.log flags;
 ${server}
     }
-}
+${ownPaths(http + server)}}
 `;
 }
 
