@@ -769,7 +769,9 @@ ngx_http_flags_admin_saved(ngx_http_request_t *r, ngx_int_t rc, u_char *err)
 ngx_int_t
 ngx_http_flags_admin_location(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *flcf)
 {
+    ngx_http_server_name_t           *sn;
     ngx_http_core_loc_conf_t         *clcf;
+    ngx_http_core_srv_conf_t         *cscf;
     ngx_http_flags_main_conf_t       *fmcf;
     ngx_http_flags_admin_location_t  *loc;
 
@@ -791,6 +793,28 @@ ngx_http_flags_admin_location(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *flcf)
 
     loc->flcf = flcf;
     loc->loc_conf = clcf->loc_conf;
+
+    /* the own-origin check (ngx_http_flags_admin_server_name()) reads
+     * the server's names at request time: copied into the cycle's pool */
+    cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+
+    flcf->admin_names = ngx_array_create(cf->pool,
+                                         cscf->server_names.nelts
+                                         ? cscf->server_names.nelts : 1,
+                                         sizeof(ngx_http_server_name_t));
+    if (flcf->admin_names == NULL) {
+        return NGX_ERROR;
+    }
+
+    sn = ngx_array_push_n(flcf->admin_names, cscf->server_names.nelts);
+    if (sn == NULL && cscf->server_names.nelts) {
+        return NGX_ERROR;
+    }
+
+    if (cscf->server_names.nelts) {
+        ngx_memcpy(sn, cscf->server_names.elts,
+                   cscf->server_names.nelts * sizeof(ngx_http_server_name_t));
+    }
 
     return NGX_OK;
 }
@@ -1151,16 +1175,20 @@ ngx_http_flags_admin_own_origin(ngx_http_request_t *r, ngx_str_t *origin)
 static ngx_uint_t
 ngx_http_flags_admin_server_name(ngx_http_request_t *r, ngx_str_t *name)
 {
-    size_t                     len;
-    ngx_uint_t                 i;
-    ngx_http_server_name_t    *sn;
-    ngx_http_core_srv_conf_t  *cscf;
+    size_t                      len;
+    ngx_uint_t                  i;
+    ngx_http_server_name_t     *sn;
+    ngx_http_flags_loc_conf_t  *flcf;
 
-    cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+    flcf = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
 
-    sn = cscf->server_names.elts;
+    if (flcf->admin_names == NULL) {
+        return 0;
+    }
 
-    for (i = 0; i < cscf->server_names.nelts; i++) {
+    sn = flcf->admin_names->elts;
+
+    for (i = 0; i < flcf->admin_names->nelts; i++) {
 
 #if (NGX_PCRE)
         if (sn[i].regex) {

@@ -351,6 +351,11 @@ typedef struct {
     /* flags_dashboard admin=PATH (empty: the page is read-only) */
     ngx_str_t                   dashboard_admin;
 
+    /* a flags_admin location: its server's server_name entries, copied
+     * at merge (nginx keeps the server's own array in the configuration's
+     * temporary pool, freed once the configuration is read) */
+    ngx_array_t                *admin_names;
+
     /* the content handler one of our directives set, and where */
     ngx_http_handler_pt         handler;
     ngx_str_t                  *handler_directive;
