@@ -31,15 +31,16 @@ my (%sections, @http, @location);
 for my $part (split /^### /m, $doc) {
     my ($name) = $part =~ /\A(\S+)\n/ or next;
     $sections{$name}++ and fail("$name: two sections");
-    my ($syntax) = $part =~ /^\| Syntax: +\| (.*?) *\|$/m;
-    my ($default) = $part =~ /^\| Default: +\| (.*?) *\|$/m;
-    my ($context) = $part =~ /^\| Context: +\| (.*?) *\|$/m;
+    # "Syntax:  `...`\" (a hard line break), as nginx's reference has it
+    my ($syntax) = $part =~ /^Syntax: +(.*?)\\?$/m;
+    my ($default) = $part =~ /^Default: +(.*?)\\?$/m;
+    my ($context) = $part =~ /^Context: +(.*?)\\?$/m;
     ok(defined $syntax && $syntax =~ /^`\Q$name\E[ ;]/, "$name: a Syntax line that names it");
     ok(defined $default, "$name: a Default line");
     my @ctx = map { s/`//gr } split /,\s*/, ($context // '') =~ s/ \(a prefix\)//r;
     is_deeply(\@ctx, $code{$name} // [], "$name: the contexts the code takes ("
               . join(', ', @{ $code{$name} // ['none: not a directive'] }) . ')');
-    ok(length(($part =~ /\|\n\n(.+)/s)[0] // '') > 40, "$name: a description");
+    ok(length(($part =~ /^Context: .*\n\n(.+)/ms)[0] // '') > 40, "$name: a description");
     # a default written as the whole directive, for nginx -t below
     if (($default // '') =~ /^`(\Q$name\E [^`]*;)`/) {
         push @{ ($code{$name}[0] // '') eq 'http' ? \@http : \@location }, $1;
