@@ -149,6 +149,13 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     ngx_str_t                    project_name, flag_name;
     ngx_http_flags_admin_ctx_t  *ctx;
 
+    static const char *const     routes[] = {
+        "rollbacks/<project>/<flag>",
+        "overrides/<project>/<flag>",
+        "ramps/<project>/<flag>",
+        NULL
+    };
+
     if (ngx_http_flags_admin_cross_site(r)) {
         r->expect_tested = 1;
         return ngx_http_flags_send_error(r, NGX_HTTP_FORBIDDEN,
@@ -161,8 +168,7 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
     kind = ngx_http_flags_admin_path(r, &project_name, &flag_name);
 
     if (kind == NGX_HTTP_FLAGS_ADMIN_NONE) {
-        return ngx_http_flags_route_not_found(r, "rollbacks/<project>/<flag>",
-                                              "overrides/<project>/<flag>");
+        return ngx_http_flags_route_not_found(r, routes);
     }
 
     if (kind == NGX_HTTP_FLAGS_ROLLBACKS) {

@@ -21,8 +21,10 @@
  *
  *   the project's answer version is bumped (push clients are told at the
  *   next tick, memo entries of the old version stop answering); one log
- *   line at flags_log_level says what changed and who changed it; a
- *   rollback is counted (flags_rollbacks_total, by="rule" or "fleet"); the
+ *   line says what changed and who changed it, a rollback's (by any rule
+ *   or the fleet) at flags_log_level, any other change's at its routine=
+ *   (notice by default), so that an alert on [error] pages for rollbacks
+ *   only; a rollback is counted (flags_rollbacks_total, by="rule" or "fleet"); the
  *   state file is rewritten, at once or, for a caller that changes several
  *   flags in a row (a sync round) or must answer after the write
  *   (flags_admin), once by that caller through ngx_http_flags_control_save().
@@ -69,6 +71,7 @@ ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
     ch->flag = flag;
     ch->log = r->connection->log;
     ch->level = flcf->log_level;
+    ch->routine = flcf->log_routine;
     ch->by = NGX_HTTP_FLAGS_BY_RULE;
 }
 
@@ -295,7 +298,7 @@ ngx_http_flags_control_clear(ngx_http_flags_change_t *ch)
     }
 
     if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
-        ngx_log_error(ch->level, ch->log, 0,
+        ngx_log_error(ch->routine, ch->log, 0,
                       "flags: rollback of flag \"%V\" of project \"%V\" "
                       "cleared by the fleet (%V)", &ch->flag->name,
                       &ch->project->name,
@@ -303,7 +306,7 @@ ngx_http_flags_control_clear(ngx_http_flags_change_t *ch)
                                                   sizeof(buf)));
 
     } else {
-        ngx_log_error(ch->level, ch->log, 0,
+        ngx_log_error(ch->routine, ch->log, 0,
                       "flags: rollback cleared for flag \"%V\" of project "
                       "\"%V\"%s%V%s", &ch->flag->name, &ch->project->name,
                       ch->who.len ? ", by user \"" : "", &ch->who,
@@ -331,7 +334,7 @@ ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
     ngx_http_flags_set_override(ch->flag, kind, milli);
 
     if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
-        ngx_log_error(ch->level, ch->log, 0,
+        ngx_log_error(ch->routine, ch->log, 0,
                       "flags: override of flag \"%V\" of project \"%V\" %s "
                       "by the fleet (%V)", &ch->flag->name,
                       &ch->project->name,
@@ -365,7 +368,7 @@ ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
         p = value;
     }
 
-    ngx_log_error(ch->level, ch->log, 0,
+    ngx_log_error(ch->routine, ch->log, 0,
                   "flags: override %s for flag \"%V\" of project \"%V\"%*s"
                   "%s%V%s", kind != FL_OVERRIDE_NONE ? "set" : "removed",
                   &ch->flag->name, &ch->project->name, (size_t) (p - value),
@@ -407,6 +410,7 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
     ch.fmcf = fmcf;
     ch.log = cycle->log;
     ch.level = fmcf->log_level;
+    ch.routine = fmcf->log_routine;
     ch.by = NGX_HTTP_FLAGS_BY_DEFINITION;
     ch.batch = 1;               /* the state file is the reload's to write */
 
@@ -432,7 +436,7 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
             }
 
             if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
-                ngx_log_error(ch.level, ch.log, 0,
+                ngx_log_error(ch.routine, ch.log, 0,
                               "flags: flag \"%V\" of project \"%V\" has a "
                               "new definition: its rollback and override "
                               "were cleared", &flag->name, &project[i].name);
@@ -467,7 +471,7 @@ ngx_http_flags_control_ramp(ngx_http_flags_change_t *ch, fl_ramp_event_t ev)
         return;
 
     case FL_RAMP_EV_STALLED:
-        ngx_log_error(ch->level, ch->log, 0,
+        ngx_log_error(ch->routine, ch->log, 0,
                       "flags: ramp of flag \"%V\" of project \"%V\" holds at "
                       "stage %uL: %uL of its %uD on evaluations after "
                       "hold and maxExtend (onInsufficient \"hold\")",
@@ -715,7 +719,7 @@ ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
                                  r->stage, flag->ramp_def->nstages, len, pc);
 
     if (ch->by == NGX_HTTP_FLAGS_BY_FLEET) {
-        ngx_log_error(ch->level, ch->log, 0,
+        ngx_log_error(ch->routine, ch->log, 0,
                       "flags: ramp of flag \"%V\" of project \"%V\" %s "
                       "stage %uL of %uD (%*s%%), by the fleet", &flag->name,
                       &ch->project->name, what, r->stage,
@@ -723,7 +727,7 @@ ngx_http_flags_control_ramp_log(ngx_http_flags_change_t *ch,
         return;
     }
 
-    ngx_log_error(ch->level, ch->log, 0,
+    ngx_log_error(ch->routine, ch->log, 0,
                   "flags: ramp of flag \"%V\" of project \"%V\" %s stage "
                   "%uL of %uD (%*s%%)%s%V%s", &flag->name,
                   &ch->project->name, what, r->stage,

@@ -316,21 +316,22 @@ ngx_http_flags_route(ngx_http_request_t *r, ngx_str_t *route)
 
 /*
  * 404 not_found for a path that names no route of its location, with the
- * location's real prefix: "expected /api/sdk/flags or /api/sdk/report".
- * A prefix location's name gets a '/' when it has none at its end (the
- * handlers take "/api/sdk" and "/api/sdk/" alike); an exact location
- * shows its name up to the last '/', where its route would start.  A
- * regular expression or a named location has no prefix to show.
+ * location's real prefix before each of its routes (a NULL-terminated
+ * list): "expected /api/sdk/flags or /api/sdk/report", "expected /a/x,
+ * /a/y or /a/z".  A prefix location's name gets a '/' when it has none at
+ * its end (the handlers take "/api/sdk" and "/api/sdk/" alike); an exact
+ * location shows its name up to the last '/', where its route would
+ * start.  A regular expression or a named location has no prefix to show.
  */
 
 ngx_int_t
-ngx_http_flags_route_not_found(ngx_http_request_t *r, const char *route1,
-    const char *route2)
+ngx_http_flags_route_not_found(ngx_http_request_t *r,
+    const char *const *routes)
 {
     u_char                    *msg, *p;
     size_t                     len;
     ngx_str_t                  base;
-    ngx_uint_t                 prefix, slash;
+    ngx_uint_t                 prefix, slash, i, n;
     ngx_http_core_loc_conf_t  *clcf;
 
     /* final before the body is read: no "100 Continue" */
@@ -361,17 +362,30 @@ ngx_http_flags_route_not_found(ngx_http_request_t *r, const char *route1,
         slash = 1;
     }
 
-    len = sizeof("expected  or ") - 1 + 2 * (base.len + slash)
-          + ngx_strlen(route1) + ngx_strlen(route2);
+    len = sizeof("expected ") - 1;
+
+    for (n = 0; routes[n]; n++) {
+        /* each route, and ", " or " or " before all but the first */
+        len += sizeof(" or ") - 1 + base.len + slash + ngx_strlen(routes[n]);
+    }
 
     msg = ngx_pnalloc(r->pool, len);
     if (msg == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    p = ngx_sprintf(msg, "expected %V%s%s or %V%s%s",
-                    &base, slash ? "/" : "", route1,
-                    &base, slash ? "/" : "", route2);
+    p = ngx_cpymem(msg, "expected ", sizeof("expected ") - 1);
+
+    for (i = 0; i < n; i++) {
+        if (i + 1 == n && i > 0) {
+            p = ngx_cpymem(p, " or ", sizeof(" or ") - 1);
+
+        } else if (i > 0) {
+            p = ngx_cpymem(p, ", ", sizeof(", ") - 1);
+        }
+
+        p = ngx_sprintf(p, "%V%s%s", &base, slash ? "/" : "", routes[i]);
+    }
 
     return ngx_http_flags_send_error_len(r, NGX_HTTP_NOT_FOUND, "not_found",
                                          msg, p - msg);

@@ -44,6 +44,10 @@ static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_flags_log_level(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_flags_log_level_value(ngx_str_t *name,
+    ngx_uint_t *level);
 static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf);
 static void ngx_http_flags_cleanup_project(void *data);
@@ -60,7 +64,7 @@ static ngx_conf_num_bounds_t  ngx_http_flags_max_traits_bounds = {
 };
 
 
-/* like limit_req_log_level */
+/* like limit_req_log_level; flags_log_level's two levels */
 static ngx_conf_enum_t  ngx_http_flags_log_levels[] = {
     { ngx_string("info"), NGX_LOG_INFO },
     { ngx_string("notice"), NGX_LOG_NOTICE },
@@ -135,12 +139,13 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       offsetof(ngx_http_flags_loc_conf_t, max_report_size),
       NULL },
 
+    /* rollbacks at the level; routine changes at routine= */
     { ngx_string("flags_log_level"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_conf_set_enum_slot,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      ngx_http_flags_log_level,
       NGX_HTTP_LOC_CONF_OFFSET,
-      offsetof(ngx_http_flags_loc_conf_t, log_level),
-      &ngx_http_flags_log_levels },
+      0,
+      NULL },
 
     { ngx_string("flags_evaluate"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
@@ -336,9 +341,16 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     flcf = ((ngx_http_conf_ctx_t *) cf->ctx)->loc_conf[
                                              ngx_http_flags_module.ctx_index];
 
-    /* events logged outside a request (reloads) use the http level */
-    fmcf->log_level = (flcf->log_level != NGX_CONF_UNSET_UINT)
-                      ? flcf->log_level : NGX_LOG_ERR;
+    /* events logged outside a request (reloads, ramps' steps, the
+     * fleet's rounds) use the http level */
+    if (flcf->log_level != NGX_CONF_UNSET_UINT) {
+        fmcf->log_level = flcf->log_level;
+        fmcf->log_routine = flcf->log_routine;
+
+    } else {
+        fmcf->log_level = NGX_LOG_ERR;
+        fmcf->log_routine = NGX_LOG_NOTICE;
+    }
 
     /* push connections one worker holds: set at init module, once
      * worker_connections is known (ngx_http_flags_push_limit) */
@@ -440,6 +452,7 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
     flcf->log_level = NGX_CONF_UNSET_UINT;
+    flcf->log_routine = NGX_CONF_UNSET_UINT;
     flcf->push_heartbeat = NGX_CONF_UNSET_MSEC;
     flcf->ofrep_events = NGX_CONF_UNSET;
     flcf->context = NGX_CONF_UNSET_PTR;
@@ -468,7 +481,16 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
-    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
+    /* the two levels of flags_log_level are inherited together */
+    if (conf->log_level == NGX_CONF_UNSET_UINT) {
+        conf->log_level = prev->log_level;
+        conf->log_routine = prev->log_routine;
+    }
+
+    if (conf->log_level == NGX_CONF_UNSET_UINT) {
+        conf->log_level = NGX_LOG_ERR;
+        conf->log_routine = NGX_LOG_NOTICE;
+    }
     ngx_conf_merge_msec_value(conf->push_heartbeat, prev->push_heartbeat,
                               15000);
     ngx_conf_merge_value(conf->ofrep_events, prev->ofrep_events, 1);
@@ -1249,6 +1271,95 @@ invalid:
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "invalid parameter \"%V\"", &value[i]);
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * flags_log_level level [routine=level];
+ *
+ * The level is a rollback's: this host's rule, the fleet's, a ramp's.
+ * Routine changes (a ramp's stages, pauses and resumes, a cleared
+ * rollback, an override, a new definition) are logged at routine=,
+ * notice unless the level is lower (info): an alert on the level pages
+ * for rollbacks only.  routine= may not be above the level.
+ */
+
+static char *
+ngx_http_flags_log_level(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_flags_loc_conf_t *flcf = conf;
+
+    ngx_str_t   *value, name;
+    ngx_uint_t   level, routine;
+
+    if (flcf->log_level != NGX_CONF_UNSET_UINT) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_http_flags_log_level_value(&value[1], &level) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid value \"%V\" (expected info, notice, "
+                           "warn or error)", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    /* NGX_LOG_ERR < NGX_LOG_WARN < NGX_LOG_NOTICE < NGX_LOG_INFO */
+    routine = ngx_max(level, NGX_LOG_NOTICE);
+
+    if (cf->args->nelts == 3) {
+        if (value[2].len <= sizeof("routine=") - 1
+            || ngx_strncmp(value[2].data, "routine=", sizeof("routine=") - 1)
+               != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\" (expected "
+                               "routine=level)", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+
+        name.data = value[2].data + sizeof("routine=") - 1;
+        name.len = value[2].len - (sizeof("routine=") - 1);
+
+        if (ngx_http_flags_log_level_value(&name, &routine) != NGX_OK) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid value \"%V\" (expected info, "
+                               "notice, warn or error)", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (routine < level) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"%V\" is above the rollbacks' level "
+                               "\"%V\": routine changes would log above "
+                               "rollbacks", &value[2], &value[1]);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    flcf->log_level = level;
+    flcf->log_routine = routine;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_log_level_value(ngx_str_t *name, ngx_uint_t *level)
+{
+    ngx_conf_enum_t  *e;
+
+    for (e = ngx_http_flags_log_levels; e->name.len; e++) {
+        if (e->name.len == name->len
+            && ngx_strncasecmp(e->name.data, name->data, name->len) == 0)
+        {
+            *level = e->value;
+            return NGX_OK;
+        }
+    }
+
+    return NGX_ERROR;
 }
 
 

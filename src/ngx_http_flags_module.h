@@ -313,7 +313,8 @@ typedef struct {
 #endif
     ngx_uint_t                  rollback_set;
     ngx_uint_t                  gen;         /* this configuration's */
-    ngx_uint_t                  log_level;
+    ngx_uint_t                  log_level;   /* flags_log_level and its */
+    ngx_uint_t                  log_routine; /* routine= at http level */
     ngx_uint_t                  push_max;    /* push connections a worker */
     ngx_str_t                   push_max_file;  /* where it was set */
     ngx_uint_t                  push_max_line;
@@ -336,7 +337,8 @@ typedef struct {
 typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
-    ngx_uint_t                  log_level;
+    ngx_uint_t                  log_level;   /* rollbacks */
+    ngx_uint_t                  log_routine; /* routine=: other changes */
     ngx_msec_t                  push_heartbeat;
     ngx_flag_t                  ofrep_events;
 
@@ -476,7 +478,7 @@ ngx_int_t ngx_http_flags_method_not_allowed(ngx_http_request_t *r,
     const char *allow);
 ngx_int_t ngx_http_flags_route(ngx_http_request_t *r, ngx_str_t *route);
 ngx_int_t ngx_http_flags_route_not_found(ngx_http_request_t *r,
-    const char *route1, const char *route2);
+    const char *const *routes);
 ngx_int_t ngx_http_flags_send_body(ngx_http_request_t *r, ngx_uint_t status,
     u_char *body, size_t len);
 ngx_int_t ngx_http_flags_too_large(ngx_http_request_t *r, size_t max,
@@ -531,7 +533,10 @@ typedef struct {
     ngx_http_flags_project_t   *project;
     ngx_http_flags_flag_t      *flag;
     ngx_log_t                  *log;        /* a request's: its context */
-    ngx_uint_t                  level;      /* flags_log_level in force */
+    ngx_uint_t                  level;      /* flags_log_level in force:
+                                             * a rollback's */
+    ngx_uint_t                  routine;    /* its routine=: any other
+                                             * change's */
     ngx_uint_t                  by;         /* ngx_http_flags_by_e */
     ngx_str_t                   who;        /* a host, a user, or empty */
     ngx_str_t                   who_raw;    /* the user as sent (who is

@@ -161,6 +161,7 @@ ngx_http_flags_ramp_timer(ngx_event_t *ev)
     ch.fmcf = rs->fmcf;
     ch.log = ev->log;
     ch.level = rs->fmcf->log_level;
+    ch.routine = rs->fmcf->log_routine;
     ch.by = NGX_HTTP_FLAGS_BY_RULE;
     ch.batch = 1;               /* saved once, below */
 

@@ -37,6 +37,8 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
     ngx_http_flags_sdk_ctx_t   *ctx;
     ngx_http_flags_project_t   *project;
 
+    static const char *const    routes[] = { "flags", "report", NULL };
+
     /* the token is checked before anything else (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
     if (project == NULL) {
@@ -95,7 +97,7 @@ ngx_http_flags_sdk_handler(ngx_http_request_t *r)
 
 not_found:
 
-    return ngx_http_flags_route_not_found(r, "flags", "report");
+    return ngx_http_flags_route_not_found(r, routes);
 }
 
 

@@ -582,6 +582,7 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
     ch.flag = flag;
     ch.log = s->log;
     ch.level = s->fmcf->log_level;
+    ch.routine = s->fmcf->log_routine;
     ch.by = NGX_HTTP_FLAGS_BY_FLEET;
     ch.batch = 1;
 
@@ -782,6 +783,7 @@ ngx_http_flags_sync_ramp_events(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ch.project = project;
     ch.log = s->log;
     ch.level = s->fmcf->log_level;
+    ch.routine = s->fmcf->log_routine;
     ch.by = NGX_HTTP_FLAGS_BY_FLEET;
     ch.batch = 1;               /* the round saves once, at its end */
 

@@ -179,7 +179,7 @@ rolled back
 ['^\{"error":"unknown_project","message":"there is no project \\\\"nope\\\\""\}$', '^\{"error":"unknown_flag","message":"project \\\\"shop\\\\" has no flag \\\\"nope\\\\""\}$',
  '^\{"error":"invalid_json","message":"[^"]+"\}$', '^\{"error":"invalid_field","message":"[^"]*enabled[^"]*"\}$',
  '^\{"error":"invalid_field","message":"[^"]*rolloutPercentage[^"]*"\}$', '^\{"error":"invalid_field","message":"expected \{\\\\"enabled\\\\": false\} or \{\\\\"rolloutPercentage\\\\": N\}"\}$',
- '^\{"error":"method_not_allowed"', '^\{"error":"method_not_allowed"', '^\{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag> or /flags-admin/overrides/<project>/<flag>"\}$', '^\{"error":"method_not_allowed"']
+ '^\{"error":"method_not_allowed"', '^\{"error":"method_not_allowed"', '^\{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag>, /flags-admin/overrides/<project>/<flag> or /flags-admin/ramps/<project>/<flag>"\}$', '^\{"error":"method_not_allowed"']
 
 
 
@@ -217,7 +217,7 @@ $::HttpConfig . "    flags_log_level debug;\n"
     location = /flags { flags_evaluate; }
 --- must_die
 --- error_log eval
-qr/\[emerg\] .*invalid value "debug" in .*nginx\.conf:\d+/
+qr/\[emerg\] .*invalid value "debug" \(expected info, notice, warn or error\) in .*nginx\.conf:\d+/
 --- no_error_log
 [alert]
 [crit]

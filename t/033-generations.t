@@ -215,9 +215,10 @@ conf();
 reload($master);
 like(evaluate('tok_shop'), qr/"name":"risky","enabled":true,"rolloutPercentage":90,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":80,/,
      'the committed definitions cleared the rollback and the override');
-like($log->(), qr/\[error\].*flags: flag "risky" of project "shop" has a new definition: its rollback and override were cleared/,
-     'the cleared rollback is logged at error');
-like($log->(), qr/\[error\].*flags: flag "tuned" of project "shop" has a new definition/, 'and the cleared override');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "risky" of project "shop" has a new definition: its rollback and override were cleared/,
+     'the cleared rollback is logged, at notice: a reload is routine');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "tuned" of project "shop" has a new definition/, 'and the cleared override');
+unlike($log->(), qr/\[error\] [^\n]*has a new definition/, '... neither at error');
 $state = read_file($state_path);
 unlike($state, qr/"flag":"(risky|tuned)"/, 'the state file was rewritten at the reload (item 4)');
 

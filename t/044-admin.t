@@ -152,12 +152,14 @@ my $pid = nginx_start($dir);
 my $logged = 0;
 
 # The module's lines of the error log written since the last call, from
-# "flags:" to the end of the line.
+# "flags:" to the end of the line, after their level: an operator's
+# changes are routine, at notice (flags_log_level's routine= default),
+# below the rollbacks' error.
 sub new_lines {
     my $log = read_file("$dir/logs/error.log") // '';
     my $new = substr($log, $logged);
     $logged = length $log;
-    return [map { s{^.*? \[\w+\] \d+#\d+: \*\d+ }{}r } grep { /: \*\d+ flags: / } split /\n/, $new];
+    return [map { s{^.*? \[(\w+)\] \d+#\d+: \*\d+ }{[$1] }r } grep { /: \*\d+ flags: / } split /\n/, $new];
 }
 
 my $alice = 'Authorization: Basic ' . 'YWxpY2U6c2VjcmV0';     # alice:secret
@@ -172,34 +174,34 @@ is($st, 401, 'auth_basic asks for a password');
 ($st) = http_request(PUT => '/flags-admin/overrides/shop/b', body => '{"enabled": false}',
                      headers => [$alice, $json]);
 is($st, 204, 'kill switch with a password');
-is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+is_deeply(new_lines(), ['[notice] flags: override set for flag "b" of project "shop": enabled false, '
                         . qq(by user "alice", $tail "PUT /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override set: the value, the user and the client');
 
 ($st) = http_request(PUT => '/flags-admin/overrides/shop/b', body => '{"rolloutPercentage": 12.5}',
                      headers => [$alice, $json]);
 is($st, 204, 'a percentage');
-is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": rolloutPercentage 12.5, '
+is_deeply(new_lines(), ['[notice] flags: override set for flag "b" of project "shop": rolloutPercentage 12.5, '
                         . qq(by user "alice", $tail "PUT /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override set: the percentage as written');
 
 ($st) = http_request(PUT => '/net-admin/overrides/shop/b', body => '{"rolloutPercentage": 25}',
                      headers => [$json]);
 is($st, 204, 'a percentage, no user');
-is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": rolloutPercentage 25, '
+is_deeply(new_lines(), ['[notice] flags: override set for flag "b" of project "shop": rolloutPercentage 25, '
                         . qq($tail "PUT /net-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override set without auth_basic: no user');
 
 # a Basic header where no auth_basic checks it names nobody
 ($st) = http_request(DELETE => '/net-admin/overrides/shop/b', headers => ['Authorization: Basic bWFsbG9yeTp4']);
 is($st, 204, 'override removed');
-is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: override removed for flag "b" of project "shop", '
                         . qq($tail "DELETE /net-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override removed: an unchecked user name is not logged');
 
 ($st) = http_request(DELETE => '/flags-admin/overrides/shop/b', headers => [$alice]);
 is($st, 204, 'override removed by alice');
-is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: override removed for flag "b" of project "shop", '
                         . qq(by user "alice", $tail "DELETE /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override removed: the user');
 
@@ -207,7 +209,7 @@ is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop",
 ($st) = http_request(DELETE => '/flags-admin/overrides/shop/b',
                      headers => ['Authorization: Basic ' . 'byJoYXJhOnB3']);   # o"hara:pw
 is($st, 204, 'override removed by o"hara');
-is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: override removed for flag "b" of project "shop", '
                         . qq(by user "o\\"hara", $tail "DELETE /flags-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           'override removed: a quote in the name is escaped');
 
@@ -224,7 +226,7 @@ my $wrong = 'Authorization: Basic ' . 'YWxpY2U6d3JvbmdwYXNz';   # alice:wrongpas
 ($st) = http_request(PUT => '/off-admin/overrides/shop/b', body => '{"enabled": false}',
                      headers => [$wrong, $json]);
 is($st, 204, 'auth_basic off: a wrong password is not checked');
-is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+is_deeply(new_lines(), ['[notice] flags: override set for flag "b" of project "shop": enabled false, '
                         . qq($tail "PUT /off-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           '... and the user it names is not logged');
 is(last_who(), undef, '... nor kept in the event ring');
@@ -233,14 +235,14 @@ is(last_who(), undef, '... nor kept in the event ring');
 # password was never checked
 ($st) = http_request(DELETE => '/any-admin/overrides/shop/b', headers => [$wrong]);
 is($st, 204, 'satisfy any: the allowed address is let in with a wrong password');
-is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: override removed for flag "b" of project "shop", '
                         . qq($tail "DELETE /any-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           '... no user logged');
 is(last_who(), undef, '... none in the event ring');
 ($st) = http_request(PUT => '/any-admin/overrides/shop/b', body => '{"enabled": false}',
                      headers => [$alice, $json]);
 is($st, 204, 'satisfy any, the right password');
-is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": enabled false, '
+is_deeply(new_lines(), ['[notice] flags: override set for flag "b" of project "shop": enabled false, '
                         . qq($tail "PUT /any-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           '... still no user: nginx may not have checked it');
 
@@ -249,7 +251,7 @@ is_deeply(new_lines(), ['flags: override set for flag "b" of project "shop": ena
 is($st, 401, 'satisfy any with no allow rule: a wrong password is refused');
 ($st) = http_request(DELETE => '/pw-admin/overrides/shop/b', headers => [$alice]);
 is($st, 204, '... the right one is let in');
-is_deeply(new_lines(), ['flags: override removed for flag "b" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: override removed for flag "b" of project "shop", '
                         . qq(by user "alice", $tail "DELETE /pw-admin/overrides/shop/b HTTP/1.1", host: "localhost")],
           '... and named');
 is(last_who(), 'alice', '... in the event ring too');
@@ -260,11 +262,11 @@ is($st, 200, 'one evaluation');
 ($st) = http_request(POST => '/ingest/errors', body => '{"flagName":"a","message":"m"}',
                      headers => ['Authorization: Bearer tok', $json]);
 is($st, 204, 'one report');
-like(join("\n", @{ new_lines() }), qr/flags: rolled back flag "a" of project "shop"/, 'a is rolled back');
+like(join("\n", @{ new_lines() }), qr/^\[error\] flags: rolled back flag "a" of project "shop"/m, 'a is rolled back, at error');
 
 ($st) = http_request(DELETE => '/flags-admin/rollbacks/shop/a', headers => [$alice]);
 is($st, 204, 'rollback cleared');
-is_deeply(new_lines(), ['flags: rollback cleared for flag "a" of project "shop", '
+is_deeply(new_lines(), ['[notice] flags: rollback cleared for flag "a" of project "shop", '
                         . qq(by user "alice", $tail "DELETE /flags-admin/rollbacks/shop/a HTTP/1.1", host: "localhost")],
           'rollback cleared: the user and the client');
 
@@ -278,11 +280,11 @@ my @messages = (
     ['unknown project', DELETE => '/net-admin/overrides/nope/a', '', 404,
      '{"error":"unknown_project","message":"there is no project \"nope\""}'],
     ['unknown route, location with a slash', DELETE => '/flags-admin/other/shop/a', '', 404,
-     '{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag> or /flags-admin/overrides/<project>/<flag>"}'],
+     '{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag>, /flags-admin/overrides/<project>/<flag> or /flags-admin/ramps/<project>/<flag>"}'],
     ['unknown route, location without a slash', DELETE => '/net-admin/rollbacks/shop', '', 404,
-     '{"error":"not_found","message":"expected /net-admin/rollbacks/<project>/<flag> or /net-admin/overrides/<project>/<flag>"}'],
+     '{"error":"not_found","message":"expected /net-admin/rollbacks/<project>/<flag>, /net-admin/overrides/<project>/<flag> or /net-admin/ramps/<project>/<flag>"}'],
     ['exact location', DELETE => '/exact-admin/', '', 404,
-     '{"error":"not_found","message":"expected /exact-admin/rollbacks/<project>/<flag> or /exact-admin/overrides/<project>/<flag>"}'],
+     '{"error":"not_found","message":"expected /exact-admin/rollbacks/<project>/<flag>, /exact-admin/overrides/<project>/<flag> or /exact-admin/ramps/<project>/<flag>"}'],
 );
 
 for my $m (@messages) {

@@ -222,6 +222,36 @@ for my $pid (sort keys %seen) {
 my @bodies = map { (my $b = $_) =~ s/^flags_zone_bytes.*$//mg; $b } values %seen;
 is($bodies[0], $bodies[1], 'both workers give the same counters');
 
+# docs/metrics.md's example is this output's shape: each of its samples
+# has a sample here of its family with the same label names, each TYPE
+# is this output's (issue 24: the example had lost the "by" label)
+{
+    my $doc = read_file("$FindBin::Bin/../docs/metrics.md");
+    my ($example) = $doc =~ /^## Example\n.*?^```\n(.*?)^```$/ms;
+    ok($example, 'docs/metrics.md has an example');
+    my $body = (values %seen)[0];
+    my $shape = sub {
+        my ($l) = @_;
+        my ($name, $labels) = $l =~ /^([a-z_]+)(?:\{([^}]*)\})? \S+$/ or return undef;
+        return join ' ', $name, sort map { /^(\w+)=/ } split /,/, $labels // '';
+    };
+    my %out = map { ($shape->($_) // '') => 1 } split /\n/, $body;
+    my %type = map { $_ => 1 } grep { /^# TYPE / } split /\n/, $body;
+    my (@wrong, $samples);
+    for my $l (split /\n/, $example // '') {
+        next if $l eq '...' || $l =~ /^# HELP /;
+        if ($l =~ /^# TYPE /) {
+            push @wrong, $l unless $type{$l};
+            next;
+        }
+        my $sh = $shape->($l);
+        $samples++;
+        push @wrong, $l unless defined $sh && $out{$sh};
+    }
+    cmp_ok($samples // 0, '>', 10, 'the example has samples');
+    is(join("\n", @wrong), '', 'every sample and TYPE of the example has its like in the output');
+}
+
 # ---- gzip (the README's location), HEAD, 405 -------------------------------
 
 {

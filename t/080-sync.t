@@ -335,7 +335,7 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
            "host $i: risky served again");
     }
     for my $i (1 .. 2) {
-        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: rollback of flag "risky" of project "shop" cleared by the fleet \(host "h0"\)$/)),
+        is(scalar(log_lines($i, qr/\[notice\] \d+#\d+: flags: rollback of flag "risky" of project "shop" cleared by the fleet \(host "h0"\)$/)),
            1, "host $i: the clear is logged with the host that cleared it");
     }
 
@@ -382,7 +382,7 @@ is(flag_state(2, 'variant')->{rolledBack}, JSON::PP::false, 'not rolled back');
         }, 3), "host $i: the override is in effect");
     }
     for my $i (0, 2) {
-        is(scalar(log_lines($i, qr/\[error\] \d+#\d+: flags: override of flag "calm" of project "shop" set by the fleet \(host "h1"\)$/)),
+        is(scalar(log_lines($i, qr/\[notice\] \d+#\d+: flags: override of flag "calm" of project "shop" set by the fleet \(host "h1"\)$/)),
            1, "host $i: the override is logged with the host that set it");
     }
 
