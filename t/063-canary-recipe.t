@@ -219,5 +219,19 @@ is($st, 204, "the README's DELETE answers 204");
 is(canary('u1'), "new checkout is broken\n 500", 'u1 is back on the canary');
 is(status_flag('new-checkout')->{ramp}{state}, 'paused', '... its ramp paused at its stage');
 
+# the page's "Resume ramp", as the browser sends it from the page's origin
+# (Host as the browser sends it for a page at http://127.0.0.1:PORT/)
+my $s = raw_connect();
+my $resume = '{"action":"resume"}';
+print $s "PUT /flags-admin/ramps/demo/new-checkout HTTP/1.1\r\nHost: 127.0.0.1:$Port\r\n"
+    . "Origin: http://127.0.0.1:$Port\r\nSec-Fetch-Site: same-origin\r\n"
+    . "Content-Type: application/json\r\nContent-Length: " . length($resume) . "\r\n"
+    . "Connection: close\r\n\r\n$resume";
+my $answer = do { local $/; <$s> } // '';
+close $s;
+like($answer, qr{^HTTP/1\.1 204 }, 'the page may act: resume from http://127.0.0.1:PORT answers 204')
+    or diag($answer);
+is(status_flag('new-checkout')->{ramp}{state}, 'running', '... the ramp runs again');
+
 nginx_stop($master);
 done_testing();
