@@ -24,10 +24,19 @@ typedef struct {
 } ngx_http_flags_admin_ctx_t;
 
 
-/* a flags_admin location, remembered at merge, checked at postconfiguration */
+/*
+ * a flags_admin location, remembered at merge, checked at postconfiguration.
+ * nginx keeps a server's server_name list (cscf->server_names) in the
+ * configuration's temporary pool, which is freed once the configuration is
+ * read: the own-origin check reads this copy of it, made at
+ * postconfiguration (the names and their regexes themselves live in the
+ * configuration's pool).
+ */
 typedef struct {
     ngx_http_flags_loc_conf_t    *flcf;      /* the directive's file, line */
     void                        **loc_conf;  /* the location's, all modules */
+    ngx_http_core_srv_conf_t     *cscf;      /* its server's */
+    ngx_array_t                  *names;     /* of ngx_http_server_name_t */
 } ngx_http_flags_admin_location_t;
 
 
@@ -791,6 +800,8 @@ ngx_http_flags_admin_location(ngx_conf_t *cf, ngx_http_flags_loc_conf_t *flcf)
 
     loc->flcf = flcf;
     loc->loc_conf = clcf->loc_conf;
+    loc->cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+    loc->names = NULL;
 
     return NGX_OK;
 }
@@ -801,6 +812,8 @@ ngx_http_flags_admin_check(ngx_conf_t *cf)
 {
     void                            **lc, **put, **del;
     ngx_uint_t                        i, guard, g;
+    ngx_array_t                      *names;
+    ngx_http_server_name_t           *sn;
     ngx_http_core_loc_conf_t         *clcf;
     ngx_http_flags_main_conf_t       *fmcf;
     ngx_http_flags_admin_modules_t    m;
@@ -827,6 +840,26 @@ ngx_http_flags_admin_check(ngx_conf_t *cf)
     for (i = 0; i < fmcf->admin_locations->nelts; i++) {
         lc = loc[i].loc_conf;
         clcf = lc[ngx_http_core_module.ctx_index];
+
+        /* the server's names, out of the pool freed after the
+         * configuration */
+        names = &loc[i].cscf->server_names;
+
+        loc[i].names = ngx_array_create(cf->pool, ngx_max(names->nelts, 1),
+                                        sizeof(ngx_http_server_name_t));
+        if (loc[i].names == NULL) {
+            return NGX_ERROR;
+        }
+
+        sn = ngx_array_push_n(loc[i].names, names->nelts);
+        if (sn == NULL && names->nelts) {
+            return NGX_ERROR;
+        }
+
+        if (names->nelts) {
+            ngx_memcpy(sn, names->elts,
+                       names->nelts * sizeof(ngx_http_server_name_t));
+        }
 
         /* every change is a PUT or a DELETE: "limit_except GET { ... }"
          * puts both under the rules of its block */
@@ -1151,16 +1184,40 @@ ngx_http_flags_admin_own_origin(ngx_http_request_t *r, ngx_str_t *origin)
 static ngx_uint_t
 ngx_http_flags_admin_server_name(ngx_http_request_t *r, ngx_str_t *name)
 {
-    size_t                     len;
-    ngx_uint_t                 i;
-    ngx_http_server_name_t    *sn;
-    ngx_http_core_srv_conf_t  *cscf;
+    size_t                            len;
+    ngx_uint_t                        i;
+    ngx_array_t                      *names;
+    ngx_http_server_name_t           *sn;
+    ngx_http_core_srv_conf_t         *cscf;
+    ngx_http_flags_main_conf_t       *fmcf;
+    ngx_http_flags_admin_location_t  *loc;
 
+    /* the copy of the server's names (cscf->server_names itself was freed
+     * with the configuration's temporary pool) */
     cscf = ngx_http_get_module_srv_conf(r, ngx_http_core_module);
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    sn = cscf->server_names.elts;
+    if (fmcf->admin_locations == NULL) {
+        return 0;
+    }
 
-    for (i = 0; i < cscf->server_names.nelts; i++) {
+    names = NULL;
+    loc = fmcf->admin_locations->elts;
+
+    for (i = 0; i < fmcf->admin_locations->nelts; i++) {
+        if (loc[i].cscf == cscf) {
+            names = loc[i].names;
+            break;
+        }
+    }
+
+    if (names == NULL) {
+        return 0;
+    }
+
+    sn = names->elts;
+
+    for (i = 0; i < names->nelts; i++) {
 
 #if (NGX_PCRE)
         if (sn[i].regex) {
