@@ -6,7 +6,8 @@
 // It runs the demo's own configuration, nginx.conf.example with
 // examples/flags/, in a temporary directory: only the module's path, the
 // three ports (8080, 8081, 8082 become free ones, as t/063-canary-recipe.t
-// changes them) and, as root, a "user root;" line are its own. Then, as a
+// changes them), nginx's temp directories (under the temporary directory)
+// and, as root, a "user root;" line are its own. Then, as a
 // visitor of the tour would:
 //
 //   1. opens http://127.0.0.1:PORT/flags-dashboard/ in Debian's chromium;
@@ -58,6 +59,14 @@ function demoConf(port, oldPort, newPort) {
     sub(/127\.0\.0\.1:8080;/g, `127.0.0.1:${port};`);
     if (n !== 6) {
         throw new Error(`nginx.conf.example: ${n} of the 6 lines this script changes (module, 3 ports)`);
+    }
+    // the temp directories under the prefix, not nginx's compiled-in ones
+    // (/var/lib/nginx/body and the like, which nginx creates at its start)
+    const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+        .map((k) => `    ${k}_temp_path ${k}_temp;\n`).join('');
+    sub(/^http \{\n/m, `http {\n${temp}`);
+    if (n !== 7) {
+        throw new Error('nginx.conf.example: no "http {" line');
     }
     return conf;
 }
