@@ -356,17 +356,21 @@ run() {
 Open the operator's page: http://127.0.0.1:8080/flags-dashboard/
 search-v2 climbs its ramp (1, 5, 25, 50, 100 %), a stage every minute or two.
 
-Evaluate the flags for a user, and report an error:
-  curl -s -H 'Authorization: Bearer pub_demo_1' 'http://127.0.0.1:8080/flags?userId=user-2&trait_plan=pro&trait_country=DE'
-  curl -s -i -X POST -H 'Authorization: Bearer pub_demo_1' -H 'Content-Type: application/json' \
-       -d '{"flagName":"dark-mode","message":"TypeError: x is undefined","stack":"at a.js:1\nat b.js:2"}' \
-       http://127.0.0.1:8080/ingest/errors
+Ask for a user's flags, and report an error, as an app would:
 
-Break the canary: 60 users, the 12 that new-checkout sends to the broken
-backend get its 500, and its ramp's regression rule rolls it back:
-  for i in $(seq 1 60); do
-    curl -s -b uid=u$i -H 'X-Plan: pro' -H 'X-Country: de' http://127.0.0.1:8080/checkout/
-  done
+curl -s -H 'Authorization: Bearer pub_demo_1' \
+    'http://127.0.0.1:8080/flags?userId=user-2&trait_plan=pro&trait_country=DE'
+curl -s -i -X POST -H 'Authorization: Bearer pub_demo_1' -H 'Content-Type: application/json' \
+    -d '{"flagName":"dark-mode","message":"TypeError: x is undefined"}' \
+    http://127.0.0.1:8080/ingest/errors
+
+Then break the canary: 60 beta users ask for the checkout; the 12 that
+new-checkout sends to the broken backend get its 500, and within a tick
+(5 s) its ramp's regression rule rolls it back:
+
+for i in $(seq 1 60); do
+  curl -s -b uid=u$i -H 'X-Plan: pro' -H 'X-Country: de' http://127.0.0.1:8080/checkout/
+done
 
 Also: http://127.0.0.1:8080/flags-status, http://127.0.0.1:8080/flags-metrics
 Stop it with: ./build.sh stop

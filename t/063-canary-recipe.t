@@ -89,6 +89,9 @@ ok(index($tryit, $page_at // '') < index($tryit, $curls)
    && index($tryit, $curls) < index($tryit, $loop), '... in that order, after the page');
 my ($seq) = $loop =~ /^for i in \$\(seq 1 (\d+)\); do$/m;
 is($seq, 60, 'the loop asks for 60 users');
+my $build_sh = read_file("$root/build.sh");
+ok(index($build_sh, "\n$curls\n") > 0 && index($build_sh, "\n$loop\n") > 0,
+   './build.sh run prints the same commands');
 my ($demo_loop) = read_file("$root/docs/demo.md") =~ /^```\n(for i in .*?)^```$/ms;
 is($demo_loop, $loop, 'docs/demo.md has the same loop');
 my ($undo) = $tryit =~ /`curl -X DELETE (http:\/\/127\.0\.0\.1:8080\/flags-admin\/rollbacks\/demo\/new-checkout)`/;
