@@ -2,8 +2,12 @@
 # build.sh - build, test, run and benchmark ngx_http_flags_module.
 #
 #   ./build.sh            build build/ngx_http_flags_module.so (stripped)
-#   ./build.sh run        build, then start nginx with nginx.conf.example on 127.0.0.1:8080
+#   ./build.sh run        build, then start the demo: nginx with nginx.conf.example
+#                         on 127.0.0.1:8080, its page at /flags-dashboard/
+#                         (docs/demo.md)
 #   ./build.sh stop       stop the nginx started by "run"
+#   ./build.sh screenshot the demo's page in chromium, written to docs/demo.png
+#                         (t/node/demo-screenshot.js; about two minutes)
 #   ./build.sh test       build and run every test (cmocka unit tests, then t/*.t,
 #                         then the Node client tests t/node/, then a check that
 #                         they left /etc/nginx, /var/log/nginx and
@@ -289,11 +293,7 @@ need_node() {
 # build's module. "npm ci" runs only when the lock file changed since the
 # last install (its hash is kept in node_modules/), with npm's cache in
 # build/npm-cache, so a repeated run costs only the tests.
-node_suite() {
-    need nginx
-    need_node
-    # the page's test (t/node/dashboard.test.js) drives Debian's chromium
-    need chromium
+node_modules() {
     local dir=$ROOT/t/node stamp=$ROOT/t/node/node_modules/.flags-lock-md5 sum
     sum=$(md5sum <"$dir/package-lock.json" | cut -c1-32)
     if [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
@@ -302,6 +302,15 @@ node_suite() {
              --no-audit --no-fund --loglevel=error) || return 1
         echo "$sum" >"$stamp"
     fi
+}
+
+node_suite() {
+    need nginx
+    need_node
+    # the page's test (t/node/dashboard.test.js) drives Debian's chromium
+    need chromium
+    node_modules || return 1
+    local dir=$ROOT/t/node
     export NGINX_BIN
     export TEST_NGINX_LOAD_MODULES=$BUILD/ngx_http_flags_module.so
     if [ "$SANITIZE" = 1 ]; then
@@ -326,6 +335,10 @@ node_suite() {
     return $rc
 }
 
+# The demo (docs/demo.md): nginx.conf.example with examples/flags/ in
+# build/run/. Each run starts the tour afresh: the state file of the run
+# before (its rollbacks and a ramp that may have finished) is removed, so
+# search-v2 climbs again from its first stage.
 run() {
     need nginx
     module
@@ -338,6 +351,7 @@ run() {
     # nginx.conf.example expects the module in <prefix>/modules/ and the
     # flags files in conf/flags/, next to the configuration.
     mkdir -p "$srv/modules" "$srv/conf/flags" "$srv/state"
+    rm -f "$srv"/state/flags-state.json*
     cp "$ROOT/nginx.conf.example" "$srv/conf/nginx.conf"
     cp "$BUILD/ngx_http_flags_module.so" "$srv/modules/"
     cp "$ROOT"/examples/flags/*.json "$srv/conf/flags/"
@@ -349,12 +363,26 @@ run() {
     say "nginx is running (pid $pid), logs in $srv/logs"
     cat <<'EOF'
 
-Try it:
-  curl -s -H 'Authorization: Bearer pub_demo_1' 'http://127.0.0.1:8080/flags?userId=user-2&trait_plan=pro&trait_country=DE'
-  curl -s -i -X POST -H 'Authorization: Bearer pub_demo_1' -H 'Content-Type: application/json' \
-       -d '{"flagName":"new-checkout","message":"TypeError: x is undefined","stack":"at a.js:1\nat b.js:2"}' \
-       http://127.0.0.1:8080/ingest/errors
+Open the operator's page: http://127.0.0.1:8080/flags-dashboard/
+search-v2 climbs its ramp (1, 5, 25, 50, 100 %), a stage every minute or two.
 
+Ask for a user's flags, and report an error, as an app would:
+
+curl -s -H 'Authorization: Bearer pub_demo_1' \
+    'http://127.0.0.1:8080/flags?userId=user-2&trait_plan=pro&trait_country=DE'
+curl -s -i -X POST -H 'Authorization: Bearer pub_demo_1' -H 'Content-Type: application/json' \
+    -d '{"flagName":"dark-mode","message":"TypeError: x is undefined"}' \
+    http://127.0.0.1:8080/ingest/errors
+
+Then break the canary: 60 beta users ask for the checkout; the 12 that
+new-checkout sends to the broken backend get its 500, and within a tick
+(5 s) its ramp's regression rule rolls it back:
+
+for i in $(seq 1 60); do
+  curl -s -b uid=u$i -H 'X-Plan: pro' -H 'X-Country: de' http://127.0.0.1:8080/checkout/
+done
+
+Also: http://127.0.0.1:8080/flags-status, http://127.0.0.1:8080/flags-metrics
 Stop it with: ./build.sh stop
 EOF
 }
@@ -365,6 +393,21 @@ stop() {
         local pid; pid=$(cat "$pidf")
         "$ROOT/t/helper/nginxctl" stop "$pid" && say "stopped nginx $pid"
     fi
+}
+
+# "./build.sh screenshot [file]": t/node/demo-screenshot.js runs the demo's
+# own configuration (nginx.conf.example and examples/flags/, only its ports
+# changed, under a temporary directory), sends it traffic until search-v2
+# has climbed a stage and new-checkout is rolled back by its ramp's
+# regression rule, and writes the page as chromium shows it to docs/demo.png
+# (or the file given).
+screenshot() {
+    need nginx
+    need_node
+    need chromium
+    node_modules
+    NGINX_BIN=$NGINX_BIN TEST_NGINX_LOAD_MODULES=$BUILD/ngx_http_flags_module.so \
+        env -u LD_PRELOAD node "$ROOT/t/node/demo-screenshot.js" "${1:-$ROOT/docs/demo.png}"
 }
 
 cmd=${1:-build}
@@ -402,8 +445,9 @@ case $cmd in
         prove_suite "$@" ;;
     run) run ;;
     stop) stop ;;
+    screenshot) module; screenshot "$@" ;;
     bench) need nginx wrk; module; exec "$ROOT/bench/run.sh" "$@" ;;
     fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
     deb) deb ;;
-    *) echo "usage: $0 [build|run|stop|test|unit|prove|node|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|run|stop|screenshot|test|unit|prove|node|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
 esac
