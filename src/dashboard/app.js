@@ -473,6 +473,7 @@
         c.chartCell.append(c.chart, c.chartNow);
         c.window = row(dl, 'Window');
         c.sources = row(dl, 'Errors');
+        c.sources.className = 'two';
         c.cohorts = row(dl, 'Cohorts');
         c.cohorts.className = 'two';
         c.on = el('span');

@@ -47,6 +47,8 @@ const SHOP = {
           ramp: { stages: [{ percentage: 50, hold: 3600 }, { percentage: 100 }] } },
         { name: 'recovering', enabled: true, rolloutPercentage: 50,
           rollback: { minErrors: 1000, rate: 100, window: 3 } },
+        // read by a location that answers 503: upstream errors, no report
+        { name: 'upstream-fed', enabled: true, rolloutPercentage: 100, rollback: false },
     ],
     segments: {
         beta: { rules: [{ trait: 'plan', op: 'eq', value: 'beta' }] },
@@ -65,10 +67,15 @@ const BILLING = {
 const HTTP = `
     flags_project shop token=pub_shop_1 file=shop.json;
     flags_project billing token=pub_billing_1 file=billing.json;
+    flags_context shop user=$arg_uid;
 `;
 const SERVER = `
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
+        location = /broken {
+            flags_upstream_errors on;
+            return 503 "$flag_upstream_fed\n";
+        }
         location = /flags-status { flags_status; allow 127.0.0.1; deny all; }
         location /flags-dashboard/ {
             flags_dashboard admin=/flags-admin/;
@@ -188,7 +195,7 @@ test('the page loads with no console error, no request elsewhere, every flag of 
     const shown = await page.$$eval('article.flag', (as) => as.map((a) => [a.dataset.project, a.dataset.flag]));
     const doc = await status();
     const want = doc.projects.flatMap((p) => p.flags.map((f) => [p.name, f.name]));
-    assert.equal(want.length, 8);
+    assert.equal(want.length, 9);
     assert.deepEqual(shown, want, 'every flag of both projects, in the document\'s order');
     assert.deepEqual(await page.$$eval('section.project h2 > span:first-child', (h) => h.map((e) => e.textContent)),
                      ['shop', 'billing']);
@@ -243,8 +250,16 @@ test('error reports make a rollback appear without a reload, within 2 s', async 
     // issue 24: the rollback's time with its date and zone, in UTC
     const utc = (iso) => iso.slice(0, 10) + ' ' + iso.slice(11, 19) + ' UTC';
     assert.match(c.text, new RegExp('Rolled back' + utc(f.rollback.at) + ' by the rule'));
-    // where the errors came from
+    // where the errors came from: reports here, upstream 5xx there
     assert.match(c.text, /Errors3 from reports, 0 upstream 5xx \(on, in total\)/);
+    for (const u of ['a', 'b']) {
+        const res = await fetch(`${ng.base}/broken?uid=${u}`);
+        assert.equal(res.status, 503);
+        assert.equal(await res.text(), '1\n');
+    }
+    assert.deepEqual(flagOf(await status(), 'shop', 'upstream-fed').errorsBySource, { reports: 0, upstream: 2 });
+    await page.waitForFunction(() => document.querySelector('article.flag[data-flag="upstream-fed"]').textContent
+        .includes('Errors0 from reports, 2 upstream 5xx (on, in total)'), { timeout: 7000 });
     // and the event ring's line about it: its time so, "1 distinct source"
     await page.waitForFunction(() => document.querySelector('#events li.k-rollback'), { timeout: 2000 });
     const ev = await page.$eval('#events li.k-rollback', (li) => [li.querySelector('time').textContent, li.textContent]);
@@ -436,7 +451,7 @@ test('the read-only page has no actions', async () => {
     ro.on('console', (m) => { if (m.type() === 'error') { errs.push(m.text()); } });
     await ro.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
     await ro.waitForSelector('article.flag');
-    assert.equal(await ro.$$eval('article.flag', (a) => a.length), 8);
+    assert.equal(await ro.$$eval('article.flag', (a) => a.length), 9);
     assert.equal(await ro.$('button[data-action]'), null);
     assert.deepEqual(errs, []);
     await ro.close();
