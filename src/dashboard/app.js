@@ -418,7 +418,7 @@
             return '–';
         }
         // counters.errors by source: the on cohort's, since the counters began
-        return num(b.reports, 0) + ' from reports, ' + num(b.upstream, 0) + ' upstream 5xx (on, in total)';
+        return plural(b.reports, 'report', 'reports') + ' · ' + num(b.upstream, 0) + ' upstream 5xx (total)';
     }
 
     function row(dl, term) {
@@ -473,7 +473,6 @@
         c.chartCell.append(c.chart, c.chartNow);
         c.window = row(dl, 'Window');
         c.sources = row(dl, 'Errors');
-        c.sources.className = 'two';
         c.cohorts = row(dl, 'Cohorts');
         c.cohorts.className = 'two';
         c.on = el('span');
@@ -526,7 +525,8 @@
         put(c.servedOf, 'configured ' + pct(f.rolloutPercentage) + (f.enabled === false ? ', off in the file' : ''));
         put(c.override, overrideText(f.override));
         sample(c, f, now);
-        put(c.sources, sources(f));
+        put(c.sources, sources(f), 'the on cohort\'s errors since the counters began, by where they came from: ' +
+            'error reports, or 5xx answers of requests that read the flag (flags_upstream_errors)');
         cohorts(c, f, now);
         put(c.target, targeting(f));
         put(c.rollback, rollbackText(f));
