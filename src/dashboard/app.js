@@ -296,40 +296,70 @@
     // read for 5 minutes. A second the window covers and does not list had
     // no error (or was emptied by a clear).
 
+    // Each card keeps a ring of HISTORY_S seconds: its second (0: none)
+    // and its errors. The chart is drawn only for a card on the screen
+    // (an IntersectionObserver): with 1,000 flags a reading merges every
+    // card's seconds but draws a few.
     function sample(card, f, now) {
         const w = f.window;
-        const secs = card.secs;
         const nowS = Math.floor(now / 1000);
+        const at = card.at;
+        const n = card.n;
         if (w && Array.isArray(w.perSecond)) {
             // a second's count only grows, but a cleared rollback empties
             // the window: the page keeps the larger, so the incident stays
             const len = Math.min(w.seconds || 0, 60);
             for (let a = 0; a < len; a++) {
-                secs.set(nowS - a, secs.get(nowS - a) || 0);
+                const t = nowS - a;
+                const i = t % HISTORY_S;
+                if (at[i] !== t) {
+                    at[i] = t;
+                    n[i] = 0;
+                }
             }
             for (const p of w.perSecond) {
                 if (Array.isArray(p) && p[0] < len) {
-                    secs.set(nowS - p[0], Math.max(secs.get(nowS - p[0]), p[2] || 0));
+                    const i = (nowS - p[0]) % HISTORY_S;
+                    n[i] = Math.max(n[i], p[2] || 0);
                 }
             }
         }
+        card.nowS = nowS;
+        card.dirty = true;
+        if (card.onScreen) {
+            draw(card);
+        }
+        put(card.window, w ? plural(w.errors, 'error', 'errors') + ', ' + num(w.enabledEvaluations, 0) +
+            ' on evals, ' + plural(w.sources, 'source', 'sources') + ' / ' + w.seconds + ' s' : '–',
+            w ? 'the last ' + w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ' from ' +
+            plural(w.sources, 'source', 'sources') + ' in ' +
+            plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') : '');
+    }
+
+    function draw(card) {
+        if (!card.dirty || !card.flag) {
+            return;
+        }
+        card.dirty = false;
+        const w = card.flag.window;
+        const nowS = card.nowS;
+        const at = card.at;
+        const n = card.n;
         let max = 0;
         let oldest = nowS;
-        let d = '';
-        const bw = CHART_W / HISTORY_S;
-        for (const [t, n] of secs) {
-            if (nowS - t >= HISTORY_S) {
-                secs.delete(t);
-                continue;
+        for (let i = 0; i < HISTORY_S; i++) {
+            if (at[i] > nowS - HISTORY_S) {
+                oldest = Math.min(oldest, at[i]);
+                max = Math.max(max, n[i]);
             }
-            oldest = Math.min(oldest, t);
-            max = Math.max(max, n);
         }
         const top = max > 0 ? max * 1.15 : 1;
-        for (const [t, n] of secs) {
-            if (n > 0) {
-                const x = CHART_W - (nowS - t + 1) * bw;
-                const h = Math.max(1, (n / top) * (CHART_H - 3));
+        const bw = CHART_W / HISTORY_S;
+        let d = '';
+        for (let i = 0; i < HISTORY_S; i++) {
+            if (n[i] > 0 && at[i] > nowS - HISTORY_S) {
+                const x = CHART_W - (nowS - at[i] + 1) * bw;
+                const h = Math.max(1, (n[i] / top) * (CHART_H - 3));
                 d += 'M' + x.toFixed(1) + ' ' + (CHART_H - 1) + 'v-' + h.toFixed(1) + 'h' +
                     Math.max(bw, 0.8).toFixed(1) + 'v' + h.toFixed(1) + 'Z';
             }
@@ -348,12 +378,17 @@
             card.chart.setAttribute('aria-label', label);
             card.chartTitle.textContent = label;
         }
-        put(card.window, w ? plural(w.errors, 'error', 'errors') + ', ' + num(w.enabledEvaluations, 0) +
-            ' on evals, ' + plural(w.sources, 'source', 'sources') + ' / ' + w.seconds + ' s' : '–',
-            w ? 'the last ' + w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ' from ' +
-            plural(w.sources, 'source', 'sources') + ' in ' +
-            plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') : '');
     }
+
+    const seen = typeof IntersectionObserver === 'function' ? new IntersectionObserver((list) => {
+        for (const e of list) {
+            const c = e.target.card;
+            c.onScreen = e.isIntersecting;
+            if (c.onScreen) {
+                draw(c);
+            }
+        }
+    }) : null;
 
     // ---- the cohorts: the change since a reading a window ago ----
     //
@@ -439,11 +474,16 @@
 
     function makeCard(pname, fname) {
         const id = pname + '/' + fname;
-        const c = { project: pname, name: fname, secs: new Map(), readings: [], flag: null };
+        const c = { project: pname, name: fname, at: new Float64Array(HISTORY_S), n: new Float64Array(HISTORY_S),
+                    nowS: 0, dirty: false, onScreen: !seen, readings: [], flag: null };
         c.el = el('article', 'flag');
         c.el.setAttribute('aria-label', 'flag ' + fname + ' of project ' + pname);
         c.el.dataset.project = pname;
         c.el.dataset.flag = fname;
+        c.el.card = c;
+        if (seen) {
+            seen.observe(c.el);
+        }
         const head = el('div', 'head');
         c.title = el('h3', '', fname);
         c.title.title = id;
@@ -604,6 +644,9 @@
             for (const [n, c] of p.flags) {
                 if (!names.has(n)) {
                     c.el.remove();
+                    if (seen) {
+                        seen.unobserve(c.el);
+                    }
                     p.flags.delete(n);
                 }
             }

@@ -279,7 +279,8 @@ test('a page opened after the page-out draws the last minute at its first readin
     await late.setRequestInterception(true);
     late.on('request', (r) => (/\/events$/.test(r.url()) ? r.abort() : r.continue()));
     await late.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
-    await late.waitForSelector('article.flag[data-flag="new-checkout"]');
+    // (drawn once the card is on the screen)
+    await late.waitForSelector('article.flag[data-flag="new-checkout"] svg.chart[aria-label]');
     const chart = await late.$eval('article.flag[data-flag="new-checkout"] svg.chart',
                                    (e) => [e.getAttribute('aria-label'), e.querySelector('path.area').getAttribute('d')]);
     const reads = await late.evaluate(() => performance.getEntriesByType('resource')
