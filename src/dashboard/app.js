@@ -209,8 +209,9 @@
         if (!evals) {
             return 'no evaluation' + (errors ? ', ' + plural(errors, 'error', 'errors') : '');
         }
+        // (a report needs no evaluation on this host: errors may exceed them)
         return pct(Math.floor(Math.min(errors, evals) * 100000 / evals) / 1000) + ' (' +
-            num(errors, 0) + ' of ' + num(evals, 0) + ')';
+            plural(errors, 'error', 'errors') + ' / ' + plural(evals, 'eval', 'evals') + ')';
     }
 
     function rollbackText(f) {

@@ -322,10 +322,10 @@ test('cohort rates are the recent ones: red while the on cohort fails more, not 
     // a report with no evaluation on this host: no "(2 of 0)"
     await nginx.reportErrors(ng.base, 'pub_billing_1', ODD, 2);
     await page.waitForFunction((s) => document.querySelector(`${s} dd.two span.worse`), { timeout: 7000 }, sel);
-    assert.match((await card('shop', 'recovering')).text, /on \d+(\.\d+)? % \(3 of \d+\) · off 0 % \(0 of \d+\) · last \d+ s/);
+    assert.match((await card('shop', 'recovering')).text, /on \d+(\.\d+)? % \(3 errors \/ \d+ evals\) · off 0 % \(0 errors \/ \d+ evals\) · last \d+ s/);
     await page.waitForFunction((o) => [...document.querySelectorAll('article.flag')]
         .find((a) => a.dataset.flag === o).textContent.includes('on no evaluation, 2 errors'), { timeout: 7000 }, ODD);
-    assert.doesNotMatch((await card('billing', ODD)).text, /of 0\)/);
+    assert.doesNotMatch((await card('billing', ODD)).text, /\/ 0 evals|of 0\)/);
     // the errors stop; the users keep coming: the card is no longer red
     // although the totals still hold the 3 errors
     const until = Date.now() + 15000;
@@ -337,7 +337,7 @@ test('cohort rates are the recent ones: red while the on cohort fails more, not 
         red = await page.$eval(`${sel} dd.two span:first-child`, (e) => e.classList.contains('worse'));
     }
     assert.equal(red, false, 'the on cohort is not red 15 s after its last error');
-    assert.match((await card('shop', 'recovering')).text, /on 0 % \(0 of \d+\) · off 0 % \(0 of \d+\) · last \d+ s/);
+    assert.match((await card('shop', 'recovering')).text, /on 0 % \(0 errors \/ \d+ evals\) · off 0 % \(0 errors \/ \d+ evals\) · last \d+ s/);
     assert.equal(flagOf(await status(), 'shop', 'recovering').cohorts.on.errors, 3);
 });
 
