@@ -218,9 +218,9 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
 
     ngx_http_flags_control_event(ch, FL_EVENT_ROLLBACK,
                                  "%uL errors and %uL enabled evaluations in "
-                                 "%uD s from %uL distinct sources",
+                                 "%uD s from %uL distinct source%s",
                                  errors, enabled, flag->policy.window,
-                                 sources);
+                                 sources, sources == 1 ? "" : "s");
 
     ngx_http_flags_control_changed(ch);
 

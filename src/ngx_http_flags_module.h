@@ -383,6 +383,8 @@ ngx_uint_t ngx_http_flags_zone_defs_committed(
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
 void ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
     ngx_http_flags_flag_t *flag, fl_ramp_input_t *in);
+void ngx_http_flags_window_series(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_series_t *t);
 void ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_version_t *v, int64_t now, uint32_t seconds,
     uint64_t *enabled, uint64_t *errors, uint64_t *sources);

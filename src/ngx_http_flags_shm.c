@@ -1008,6 +1008,33 @@ ngx_http_flags_window_sums(ngx_http_flags_main_conf_t *fmcf,
 }
 
 
+/* The flag's window second by second (flags_status's "perSecond"): the
+ * last min(window, FL_SERIES_MAX) seconds of every block it counts in. */
+
+void
+ngx_http_flags_window_series(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_flag_t *flag, int64_t now, fl_series_t *t)
+{
+    ngx_http_flags_window_t  *w;
+
+    ngx_memzero(t, sizeof(fl_series_t));
+
+    if (flag->node == NULL) {
+        return;
+    }
+
+    t->seconds = ngx_min(flag->policy.window, FL_SERIES_MAX);
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    for (w = flag->version->windows; w; w = w->next) {
+        fl_window_series(ngx_http_flags_window_block(w), now, t);
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+}
+
+
 /*
  * The distinct sources of the flag's window errors now, with their ages in
  * seconds (flags_sync sends them to the fleet).  keys and ages hold

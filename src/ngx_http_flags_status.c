@@ -40,6 +40,7 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     size_t                       i, n, size;
     int64_t                      now;
     fl_event_t                  *events;
+    fl_series_t                  series;
     fl_state_snapshot_t          s;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -93,6 +94,9 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
             }
 
             ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
+            ngx_http_flags_window_series(fmcf, &project[i].flags[n], now,
+                                         &series);
+            s.series = &series;
 
             p += fl_status_flag_json(project[i].core, n, &s,
                                      project[i].flags[n].node != NULL,

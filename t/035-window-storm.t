@@ -97,7 +97,7 @@ sleep 0.5;
 
 my (undef, undef, $status) = http_request(GET => '/flags-status');
 my ($errors) = $status =~ /"counters":\{"evaluations":\d+,"enabledEvaluations":\d+,"errors":(\d+)\}/;
-my ($window) = $status =~ /"window":\{"seconds":\d+,"enabledEvaluations":\d+,"errors":(\d+),"sources":\d+\}/;
+my ($window) = $status =~ /"window":\{"seconds":\d+,"enabledEvaluations":\d+,"errors":(\d+),"sources":\d+,"perSecond":\[[][0-9,]*\]\}/;
 is($errors, $acked, 'every acknowledged report is in the lifetime counter');
 is($window, $acked, 'and in the window');
 

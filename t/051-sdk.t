@@ -259,7 +259,7 @@ main::flags(main::flag('plain', 'true', 100), main::flag('all', 'true', 100),
 [200, 200, 200, 200, 200, 200]
 --- response_body_like eval
 [('^\{"flags":') x 5,
- '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"plain",.*"counters":\{"evaluations":5,"enabledEvaluations":3,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":3,"errors":0,"sources":0\},.*\{"name":"killed",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"pro-de",.*"counters":\{"evaluations":5,"enabledEvaluations":3,"errors":0\},.*\{"name":"paid",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"ios",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"acct",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"blog","flags":\[\{"name":"comments",.*"counters":\{"evaluations":0,']
+ '^\{"projects":\[\{"name":"shop","flags":\[\{"name":"plain",.*"counters":\{"evaluations":5,"enabledEvaluations":3,"errors":0\},"window":\{"seconds":60,"enabledEvaluations":3,"errors":0,"sources":0,"perSecond":\[(?:\[\d+,\d+,\d+\],?)*\]\},.*\{"name":"killed",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"pro-de",.*"counters":\{"evaluations":5,"enabledEvaluations":3,"errors":0\},.*\{"name":"paid",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"ios",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"acct",.*"counters":\{"evaluations":5,"enabledEvaluations":0,"errors":0\},.*\{"name":"blog","flags":\[\{"name":"comments",.*"counters":\{"evaluations":0,']
 
 
 
@@ -332,7 +332,7 @@ main::flags(main::flag('plain', 'true', 100), main::flag('all', 'true', 100),
 --- response_body_like eval
 ['^$', '^$', '^$',
  '^\{"time":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","project":"shop","flagName":"paid","message":"TypeError: x","stack":"at a\.go:1\\\\nat b\.go:2","userId":"u-1","traits":\{"plan":"pro","n":2\}\}\n\{"time":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d\d\dZ","project":"shop","flagName":"paid","message":"TypeError: x","stack":"at a\.go:1\\\\nat b\.go:2","userId":"u-1","traits":\{"plan":"pro","n":2\}\}\n\{"time":"[^"]+","project":"shop","flagName":"paid","message":"boom"\}\n$',
- '\{"name":"paid",.*"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":1\},"window":\{"seconds":60,"enabledEvaluations":0,"errors":1,"sources":1\},.*"cohorts":\{"on":\{"evaluations":0,"errors":1,"errorPercentage":null\},"off":\{"evaluations":0,"errors":2,"errorPercentage":null\}\}']
+ '\{"name":"paid",.*"counters":\{"evaluations":0,"enabledEvaluations":0,"errors":1\},"window":\{"seconds":60,"enabledEvaluations":0,"errors":1,"sources":1,"perSecond":\[(?:\[\d+,\d+,\d+\],?)*\]\},.*"cohorts":\{"on":\{"evaluations":0,"errors":1,"errorPercentage":null\},"off":\{"evaluations":0,"errors":2,"errorPercentage":null\}\}']
 
 
 

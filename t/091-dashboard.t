@@ -59,6 +59,7 @@ my $server = <<"_C_";
         location /small/ { flags_dashboard; client_max_body_size 1; }
         location = /status { flags_status; }
         location = /ingest/errors { flags_ingest_errors; }
+        location = /flags { flags_evaluate; }
         location /admin/ {
             flags_admin;
             auth_basic "flags";
@@ -217,7 +218,7 @@ my ($ov) = grep { $_->{kind} eq 'override' } @$events;
 is($ov->{who}, $hostile, 'the hostile user name is kept as it is (escaped in JSON)');
 is($ov->{detail}, 'rolloutPercentage 12.5', '... with the override');
 my ($rb) = grep { $_->{kind} eq 'rollback' } @$events;
-is($rb->{detail}, '3 errors and 0 enabled evaluations in 60 s from 1 distinct sources', 'the rollback\'s counts');
+is($rb->{detail}, '3 errors and 0 enabled evaluations in 60 s from 1 distinct source', 'the rollback\'s counts, "1 distinct source" (issue 24)');
 is($rb->{who}, undef, '... no user');
 my ($cl) = grep { $_->{kind} eq 'clear' } @$events;
 is($cl->{who}, 'alice', 'the clear names alice');
@@ -317,6 +318,37 @@ is($st, 204, 'a regular expression server_name: 204');
 is($st, 403, '... a name it does not match: 403');
 ($st) = admin_as('localhost', 'http://localhost.evil.example', PUT => 'overrides/shop/steady', $off);
 is($st, 403, 'an Origin that is not the Host: 403');
+
+# ---------------------------------------------------------------- perSecond
+# Issue 24: a page opened after the page-out drew a flat chart, having only
+# its own readings; the window's seconds, one by one, are in the document.
+# comments (blog, 100 %, the default window of 60 s): two evaluations and an
+# error in one second, an error two seconds later; the two workers count
+# into the one zone.
+use Time::HiRes ();
+sub fresh_second { Time::HiRes::sleep(1.05 - (Time::HiRes::time() - int(Time::HiRes::time()))) }
+sub blog_report { http_request(POST => '/ingest/errors', body => '{"flagName":"comments","message":"boom"}',
+                               headers => ['Authorization: Bearer tok_blog', 'Content-Type: application/json']) }
+sub comments_window {
+    my (undef, undef, $b) = http_request(GET => '/status');
+    return $b =~ /"name":"comments",.*?("window":\{[^}]*\})/ ? $1 : $b;
+}
+is(comments_window(), '"window":{"seconds":60,"enabledEvaluations":0,"errors":0,"sources":0,"perSecond":[]}',
+   'perSecond: an idle window has none');
+fresh_second();
+for my $u (1, 2) {
+    my ($est) = http_request(GET => "/flags?userId=u$u", headers => ['Authorization: Bearer tok_blog']);
+    is($est, 200, "evaluate comments for u$u");
+}
+is((blog_report())[0], 204, 'an error report');
+fresh_second();
+fresh_second();
+is((blog_report())[0], 204, 'another, two seconds later');
+is(comments_window(),
+   '"window":{"seconds":60,"enabledEvaluations":2,"errors":2,"sources":1,"perSecond":[[0,0,1],[2,2,1]]}',
+   'perSecond: [seconds ago, enabled evaluations, errors], newest first, busy seconds only');
+my ($sw) = grep { $_->{name} eq 'comments' } @{ status_doc('/dash/status.json')->{projects}[1]{flags} };
+is_deeply($sw->{window}{perSecond}, [[0, 0, 1], [2, 2, 1]], '... the same in the page\'s status.json');
 
 nginx_stop($master);
 done_testing();

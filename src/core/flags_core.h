@@ -469,7 +469,22 @@ typedef struct {
      * copy, or the zone's block read with fl_ramp_read() */
     const fl_ramp_t    *ramp;
     uint64_t            now_ms;         /* wall clock the ramp is read at */
+
+    /* the window's last seconds, one by one (flags_status's
+     * "window"."perSecond"; NULL: not read) */
+    const struct fl_series_s *series;
 } fl_state_snapshot_t;
+
+/* A flag's window second by second: index 0 is the second of now_sec,
+ * index k the one k seconds before; the last min(window, FL_SERIES_MAX)
+ * seconds. */
+#define FL_SERIES_MAX  60u
+
+typedef struct fl_series_s {
+    uint32_t    seconds;
+    uint32_t    enabled[FL_SERIES_MAX];
+    uint32_t    errors[FL_SERIES_MAX];
+} fl_series_t;
 
 /* A window block in the caller's memory, laid out by the core. */
 typedef struct fl_window_s  fl_window_t;
@@ -591,6 +606,12 @@ void fl_window_sums(const fl_window_t *w, int64_t now_sec, uint32_t seconds,
 /* Folds src's buckets into dst, by second: used when a window of another
  * length is retired, once nobody counts into src any more. */
 void fl_window_merge(fl_window_t *dst, const fl_window_t *src) FL_NOEXCEPT;
+
+/* Adds to out the block's counts of each of the last out->seconds seconds
+ * (at most the block's length; set out->seconds, zero the counts, then
+ * call it once a block of the flag). */
+void fl_window_series(const fl_window_t *w, int64_t now_sec, fl_series_t *out)
+    FL_NOEXCEPT;
 
 void fl_window_clear(fl_window_t *w) FL_NOEXCEPT;
 

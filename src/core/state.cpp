@@ -648,6 +648,40 @@ void fl_window_sums(const fl_window_t *w, int64_t now_sec, uint32_t seconds,
     *errors += er;
 }
 
+void fl_window_series(const fl_window_t *w, int64_t now_sec, fl_series_t *out)
+    noexcept
+{
+    const bucket *b = buckets(w);
+    uint32_t n = block_seconds(w);
+    uint32_t now = stamp_of(now_sec);
+    uint32_t len = out->seconds < FL_SERIES_MAX ? out->seconds : FL_SERIES_MAX;
+
+    if (len > n) {
+        len = n;
+    }
+
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t words[2] = {load(&b[i].enabled), load(&b[i].errors)};
+        uint32_t *to[2] = {out->enabled, out->errors};
+
+        for (int k = 0; k < 2; k++) {
+            uint32_t count = static_cast<uint32_t>(words[k]);
+            if (count == 0) {
+                continue;
+            }
+            int32_t age = static_cast<int32_t>(
+                now - static_cast<uint32_t>(words[k] >> 32));
+            if (age < 0) {
+                age = 0;            /* another worker's clock, a step ahead */
+            }
+            if (age < static_cast<int32_t>(len)) {
+                uint32_t &c = to[k][age];
+                c = count > UINT32_MAX - c ? UINT32_MAX : c + count;
+            }
+        }
+    }
+}
+
 void fl_window_merge(fl_window_t *dst, const fl_window_t *src) noexcept
 {
     const bucket *sb = buckets(src);

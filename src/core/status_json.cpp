@@ -4,7 +4,8 @@
  *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
  *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
- *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N,"sources":N},
+ *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N,"sources":N,
+ *              "perSecond":[[0,N,N],[3,N,N],...]},
  *    "rollbackRule":{"enabled":true,"minErrors":20,"rate":10,"window":60,
  *                    "minSources":1,
  *                    "waitingFor":{"errors":N,"rateErrors":N,"sources":N}},
@@ -21,7 +22,11 @@
  * everything after comes from the state snapshot.  "zoneFull" is true for a
  * flag that found no room in the shared zone (counted == 0): it is
  * evaluated but nothing is counted and it cannot roll back, so its
- * counters read 0.  "errorsBySource" splits "counters"."errors" into
+ * counters read 0.  "perSecond" is the window second by second, the
+ * seconds with a count only, newest first: [seconds before the reading,
+ * enabled evaluations, errors], over the last min(window, 60) seconds
+ * (the page draws the last minute from its first reading).
+ * "errorsBySource" splits "counters"."errors" into
  * accepted reports and upstream errors (flags_upstream_errors);
  * "cohorts" are every evaluation of the flag by its answer, with their
  * errors (reports by their cohort, upstream errors by the request's
@@ -48,6 +53,9 @@ namespace {
  * digits, 5 percentages of at most 8 bytes and a 24-byte time. */
 constexpr size_t fixed_bound = 1536;
 
+/* "perSecond": [59,4294967295,4294967295], a second at most */
+constexpr size_t series_bound = FL_SERIES_MAX * 27 + 16;
+
 /* errors / evaluations in milli-percent, rounded down, at most 100 %. */
 uint32_t error_milli(uint64_t errors, uint64_t evaluations) noexcept
 {
@@ -56,6 +64,34 @@ uint32_t error_milli(uint64_t errors, uint64_t evaluations) noexcept
     }
     unsigned __int128 m = static_cast<unsigned __int128>(errors) * FL_MILLI_MAX;
     return static_cast<uint32_t>(m / evaluations);
+}
+
+/* ,"perSecond":[[age,enabled,errors],...] newest first, busy seconds only */
+char *put_series(char *o, const fl_series_t *t, uint32_t window) noexcept
+{
+    o = fl::put_lit(o, ",\"perSecond\":[");
+    if (t != nullptr) {
+        uint32_t len = window < t->seconds ? window : t->seconds;
+        bool first = true;
+        if (len > FL_SERIES_MAX) {
+            len = FL_SERIES_MAX;
+        }
+        for (uint32_t k = 0; k < len; k++) {
+            if (t->enabled[k] == 0 && t->errors[k] == 0) {
+                continue;
+            }
+            o = first ? fl::put_lit(o, "[") : fl::put_lit(o, ",[");
+            first = false;
+            o += fl::put_u64(k, o);
+            *o++ = ',';
+            o += fl::put_u64(t->enabled[k], o);
+            *o++ = ',';
+            o += fl::put_u64(t->errors[k], o);
+            *o++ = ']';
+        }
+    }
+    *o++ = ']';
+    return o;
 }
 
 char *put_cohort(char *o, uint64_t evaluations, uint64_t errors) noexcept
@@ -118,7 +154,7 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i) noexcept
         if (fl_project_flag_info(p, i, &info) != 0) {
             return 0;
         }
-        size_t n = fixed_bound + fl::str_bound(info.name_len);
+        size_t n = fixed_bound + series_bound + fl::str_bound(info.name_len);
         if (fl_project_flag_ramp(p, i) != nullptr) {
             n += FL_RAMP_JSON_BOUND;
         }
@@ -195,6 +231,7 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
         o += fl::put_u64(s->window_errors, o);
         o = fl::put_lit(o, ",\"sources\":");
         o += fl::put_u64(s->window_sources, o);
+        o = put_series(o, s->series, s->window_seconds);
         *o++ = '}';
         o = put_rule(o, s, counted != 0);
 

@@ -11,6 +11,7 @@
     const POLL_MS = 5000;
     const DEBOUNCE_MS = 100;
     const HISTORY_MS = 5 * 60 * 1000;
+    const HISTORY_S = HISTORY_MS / 1000;
     const CHART_W = 120;
     const CHART_H = 32;
     const SVG = 'http://www.w3.org/2000/svg';
@@ -25,6 +26,7 @@
     let busy = false;
     let again = false;
     let lastOk = 0;
+    let lastErr = '';             // why the last reading failed ('' if it did not)
     let lastDoc = {};             // the last status.json read
     let source = null;
     let pending = null;           // the action the dialog asks about
@@ -94,12 +96,15 @@
         return String(n).padStart(2, '0');
     }
 
+    // every time on the page: date, time and zone, in UTC (the zone of
+    // flags_status's times), whatever the browser's zone is
     function clock(iso) {
         const d = new Date(iso);
         if (!iso || Number.isNaN(d.getTime())) {
             return '–';
         }
-        return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+        return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' +
+            pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()) + ' UTC';
     }
 
     function ago(iso) {
@@ -131,13 +136,10 @@
         if (!iso) {
             return '–';
         }
-        const d = new Date(iso);
-        if (Number.isNaN(d.getTime())) {
+        if (Number.isNaN(new Date(iso).getTime())) {
             return String(iso);
         }
-        const today = new Date().toDateString() === d.toDateString();
-        const day = today ? '' : d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ';
-        return day + clock(iso) + ' (' + ago(iso) + ')';
+        return clock(iso) + ' (' + ago(iso) + ')';
     }
 
     function plural(n, one, many) {
@@ -150,8 +152,9 @@
         return f.enabled === false || (f.override !== null && f.override !== undefined && f.override.enabled === false);
     }
 
+    // a ramp that moves or may move again: not finished, not rolled back
     function ramping(f) {
-        return !!f.ramp && f.ramp.state !== 'done';
+        return !!f.ramp && !f.rolledBack && f.ramp.state !== 'done' && f.ramp.state !== 'rolledBack';
     }
 
     // the one state a card's colour and badge show, the worst first
@@ -200,11 +203,15 @@
         return JSON.stringify(o);
     }
 
-    function cohortText(c) {
-        if (!c) {
-            return '–';
+    // one cohort: its errors over its evaluations (counts, or the change
+    // between two readings)
+    function cohortText(evals, errors) {
+        if (!evals) {
+            return 'no evaluation' + (errors ? ', ' + plural(errors, 'error', 'errors') : '');
         }
-        return pct(c.errorPercentage) + ' (' + num(c.errors, 0) + ' of ' + num(c.evaluations, 0) + ')';
+        // (a report needs no evaluation on this host: errors may exceed them)
+        return pct(Math.floor(Math.min(errors, evals) * 100000 / evals) / 1000) + ' (' +
+            plural(errors, 'error', 'errors') + ' / ' + plural(evals, 'eval', 'evals') + ')';
     }
 
     function rollbackText(f) {
@@ -250,7 +257,8 @@
         if (!r) {
             return ['', 'none'];
         }
-        let head = 'stage ' + r.stage + ' of ' + r.stages + ' (' + num(r.percentage) + ' %), ' + r.state;
+        let head = 'stage ' + r.stage + ' of ' + r.stages + ' (' + num(r.percentage) + ' %), ' +
+            (r.state === 'rolledBack' ? 'rolled back' : r.state);
         if (r.stalled) {
             head += ', stalled';
         }
@@ -281,55 +289,173 @@
         return [head, parts.join('; ') || '–'];
     }
 
-    // ---- the chart: the window's error rate per second, kept client-side ----
+    // ---- the chart: errors second by second, the last 5 minutes ----
+    //
+    // Each reading carries the window's last seconds one by one
+    // (window.perSecond: [seconds ago, on evaluations, errors]), so the
+    // first reading already draws the last minute; the page keeps what it
+    // read for 5 minutes. A second the window covers and does not list had
+    // no error (or was emptied by a clear).
 
+    // Each card keeps a ring of HISTORY_S seconds: its second (0: none)
+    // and its errors. The chart is drawn only for a card on the screen
+    // (an IntersectionObserver): with 1,000 flags a reading merges every
+    // card's seconds but draws a few.
     function sample(card, f, now) {
         const w = f.window;
-        const rate = w && w.seconds ? w.errors / w.seconds : 0;
-        const h = card.history;
-        if (h.length && now - h[h.length - 1][0] < 500) {
-            h[h.length - 1] = [now, rate];
-        } else {
-            h.push([now, rate]);
+        const nowS = Math.floor(now / 1000);
+        const at = card.at;
+        const n = card.n;
+        if (w && Array.isArray(w.perSecond)) {
+            // a second's count only grows, but a cleared rollback empties
+            // the window: the page keeps the larger, so the incident stays
+            const len = Math.min(w.seconds || 0, 60);
+            for (let a = 0; a < len; a++) {
+                const t = nowS - a;
+                const i = t % HISTORY_S;
+                if (at[i] !== t) {
+                    at[i] = t;
+                    n[i] = 0;
+                }
+            }
+            for (const p of w.perSecond) {
+                if (Array.isArray(p) && p[0] < len) {
+                    const i = (nowS - p[0]) % HISTORY_S;
+                    n[i] = Math.max(n[i], p[2] || 0);
+                }
+            }
         }
-        while (h.length && now - h[0][0] > HISTORY_MS) {
-            h.shift();
-        }
-        let max = 0;
-        for (const p of h) {
-            max = Math.max(max, p[1]);
-        }
-        const top = max > 0 ? max * 1.15 : 1;
-        const y = (v) => (CHART_H - 1 - (v / top) * (CHART_H - 3)).toFixed(1);
-        const x = (t) => (CHART_W - ((now - t) / HISTORY_MS) * CHART_W).toFixed(1);
-        let d = '';
-        for (let i = 0; i < h.length; i++) {
-            d += (i ? 'L' : 'M') + x(h[i][0]) + ' ' + y(h[i][1]);
-        }
-        if (h.length === 1) {
-            d = 'M0 ' + y(h[0][1]) + 'L' + CHART_W + ' ' + y(h[0][1]);
-        }
-        if (d !== card.path) {
-            card.path = d;
-            card.curve.setAttribute('d', d);
-            const first = h.length === 1 ? '0' : x(h[0][0]);
-            card.area.setAttribute('d', d + 'L' + CHART_W + ' ' + (CHART_H - 1) + 'L' + first + ' ' + (CHART_H - 1) + 'Z');
-        }
-        const label = num(rate, 3) + ' errors/s now, at most ' + num(max, 3) + '/s in the last ' +
-            span(Math.round((now - h[0][0]) / 1000)) + ' (window ' + (w ? w.seconds : '–') + ' s)';
-        put(card.chartNow, num(rate, 3) + '/s' + (max > rate ? ' (max ' + num(max, 3) + ')' : ''), '');
-        if (card.chart.getAttribute('aria-label') !== label) {
-            card.chart.setAttribute('aria-label', label);
-            card.chartTitle.textContent = label;
+        card.nowS = nowS;
+        card.dirty = true;
+        if (card.onScreen) {
+            draw(card);
         }
         put(card.window, w ? plural(w.errors, 'error', 'errors') + ', ' + num(w.enabledEvaluations, 0) +
             ' on evals, ' + plural(w.sources, 'source', 'sources') + ' / ' + w.seconds + ' s' : '–',
             w ? 'the last ' + w.seconds + ' s: ' + plural(w.errors, 'error', 'errors') + ' from ' +
             plural(w.sources, 'source', 'sources') + ' in ' +
-            plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') + ' (' + num(rate, 3) + ' errors/s)' : '');
+            plural(w.enabledEvaluations, 'on evaluation', 'on evaluations') : '');
     }
 
-    // ---- a flag's card, built once ----
+    function draw(card) {
+        if (!card.dirty || !card.flag) {
+            return;
+        }
+        card.dirty = false;
+        const w = card.flag.window;
+        const nowS = card.nowS;
+        const at = card.at;
+        const n = card.n;
+        let max = 0;
+        let oldest = nowS;
+        for (let i = 0; i < HISTORY_S; i++) {
+            if (at[i] > nowS - HISTORY_S) {
+                oldest = Math.min(oldest, at[i]);
+                max = Math.max(max, n[i]);
+            }
+        }
+        const top = max > 0 ? max * 1.15 : 1;
+        const bw = CHART_W / HISTORY_S;
+        let d = '';
+        for (let i = 0; i < HISTORY_S; i++) {
+            if (n[i] > 0 && at[i] > nowS - HISTORY_S) {
+                const x = CHART_W - (nowS - at[i] + 1) * bw;
+                const h = Math.max(1, (n[i] / top) * (CHART_H - 3));
+                d += 'M' + x.toFixed(1) + ' ' + (CHART_H - 1) + 'v-' + h.toFixed(1) + 'h' +
+                    Math.max(bw, 0.8).toFixed(1) + 'v' + h.toFixed(1) + 'Z';
+            }
+        }
+        if (d !== card.path) {
+            card.path = d;
+            card.area.setAttribute('d', d);
+        }
+        const errs = w ? w.errors : 0;
+        const label = (w ? plural(errs, 'error', 'errors') + ' in the window (' + w.seconds + ' s)' : 'no window') +
+            '; at most ' + plural(max, 'error', 'errors') + ' in one second over the last ' +
+            span(nowS - oldest + 1);
+        put(card.chartNow, (w ? num(errs, 0) + ' in ' + w.seconds + ' s' : '–') +
+            (max > 0 ? ' · max ' + num(max, 0) + '/s' : ''), '');
+        if (card.chart.getAttribute('aria-label') !== label) {
+            card.chart.setAttribute('aria-label', label);
+            card.chartTitle.textContent = label;
+        }
+    }
+
+    const seen = typeof IntersectionObserver === 'function' ? new IntersectionObserver((list) => {
+        for (const e of list) {
+            const c = e.target.card;
+            c.onScreen = e.isIntersecting;
+            if (c.onScreen) {
+                draw(c);
+            }
+        }
+    }) : null;
+
+    // ---- the cohorts: the change since a reading a window ago ----
+    //
+    // flags_status's cohorts count since the flag's counters began, so an
+    // incident fixed an hour ago still weighs in them. The card shows the
+    // change over the last window (from the newest kept reading at least a
+    // window old, else the oldest), and the totals, marked so, only until
+    // it has two readings. Only the recent rates are marked red.
+
+    function cohorts(card, f, now) {
+        const co = f.cohorts || {};
+        const on = co.on || {};
+        const off = co.off || {};
+        const cur = [now, on.evaluations || 0, on.errors || 0, off.evaluations || 0, off.errors || 0];
+        const rs = card.readings;
+        const last = rs[rs.length - 1];
+        // counters that went down: a restart or a new definition
+        if (last && cur.some((v, i) => i > 0 && v < last[i])) {
+            rs.length = 0;
+        }
+        // (a window longer than 5 minutes: the last 5 minutes)
+        const win = Math.min(HISTORY_MS, Math.max(1, (f.window && f.window.seconds) || 60) * 1000);
+        let base = null;
+        for (const r of rs) {
+            if (now - r[0] >= win || !base) {
+                base = r;
+            }
+        }
+        rs.push(cur);
+        // the oldest is needed only while the next one is less than a window old
+        while (rs.length > 2 && now - rs[1][0] >= win) {
+            rs.shift();
+        }
+        let d = cur;
+        let over = 'in total (no earlier reading)';
+        if (base) {
+            d = cur.map((v, i) => v - base[i]);
+            over = 'last ' + span(Math.round(d[0] / 1000));
+        }
+        const onT = cohortText(d[1], d[2]);
+        const offT = cohortText(d[3], d[4]);
+        put(card.on, onT, '');
+        put(card.off, offT, '');
+        put(card.coWhen, over, '');
+        card.cohorts.title = (base ? 'over the ' + over : 'since the counters began') +
+            ': errors of the users the flag is on for: ' + onT + '; off for: ' + offT;
+        const worse = base && d[1] > 0 && d[3] > 0 && d[2] * d[3] > d[4] * d[1];
+        setClass(card.on, worse ? 'worse' : '');
+    }
+
+    function targeting(f) {
+        const s = Array.isArray(f.segments) ? f.segments : [];
+        if (!s.length) {
+            return 'everyone (no segment)';
+        }
+        return (s.length === 1 ? 'segment ' : 'one of the segments ') + s.join(', ');
+    }
+
+    function sources(f) {
+        const b = f.errorsBySource;
+        if (!b) {
+            return '–';
+        }
+        // counters.errors by source: the on cohort's, since the counters began
+        return plural(b.reports, 'report', 'reports') + ' · ' + num(b.upstream, 0) + ' upstream 5xx (total)';
+    }
 
     function row(dl, term) {
         dl.appendChild(el('dt', '', term));
@@ -349,11 +475,16 @@
 
     function makeCard(pname, fname) {
         const id = pname + '/' + fname;
-        const c = { project: pname, name: fname, history: [], flag: null };
+        const c = { project: pname, name: fname, at: new Float64Array(HISTORY_S), n: new Float64Array(HISTORY_S),
+                    nowS: 0, dirty: false, onScreen: !seen, readings: [], flag: null };
         c.el = el('article', 'flag');
         c.el.setAttribute('aria-label', 'flag ' + fname + ' of project ' + pname);
         c.el.dataset.project = pname;
         c.el.dataset.flag = fname;
+        c.el.card = c;
+        if (seen) {
+            seen.observe(c.el);
+        }
         const head = el('div', 'head');
         c.title = el('h3', '', fname);
         c.title.title = id;
@@ -376,17 +507,21 @@
                                preserveAspectRatio: 'none', role: 'img', focusable: 'false' });
         c.chartTitle = svg('title', {});
         c.area = svg('path', { class: 'area' });
-        c.curve = svg('path', { class: 'curve' });
         c.chart.append(c.chartTitle,
                        svg('line', { class: 'base', x1: 0, x2: CHART_W, y1: CHART_H - 0.5, y2: CHART_H - 0.5 }),
-                       c.area, c.curve);
+                       c.area);
         c.chartNow = el('span', 'chartnow num');
         c.chartCell.append(c.chart, c.chartNow);
         c.window = row(dl, 'Window');
+        c.sources = row(dl, 'Errors');
         c.cohorts = row(dl, 'Cohorts');
+        c.cohorts.className = 'two';
         c.on = el('span');
         c.off = el('span');
-        c.cohorts.append('on ', c.on, ' · off ', c.off);
+        c.coWhen = el('span', 'muted');
+        c.cohorts.append('on ', c.on, ' · off ', c.off, ' · ', c.coWhen);
+        c.target = row(dl, 'Targeting');
+        c.target.className = 'two';
         c.rollback = row(dl, 'Rolled back');
         c.rollback.className = 'two';
         c.ramp = row(dl, 'Ramp');
@@ -431,15 +566,10 @@
         put(c.servedOf, 'configured ' + pct(f.rolloutPercentage) + (f.enabled === false ? ', off in the file' : ''));
         put(c.override, overrideText(f.override));
         sample(c, f, now);
-        const co = f.cohorts || {};
-        const on = cohortText(co.on);
-        const off = cohortText(co.off);
-        put(c.on, on, '');
-        put(c.off, off, '');
-        c.cohorts.title = 'errors of the users the flag is on for: ' + on + '; off for: ' + off;
-        const worse = co.on && co.off && co.on.errorPercentage !== null && co.off.errorPercentage !== null &&
-            co.on.errorPercentage > co.off.errorPercentage;
-        setClass(c.on, worse ? 'worse' : '');
+        put(c.sources, sources(f), 'the on cohort\'s errors since the counters began, by where they came from: ' +
+            'error reports, or 5xx answers of requests that read the flag (flags_upstream_errors)');
+        cohorts(c, f, now);
+        put(c.target, targeting(f));
         put(c.rollback, rollbackText(f));
         setClass(c.rollback, f.rolledBack ? 'two bad' : 'two');
         const r = rampText(f.ramp);
@@ -515,6 +645,9 @@
             for (const [n, c] of p.flags) {
                 if (!names.has(n)) {
                     c.el.remove();
+                    if (seen) {
+                        seen.unobserve(c.el);
+                    }
                     p.flags.delete(n);
                 }
             }
@@ -664,10 +797,11 @@
             lastDoc = await res.json();
             render(lastDoc);
             lastOk = Date.now();
-            state();
+            lastErr = '';
         } catch (e) {
-            live('Stale: ' + e.message + (lastOk ? ' (last read ' + clock(new Date(lastOk).toISOString()) + ')' : ''), 'bad');
+            lastErr = cfg.status + ': ' + (e && e.message ? e.message : String(e));
         } finally {
+            state();
             busy = false;
             if (again) {
                 again = false;
@@ -691,13 +825,20 @@
         debounce = setTimeout(refresh, DEBOUNCE_MS);
     }
 
+    // "Live" only with the stream open and the last reading a success; the
+    // time is always the last successful reading's, never the clock's
     function state() {
-        if (!source || source.readyState === 2) {
-            live('Not live: no event stream (reading every 5 s)', 'warn');
+        const read = lastOk ? 'read ' + clock(new Date(lastOk).toISOString()) : '';
+        if (!lastOk) {
+            live(lastErr ? 'Not read: ' + lastErr : 'Connecting…', lastErr ? 'bad' : 'warn');
+        } else if (lastErr) {
+            live('Stale: ' + lastErr + ' (last ' + read + ')', 'bad');
+        } else if (!source || source.readyState === 2) {
+            live('Not live: no event stream (reading every 5 s) · ' + read, 'warn');
         } else if (source.readyState === 0) {
-            live('Reconnecting to the event stream…', 'warn');
+            live('Reconnecting to the event stream… · ' + read, 'warn');
         } else {
-            live('Live · read ' + clock(new Date(lastOk || Date.now()).toISOString()), 'good');
+            live('Live · ' + read, 'good');
         }
     }
 

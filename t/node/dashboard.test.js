@@ -8,7 +8,13 @@
 // origin, list every flag, show a rollback live (the event stream, not the
 // 5 s reading), clear it through the dialog and the admin API, keep a
 // hostile user name as text, and a page of another origin must not be
-// able to change anything through the admin API. The test writes the
+// able to change anything through the admin API. Issue 24, what an operator
+// met during an incident: the page must show a flag's targeting, every time
+// in UTC with its date (the browser at +05:30), where errors came from
+// (reports, upstream 5xx), a chart at its first reading (the window's
+// seconds), whole lines, no "ramping" for a rolled-back ramp, recent cohort
+// rates (not red once the errors stop), no "(2 of 0)", and never "Live"
+// without a reading. The test writes the
 // screenshot the README shows (written to build/dashboard.png; copied to
 // docs/dashboard.png by hand when the page changes, so a test run leaves
 // the tree as it was).
@@ -35,12 +41,25 @@ const SHOP = {
     flags: [
         { name: 'new-checkout', enabled: true, rolloutPercentage: 100,
           rollback: { minErrors: 3, rate: 1, window: 60 } },
-        { name: 'dark-mode', enabled: true, rolloutPercentage: 25 },
+        { name: 'dark-mode', enabled: true, rolloutPercentage: 25, segments: ['beta', 'staff'] },
         { name: 'legacy-cart', enabled: false, rolloutPercentage: 100 },
         { name: 'search-v2', enabled: true, rolloutPercentage: 0,
           ramp: { stages: [{ percentage: 5, hold: 3600 }, { percentage: 50, hold: 3600 },
                            { percentage: 100 }] } },
+        // issue 24: a ramp the rule rolls back, and a half rollout whose
+        // errors stop (a window of 3 s, a rule that never trips)
+        { name: 'guarded-ramp', enabled: true, rolloutPercentage: 0,
+          rollback: { minErrors: 3, rate: 1, window: 60 },
+          ramp: { stages: [{ percentage: 50, hold: 3600 }, { percentage: 100 }] } },
+        { name: 'recovering', enabled: true, rolloutPercentage: 50,
+          rollback: { minErrors: 1000, rate: 100, window: 3 } },
+        // read by a location that answers 503: upstream errors, no report
+        { name: 'upstream-fed', enabled: true, rolloutPercentage: 100, rollback: false },
     ],
+    segments: {
+        beta: { rules: [{ trait: 'plan', op: 'eq', value: 'beta' }] },
+        staff: { rules: [{ trait: 'email', op: 'ends_with', value: '@example.com' }] },
+    },
 };
 // the most hostile name the file allows ([A-Za-z0-9_.:-]{1,128})
 const ODD = '-:.._--:';
@@ -54,10 +73,15 @@ const BILLING = {
 const HTTP = `
     flags_project shop token=pub_shop_1 file=shop.json;
     flags_project billing token=pub_billing_1 file=billing.json;
+    flags_context shop user=$arg_uid;
 `;
 const SERVER = `
         location = /flags { flags_evaluate; }
         location = /ingest/errors { flags_ingest_errors; }
+        location = /broken {
+            flags_upstream_errors on;
+            return 503 "$flag_upstream_fed\n";
+        }
         location = /flags-status { flags_status; allow 127.0.0.1; deny all; }
         location /flags-dashboard/ {
             flags_dashboard admin=/flags-admin/;
@@ -97,6 +121,8 @@ before(async () => {
         defaultViewport: { width: 1280, height: 800 },
     });
     page = await browser.newPage();
+    // a zone that is not UTC: the page's times must still be UTC, and say so
+    await page.emulateTimezone('Asia/Kolkata');
     await page.authenticate({ username: 'alice', password: USERS.alice });
     page.on('request', (r) => {
         requests.push({ url: r.url(), method: r.method(), headers: r.headers(),
@@ -175,7 +201,7 @@ test('the page loads with no console error, no request elsewhere, every flag of 
     const shown = await page.$$eval('article.flag', (as) => as.map((a) => [a.dataset.project, a.dataset.flag]));
     const doc = await status();
     const want = doc.projects.flatMap((p) => p.flags.map((f) => [p.name, f.name]));
-    assert.equal(want.length, 6);
+    assert.equal(want.length, 9);
     assert.deepEqual(shown, want, 'every flag of both projects, in the document\'s order');
     assert.deepEqual(await page.$$eval('section.project h2 > span:first-child', (h) => h.map((e) => e.textContent)),
                      ['shop', 'billing']);
@@ -186,6 +212,16 @@ test('the page loads with no console error, no request elsewhere, every flag of 
     assert.match((await card('shop', 'search-v2')).text, /stage 0 of 3 \(5 %\), running/);
     // admin= given: the actions are there
     assert.ok(await page.$('button[data-action="clear"]'));
+    // issue 24: a flag's targeting, as text
+    assert.match((await card('shop', 'dark-mode')).text, /Targetingone of the segments beta, staff/);
+    assert.match((await card('shop', 'new-checkout')).text, /Targetingeveryone \(no segment\)/);
+    // the reading's time with its date and zone (UTC, the browser being at +05:30)
+    await page.waitForFunction(() => /^Live/.test(document.querySelector('#live').textContent), { timeout: 3000 });
+    const liveText = await page.$eval('#live', (e) => e.textContent);
+    const m = /^Live · read (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC$/.exec(liveText);
+    assert.ok(m, liveText);
+    assert.ok(Math.abs(Date.parse(m[1].replace(' ', 'T') + 'Z') - Date.now()) < 10000, `${liveText} is now, in UTC`);
+    assert.equal(await page.evaluate(() => new Date(0).getTimezoneOffset()), -330, 'the browser is at +05:30');
 
     const origin = new URL(ng.base).origin;
     const elsewhere = requests.filter((r) => new URL(r.url).origin !== origin);
@@ -214,9 +250,110 @@ test('error reports make a rollback appear without a reload, within 2 s', async 
     const c = await card('shop', 'new-checkout');
     assert.equal(c.badge, 'rolled back');
     assert.match(c.text, /by the rule: 3 errors in 5 on evaluations/);
-    assert.equal(flagOf(await status(), 'shop', 'new-checkout').rolledBack, true);
-    // and the event ring's line about it
+    const doc = await status();
+    const f = flagOf(doc, 'shop', 'new-checkout');
+    assert.equal(f.rolledBack, true);
+    // issue 24: the rollback's time with its date and zone, in UTC
+    const utc = (iso) => iso.slice(0, 10) + ' ' + iso.slice(11, 19) + ' UTC';
+    assert.match(c.text, new RegExp('Rolled back' + utc(f.rollback.at) + ' by the rule'));
+    // where the errors came from: reports here, upstream 5xx there
+    assert.match(c.text, /Errors3 reports · 0 upstream 5xx \(total\)/);
+    for (const u of ['a', 'b']) {
+        const res = await fetch(`${ng.base}/broken?uid=${u}`);
+        assert.equal(res.status, 503);
+        assert.equal(await res.text(), '1\n');
+    }
+    assert.deepEqual(flagOf(await status(), 'shop', 'upstream-fed').errorsBySource, { reports: 0, upstream: 2 });
+    await page.waitForFunction(() => document.querySelector('article.flag[data-flag="upstream-fed"]').textContent
+        .includes('Errors0 reports · 2 upstream 5xx (total)'), { timeout: 7000 });
+    // and the event ring's line about it: its time so, "1 distinct source"
     await page.waitForFunction(() => document.querySelector('#events li.k-rollback'), { timeout: 2000 });
+    const ev = await page.$eval('#events li.k-rollback', (li) => [li.querySelector('time').textContent, li.textContent]);
+    assert.equal(ev[0], utc(doc.events.find((e) => e.kind === 'rollback').at));
+    assert.match(ev[1], /from 1 distinct source$/);
+});
+
+test('a page opened after the page-out draws the last minute at its first reading', async () => {
+    const late = await browser.newPage();
+    // no event stream, so the page reads once (its next reading is 5 s away)
+    await late.setRequestInterception(true);
+    late.on('request', (r) => (/\/events$/.test(r.url()) ? r.abort() : r.continue()));
+    await late.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
+    // (drawn once the card is on the screen)
+    await late.waitForSelector('article.flag[data-flag="new-checkout"] svg.chart[aria-label]');
+    const chart = await late.$eval('article.flag[data-flag="new-checkout"] svg.chart',
+                                   (e) => [e.getAttribute('aria-label'), e.querySelector('path.area').getAttribute('d')]);
+    const reads = await late.evaluate(() => performance.getEntriesByType('resource')
+        .filter((r) => /status\.json$/.test(r.name)).length);
+    await late.close();
+    assert.equal(reads, 1, 'one reading');
+    assert.match(chart[0], /^3 errors in the window \(60 s\); at most [123] errors? in one second over the last/);
+    const bars = chart[1].match(/v-[0-9.]+/g) || [];
+    assert.ok(bars.length >= 1 && bars.length <= 3, `the chart has a bar a second with errors: ${chart[1]}`);
+});
+
+test('the rollback reason and the ramp line are whole; a rolled-back ramp is not "ramping"', async () => {
+    const ramps = () => page.$eval('#summary', (e) => e.textContent);
+    await page.waitForFunction(() => /, 2 ramping$/.test(document.querySelector('#summary').textContent),
+                               { timeout: LIVE_MS });
+    await nginx.reportErrors(ng.base, 'pub_shop_1', 'guarded-ramp', 3);
+    await page.waitForSelector('article.flag.s-rolledBack[data-flag="guarded-ramp"]', { timeout: LIVE_MS });
+    assert.equal(flagOf(await status(), 'shop', 'guarded-ramp').ramp.state, 'rolledBack');
+    await page.waitForFunction(() => /, 1 ramping$/.test(document.querySelector('#summary').textContent),
+                               { timeout: LIVE_MS }).catch(async (e) => {
+        throw new Error(`${e.message}: ${await ramps()}`);
+    });
+    // no row of the card is cut: every dd shows all of its text
+    const cut = await page.$$eval('article.flag dd', (dds) => dds
+        .filter((d) => d.scrollHeight > d.clientHeight + 1 || d.scrollWidth > d.clientWidth + 1)
+        .map((d) => d.closest('article').dataset.flag + ': ' + d.previousElementSibling.textContent + ': ' + d.textContent));
+    assert.deepEqual(cut, []);
+    const c = await card('shop', 'guarded-ramp');
+    assert.match(c.text, /Rolled back\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC by the rule: 3 errors in \d+ on evaluations, 1 source/);
+    assert.match(c.text, /Rampstage 0 of 2 \(50 %\), rolled back · /);
+});
+
+test('cohort rates are the recent ones: red while the on cohort fails more, not after', async () => {
+    const sel = 'article.flag[data-flag="recovering"]';
+    for (let i = 0; i < 20; i++) {
+        await nginx.getFlags(ng.base, 'pub_shop_1', `r-${i}`);
+    }
+    await nginx.reportErrors(ng.base, 'pub_shop_1', 'recovering', 3);
+    // a report with no evaluation on this host: no "(2 of 0)"
+    await nginx.reportErrors(ng.base, 'pub_billing_1', ODD, 2);
+    await page.waitForFunction((s) => document.querySelector(`${s} dd.two span.worse`), { timeout: 7000 }, sel);
+    assert.match((await card('shop', 'recovering')).text, /on \d+(\.\d+)? % \(3 errors \/ \d+ evals\) · off 0 % \(0 errors \/ \d+ evals\) · last \d+ s/);
+    await page.waitForFunction((o) => [...document.querySelectorAll('article.flag')]
+        .find((a) => a.dataset.flag === o).textContent.includes('on no evaluation, 2 errors'), { timeout: 7000 }, ODD);
+    assert.doesNotMatch((await card('billing', ODD)).text, /\/ 0 evals|of 0\)/);
+    // the errors stop; the users keep coming: the card is no longer red
+    // although the totals still hold the 3 errors
+    const until = Date.now() + 15000;
+    let i = 20;
+    let red = true;
+    while (red && Date.now() < until) {
+        await nginx.getFlags(ng.base, 'pub_shop_1', `r-${i++}`);
+        await nginx.sleep(200);
+        red = await page.$eval(`${sel} dd.two span:first-child`, (e) => e.classList.contains('worse'));
+    }
+    assert.equal(red, false, 'the on cohort is not red 15 s after its last error');
+    assert.match((await card('shop', 'recovering')).text, /on 0 % \(0 errors \/ \d+ evals\) · off 0 % \(0 errors \/ \d+ evals\) · last \d+ s/);
+    assert.equal(flagOf(await status(), 'shop', 'recovering').cohorts.on.errors, 3);
+});
+
+test('a page that cannot read the status says so, and never "Live"', async () => {
+    const down = await browser.newPage();
+    await down.setRequestInterception(true);
+    down.on('request', (r) => (/status\.json$/.test(r.url()) ? r.abort('connectionrefused') : r.continue()));
+    await down.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
+    // the event stream opens: the old page said "Live · read" and the time
+    await down.waitForFunction(() => /^Not read: status\.json: /.test(document.querySelector('#live').textContent),
+                               { timeout: 3000 });
+    await nginx.sleep(1000);
+    const text = await down.$eval('#live', (e) => [e.textContent, e.className]);
+    await down.close();
+    assert.match(text[0], /^Not read: status\.json: /);
+    assert.equal(text[1], 'line bad');
 });
 
 test('"clear rollback", confirmed in the dialog with the keyboard, clears it through the admin API', async () => {
@@ -321,7 +458,7 @@ test('the read-only page has no actions', async () => {
     ro.on('console', (m) => { if (m.type() === 'error') { errs.push(m.text()); } });
     await ro.goto(`${ng.base}/flags-dashboard-ro/`, { waitUntil: 'load' });
     await ro.waitForSelector('article.flag');
-    assert.equal(await ro.$$eval('article.flag', (a) => a.length), 6);
+    assert.equal(await ro.$$eval('article.flag', (a) => a.length), 9);
     assert.equal(await ro.$('button[data-action]'), null);
     assert.deepEqual(errs, []);
     await ro.close();

@@ -864,6 +864,48 @@ static void test_concurrent_exact(void **state)
 }
 
 
+/* The window second by second (flags_status's "perSecond", issue 24). */
+static void test_window_series(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    fl_series_t t = { .seconds = 60 };
+
+    eval_n(m, 940, 1, 2);           /* 60 s before 1000: out */
+    eval_n(m, 941, 1, 4);           /* 59 s before: the oldest second in */
+    eval_n(m, 995, 1, 3);
+    eval_n(m, 995, 0, 5);           /* off evaluations are not in it */
+    fl_count_error(&FS(m)->t, FS(m)->w, 999);
+    fl_count_error(&FS(m)->t, FS(m)->w, 999);
+    fl_window_series(FS(m)->w, 1000, &t);
+    for (unsigned k = 0; k < FL_SERIES_MAX; k++) {
+        uint32_t en = k == 5 ? 3 : k == 59 ? 4 : 0;
+        assert_int_equal(t.enabled[k], en);
+        assert_int_equal(t.errors[k], k == 1 ? 2 : 0);
+    }
+
+    /* a shorter series: only its seconds; a second block adds to it, and
+     * a second stamped ahead (another worker's clock) counts as now */
+    void *m2 = new_block(10, 1);
+    eval_n(m2, 995, 1, 7);
+    eval_n(m2, 1001, 1, 1);
+    memset(&t, 0, sizeof(t));
+    t.seconds = 3;
+    fl_window_series(FS(m)->w, 1000, &t);
+    fl_window_series(FS(m2)->w, 1000, &t);
+    assert_int_equal(t.enabled[0], 1);
+    assert_int_equal(t.errors[1], 2);
+    assert_int_equal(t.enabled[5], 0);
+    memset(&t, 0, sizeof(t));
+    t.seconds = 60;
+    fl_window_series(FS(m)->w, 1000, &t);
+    fl_window_series(FS(m2)->w, 1000, &t);
+    assert_int_equal(t.enabled[5], 3 + 7);
+    free_block(m);
+    free_block(m2);
+}
+
+
 /* -------------------------------------------------------- status JSON */
 
 static const char flags_file[] =
@@ -904,14 +946,17 @@ static void test_status_json(void **state)
     eval_n(m, 100, 0, 1);
     /* a report of the on cohort (issue 17: a report is in a cohort too) */
     record_error(m, 100, 0, &pol);
+    fl_series_t series = { .seconds = 60 };
+    fl_window_series(FS(m)->w, 100, &series);
     fl_state_snapshot_t s = snap(m, 100);
     s.policy = pol;
+    s.series = &series;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":1},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1,\"sources\":0},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":1,\"sources\":0,\"perSecond\":[[0,3,1]]},"
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":1,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":1,\"upstream\":0},"
@@ -921,15 +966,19 @@ static void test_status_json(void **state)
 
     assert_int_equal(record_error(m, 100, 1795352709123ULL, &pol), 1);
     fl_control_set_override(&FS(m)->c, FL_OVERRIDE_PERCENT, 33333);
+    memset(&series, 0, sizeof(series));
+    series.seconds = 60;
+    fl_window_series(FS(m)->w, 100, &series);
     s = snap(m, 100);
     s.policy = pol;
     s.window_sources = 1;
+    s.series = &series;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":true,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2,\"sources\":1},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":3,\"errors\":2,\"sources\":1,\"perSecond\":[[0,3,2]]},"
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
@@ -940,14 +989,18 @@ static void test_status_json(void **state)
         "\"definedAt\":null,\"zoneFull\":false}");
 
     clear_rollback(m);
+    memset(&series, 0, sizeof(series));
+    series.seconds = 60;
+    fl_window_series(FS(m)->w, 100, &series);
     s = snap(m, 100);
     s.policy = pol;
+    s.series = &series;
     status_for(p, 0, &s, 1,
         "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":25,"
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":33.333,"
         "\"rolledBack\":false,\"override\":{\"rolloutPercentage\":33.333},"
         "\"counters\":{\"evaluations\":4,\"enabledEvaluations\":3,\"errors\":2},"
-        "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"window\":{\"seconds\":60,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":{\"errors\":2,\"rateErrors\":0,\"sources\":1}},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":0},"
@@ -965,7 +1018,7 @@ static void test_status_json(void **state)
         "\"segments\":[],\"effectiveRolloutPercentage\":0,"
         "\"rolledBack\":false,\"override\":{\"enabled\":false},"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
@@ -1003,7 +1056,7 @@ static void test_status_json(void **state)
         "\"counters\":{\"evaluations\":18446744073709551615,"
         "\"enabledEvaluations\":18446744073709551615,\"errors\":18446744073709551615},"
         "\"window\":{\"seconds\":30,\"enabledEvaluations\":18446744073709551615,"
-        "\"errors\":18446744073709551615,\"sources\":18446744073709551615},"
+        "\"errors\":18446744073709551615,\"sources\":18446744073709551615,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":4294967295,\"rate\":99.999,"
         "\"window\":3600,\"minSources\":32,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":18446744073709551615},"
@@ -1021,6 +1074,14 @@ static void test_status_json(void **state)
     s.window_errors = 0;
     s.window_sources = 0;
     s.policy.rate_milli = 100000;
+    /* and the widest series: 60 busy seconds of the largest counts */
+    s.window_seconds = FL_WINDOW_MAX;
+    series.seconds = FL_SERIES_MAX;
+    for (unsigned k = 0; k < FL_SERIES_MAX; k++) {
+        series.enabled[k] = UINT32_MAX;
+        series.errors[k] = UINT32_MAX;
+    }
+    s.series = &series;
     {
         size_t bound = fl_status_flag_json_bound(p, 1);
         char *buf = malloc(bound);
@@ -1051,7 +1112,7 @@ static void test_status_json(void **state)
         "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":7},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":2,\"upstream\":5},"
@@ -1068,7 +1129,7 @@ static void test_status_json(void **state)
         "\"segments\":[],\"effectiveRolloutPercentage\":12.5,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":20,\"enabledEvaluations\":0,\"errors\":4},"
-        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"window\":{\"seconds\":30,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":false,\"minErrors\":1,\"rate\":0,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":4},"
@@ -1084,7 +1145,7 @@ static void test_status_json(void **state)
         "\"segments\":[\"beta\",\"staff\"],\"effectiveRolloutPercentage\":25,"
         "\"rolledBack\":false,\"override\":null,"
         "\"counters\":{\"evaluations\":0,\"enabledEvaluations\":0,\"errors\":0},"
-        "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0},"
+        "\"window\":{\"seconds\":0,\"enabledEvaluations\":0,\"errors\":0,\"sources\":0,\"perSecond\":[]},"
         "\"rollbackRule\":{\"enabled\":true,\"minErrors\":2,\"rate\":10,\"window\":60,"
         "\"minSources\":1,\"waitingFor\":null},"
         "\"errorsBySource\":{\"reports\":0,\"upstream\":0},"
@@ -1201,6 +1262,7 @@ int main(void)
         cmocka_unit_test(test_restore_rollback),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_concurrent_exact),
+        cmocka_unit_test(test_window_series),
         cmocka_unit_test(test_status_json),
         cmocka_unit_test(test_source_key),
         cmocka_unit_test(test_window_sources),
