@@ -221,9 +221,9 @@
                 : r.decidedBy === 'rule' ? 'by the rule' : 'restored';
             const d = f.ramp && f.ramp.decision;
             if (d && d.cause === 'regression') {
-                const t = d.tick || {};
-                const on = t.on || {};
-                const off = t.off || {};
+                /* the deciding tick's cohorts sit beside its number */
+                const on = d.on || {};
+                const off = d.off || {};
                 return clock(r.at) + ' ' + who + ': the ramp found the on cohort failing more (deciding tick: on ' +
                     num(on.errors, 0) + ' errors in ' + num(on.requests, 0) + ', off ' + num(off.errors, 0) +
                     ' in ' + num(off.requests, 0) + ')';

@@ -187,6 +187,14 @@ async function main() {
         }
         await page.waitForSelector('article.flag.s-rolledBack[data-flag="new-checkout"]',
                                    { timeout: 5000 });
+        // the card gives the deciding tick's counts, as flags_status has them
+        const d = nc.ramp.decision;
+        const want = `deciding tick: on ${d.on.errors} errors in ${d.on.requests}, ` +
+                     `off ${d.off.errors} in ${d.off.requests}`;
+        const card = await page.$eval('article.flag[data-flag="new-checkout"]', (e) => e.textContent);
+        if (!card.includes(want)) {
+            throw new Error(`the rolled-back card does not say "${want}": ${card}`);
+        }
         stop = true;
         await traffic;
         traffic = null;
