@@ -75,7 +75,9 @@ $mconf =~ s/^http \{\n//;
 $mconf =~ s/\}\s*\z//;
 $mconf =~ s/^(\s*server \{)/$1\n        listen 127.0.0.1:$FlagsTest::Port;/m;
 my $full = nginx_conf(http => '', server => '');
-$full =~ s/^http \{.*\z/http {\n    access_log off;\n$mconf}\n/ms;
+# the report log and the temp directories under the test's prefix (the
+# README's default is Debian's /var/log/nginx, a system path)
+$full =~ s/^http \{.*\z/http {\n    access_log off;\n    flags_error_log logs\/flags-errors.log;\n${\temp_paths('')}$mconf}\n/ms;
 write_file("$mdir/conf/nginx.conf", $full);
 my ($mrc, $mout) = nginx_test($mdir);
 is($mrc, 0, "nginx -t accepts the README's minimal configuration") or diag($mout);

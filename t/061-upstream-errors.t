@@ -198,7 +198,7 @@ is($f->{rollback}{errors}, 5, '... the rollback record: 5 errors');
 is($f->{rollback}{enabledEvaluations}, $EN + 8, '... against the window\'s enabled evaluations');
 
 like(flag_status('new-checkout'),
-     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5,"sources":5\},"rollbackRule":\{"enabled":true,"minErrors":5,"rate":10,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\Q${\cohort_text(cohort($EN + 8, 5))}\E,"off":\Q${\cohort_text(cohort($OFF + 8, 6))}\E\},"rollback":\{"at":"20\d\d-/,
+     qr/"window":\{"seconds":60,"enabledEvaluations":${\($EN + 8)},"errors":5,"sources":5,"perSecond":\[(?:\[\d+,\d+,\d+\],)*\[\d+,\d+,\d+\]\]\},"rollbackRule":\{"enabled":true,"minErrors":5,"rate":10,"window":60,"minSources":1,"waitingFor":null\},"errorsBySource":\{"reports":0,"upstream":5\},"cohorts":\{"on":\Q${\cohort_text(cohort($EN + 8, 5))}\E,"off":\Q${\cohort_text(cohort($OFF + 8, 6))}\E\},"rollback":\{"at":"20\d\d-/,
      'flags_status: the exact members after "window"');
 
 like(read_file("$dir/logs/error.log"),
