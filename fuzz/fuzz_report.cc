@@ -96,9 +96,14 @@ Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
     fl_cohort_t c = fl_report_cohort(&rep, 4, users.handle(), &u);
     FUZZ_CHECK(c == FL_COHORT_ON || c == FL_COHORT_OFF
                || c == FL_COHORT_EVALUATE, "cohort %d", static_cast<int>(c));
-    FUZZ_CHECK(c == FL_COHORT_EVALUATE
+    /* a caller comes with an evaluation, or with a claimed cohort that
+     * it lets the server check (fl_report_disputed()) */
+    FUZZ_CHECK(c == FL_COHORT_EVALUATE || rep.has_enabled
                || (u.user_id == nullptr && u.ntraits == 0),
-               "a caller without an evaluation");
+               "a caller without an evaluation or a claim");
+    FUZZ_CHECK(fl_report_disputed(&rep, 1) == (rep.has_enabled && !rep.enabled)
+               && fl_report_disputed(&rep, 0) == (rep.has_enabled && rep.enabled),
+               "a dispute is a claim the evaluation contradicts");
     FUZZ_CHECK(!rep.has_enabled || c == (rep.enabled ? FL_COHORT_ON
                                                      : FL_COHORT_OFF),
                "\"enabled\" not obeyed");
