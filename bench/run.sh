@@ -626,9 +626,15 @@ CHECKED=$PREFIX/logs/ingest-checked.access.log
 report_lines() { if [ -f "$REPORTS" ]; then wc -l <"$REPORTS"; else echo 0; fi; }
 sleep 0.5                                   # the last run's connections close
 NREPORTS=$(report_lines)
+# every report names the first flag of the 30-flag projects (p30, and the
+# ramped and unramped copies the ingestramp row posts to), counted in the
+# cohort its user is in
 NCOUNTED=$(curl -s "$BASE/flags-status" | python3 -c '
 import json, sys
-print(json.load(sys.stdin)["projects"][0]["flags"][0]["counters"]["errors"])')
+name = json.load(open(sys.argv[1]))["flagName"]
+print(sum(f["cohorts"]["on"]["errors"] + f["cohorts"]["off"]["errors"]
+          for p in json.load(sys.stdin)["projects"] for f in p["flags"]
+          if f["name"] == name))' "$OUT/report.json")
 echo >&2
 say "exact check: ${WARMUP}s of POST /ingest/errors-checked (access log on, not measured)"
 run_wrk "$WARMUP" "$OUT/wrk-ingest-checked.txt" "$REPORT" "$BASE/ingest/errors-checked" \
