@@ -96,25 +96,11 @@ sub metrics {
     return $st == 200 ? $body : '';
 }
 
-sub req {
-    my ($i, @args) = @_;
-    local $FlagsTest::Port = $port[$i];
-    return http_request(@args);
-}
+sub req { my ($i, @args) = @_; return host_request($port[$i], @args) }
 
-sub status {
-    my ($i) = @_;
-    my ($st, undef, $body) = req($i, GET => '/flags-status');
-    return undef unless $st && $st == 200;
-    return JSON::PP::decode_json($body);
-}
+sub status { host_status($port[$_[0]]) }
 
-sub flag_state {
-    my ($i, $name) = @_;
-    my $s = status($i) or return undef;
-    my ($f) = grep { $_->{name} eq $name } @{ $s->{projects}[0]{flags} };
-    return $f;
-}
+sub flag_state { host_flag($port[$_[0]], $_[1]) }
 
 sub report {
     my ($i, $flag) = @_;

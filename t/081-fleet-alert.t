@@ -57,11 +57,7 @@ _S_
     push @pid, nginx_start($dir[$i]);
 }
 
-sub req {
-    my ($i, @args) = @_;
-    local $FlagsTest::Port = $port[$i];
-    return http_request(@args);
-}
+sub req { my ($i, @args) = @_; return host_request($port[$i], @args) }
 
 sub enabled {
     my ($i) = @_;

@@ -125,20 +125,9 @@ for my $i (0 .. 2) {
     push @pid, nginx_start($dir[$i]);
 }
 
-sub req {
-    my ($i, @args) = @_;
-    local $FlagsTest::Port = $port[$i];
-    return http_request(@args);
-}
+sub req { my ($i, @args) = @_; return host_request($port[$i], @args) }
 
-sub flag_state {
-    my ($i, $name) = @_;
-    my ($st, undef, $body) = req($i, GET => '/flags-status');
-    return undef unless $st && $st == 200;
-    my $s = JSON::PP::decode_json($body);
-    my ($f) = grep { $_->{name} eq $name } @{ $s->{projects}[0]{flags} };
-    return $f;
-}
+sub flag_state { host_flag($port[$_[0]], $_[1]) }
 
 sub ramp {
     my ($i, $name) = @_;

@@ -25,6 +25,7 @@ use NginxProc ();
 use File::Path qw(make_path remove_tree);
 use File::Spec;
 use IO::Socket::INET;
+use JSON::PP ();
 use POSIX qw(WNOHANG);
 use Test::Builder;
 use Text::ParseWords qw(shellwords);
@@ -35,7 +36,8 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  wait_for wait_port worker_pids valgrind_clean
                  default_report_log unused_port prometheus_api
                  spawn reap keepalive_request worker_request
-                 worker_connections temp_paths);
+                 worker_connections temp_paths host_request host_status
+                 host_flag);
 
 our $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -492,6 +494,30 @@ sub worker_connections {
         last if keys %by_worker == 2;
     }
     return \%by_worker;
+}
+
+# The hosts of a fleet test listen on ports of their own: one request to
+# the host on $port, flags_status (at $path, default /flags-status) of
+# that host decoded, and one flag of its first project (undef when the
+# host does not answer).
+sub host_request {
+    my ($port, @args) = @_;
+    local $Port = $port;
+    return http_request(@args);
+}
+
+sub host_status {
+    my ($port, $path) = @_;
+    my ($st, undef, $body) = host_request($port, GET => $path // '/flags-status');
+    return undef unless $st && $st == 200;
+    return JSON::PP::decode_json($body);
+}
+
+sub host_flag {
+    my ($port, $name, $path) = @_;
+    my $s = host_status($port, $path) or return undef;
+    my ($f) = grep { $_->{name} eq $name } @{ $s->{projects}[0]{flags} };
+    return $f;
 }
 
 1;
