@@ -254,7 +254,8 @@ ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
     if (ev == FL_RAMP_EV_ROLLBACK
         && !fl_control_try_rollback(flag->ctl, now_ms,
                                     flag->ramp->evidence.errors_on,
-                                    flag->ramp->stage_on, 0,
+                                    flag->ramp->stage_on,
+                                    flag->ramp->witnesses,
                                     FL_DECIDED_RULE))
     {
         /* the ramp's rule rolls the flag back in the same change as the

@@ -229,6 +229,7 @@ is_deeply(\@rb, [1, 1, 1], 'all three hosts roll canary back');
 for my $i (0 .. 2) {
     my $f = flag_state($i, 'canary');
     is($f->{rollback}{decidedBy}, 'fleet', "host $i: decided by the fleet");
+    cmp_ok($f->{rollback}{sources}, '>=', 2, "host $i: the record gives the proof's witnesses ($f->{rollback}{sources})");
     is($f->{ramp}{state}, 'rolledBack', "host $i: the ramp is rolled back");
     is($f->{ramp}{decision}{cause}, 'regression', "host $i: by the regression rule");
     is($f->{ramp}{evidence}{errors}{on}, 12, "host $i: on 12 on-cohort errors of the fleet");

@@ -202,6 +202,7 @@ $s = status()->{lone};
 is($s->{ramp}{state}, 'rolledBack', '... by the ramp');
 is($s->{ramp}{decision}{cause}, 'regression', '... its regression rule');
 is($s->{ramp}{evidence}{witnesses}, 8, '... on eight witnesses');
+is($s->{rollback}{sources}, 8, '... which its rollback record gives as its sources');
 is($s->{ramp}{evidence}{heldForWitnesses}, JSON::PP::false, '... no longer held');
 
 # ------------------------------------------------ the README's recipe
