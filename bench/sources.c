@@ -92,6 +92,38 @@ static double run(fl_window_t *w, fl_totals_t *t, const uint32_t *keys,
     return (now_ns() - t0) / REPORTS;
 }
 
+/* One row of a table: ROUNDS alternated rounds of the baseline (sources
+ * as base_sources says, no witness) and the measured side (sources, and
+ * the witness when wit is given, its state started afresh each round);
+ * prints the median of each and their ratio. */
+static void row(void *mem, const uint32_t *keys, size_t nkeys,
+    int base_sources, const witness_t *wit)
+{
+    double base[ROUNDS], with[ROUNDS];
+    fl_totals_t t;
+
+    for (int r = 0; r < ROUNDS; r++) {
+        fl_window_t *w = fl_window_init(mem, 60);
+        memset(&t, 0, sizeof(t));
+        base[r] = run(w, &t, keys, nkeys, base_sources, NULL);
+        w = fl_window_init(mem, 60);
+        memset(&t, 0, sizeof(t));
+        if (wit != NULL) {
+            fl_ramp_input_t in;
+            fl_witness_init(wit->w);
+            fl_ramp_init(wit->r);
+            memset(&in, 0, sizeof(in));
+            fl_ramp_step(wit->d, wit->r, 1000 * 1000, &in);
+            fl_witness_roll(wit->w, &in, 1000 * 1000, 1);
+        }
+        with[r] = run(w, &t, keys, nkeys, 1, wit);
+    }
+    qsort(base, ROUNDS, sizeof(double), cmp);
+    qsort(with, ROUNDS, sizeof(double), cmp);
+    printf("%-28zu %12.1f %12.1f %8.2f\n", nkeys, base[ROUNDS / 2],
+           with[ROUNDS / 2], base[ROUNDS / 2] / with[ROUNDS / 2]);
+}
+
 int main(void)
 {
     static const size_t distinct[] = { 1, 8, 64 };
@@ -102,7 +134,6 @@ int main(void)
     fl_ramp_def_t def;
     witness_t wit = { &wb, &rs, &def };
     void *mem;
-    fl_totals_t t;
 
     if (posix_memalign(&mem, 64, fl_window_size(60)) != 0) {
         return 1;
@@ -116,20 +147,7 @@ int main(void)
     printf("%-28s %12s %12s %8s\n", "distinct sources", "base ns", "sources ns",
            "ratio");
     for (size_t d = 0; d < sizeof(distinct) / sizeof(distinct[0]); d++) {
-        double base[ROUNDS], with[ROUNDS];
-
-        for (int r = 0; r < ROUNDS; r++) {
-            fl_window_t *w = fl_window_init(mem, 60);
-            memset(&t, 0, sizeof(t));
-            base[r] = run(w, &t, keys, distinct[d], 0, NULL);
-            w = fl_window_init(mem, 60);
-            memset(&t, 0, sizeof(t));
-            with[r] = run(w, &t, keys, distinct[d], 1, NULL);
-        }
-        qsort(base, ROUNDS, sizeof(double), cmp);
-        qsort(with, ROUNDS, sizeof(double), cmp);
-        printf("%-28zu %12.1f %12.1f %8.2f\n", distinct[d], base[ROUNDS / 2],
-               with[ROUNDS / 2], base[ROUNDS / 2] / with[ROUNDS / 2]);
+        row(mem, keys, distinct[d], 0, NULL);
     }
 
     /* a ramped flag at 5 %, ticks of 1 s, its ramp started */
@@ -145,27 +163,7 @@ int main(void)
     printf("\n%-28s %12s %12s %8s\n", "distinct witnesses (ramp)",
            "sources ns", "witness ns", "ratio");
     for (size_t d = 0; d < sizeof(witnesses) / sizeof(witnesses[0]); d++) {
-        double base[ROUNDS], with[ROUNDS];
-
-        for (int r = 0; r < ROUNDS; r++) {
-            fl_window_t *w = fl_window_init(mem, 60);
-            memset(&t, 0, sizeof(t));
-            base[r] = run(w, &t, keys, witnesses[d], 1, NULL);
-            w = fl_window_init(mem, 60);
-            memset(&t, 0, sizeof(t));
-            fl_witness_init(&wb);
-            fl_ramp_init(&rs);
-            fl_ramp_input_t in;
-            memset(&in, 0, sizeof(in));
-            fl_ramp_step(&def, &rs, 1000 * 1000, &in);
-            fl_witness_roll(&wb, &in, 1000 * 1000, 1);
-            with[r] = run(w, &t, keys, witnesses[d], 1, &wit);
-        }
-        qsort(base, ROUNDS, sizeof(double), cmp);
-        qsort(with, ROUNDS, sizeof(double), cmp);
-        printf("%-28zu %12.1f %12.1f %8.2f\n", witnesses[d],
-               base[ROUNDS / 2], with[ROUNDS / 2],
-               base[ROUNDS / 2] / with[ROUNDS / 2]);
+        row(mem, keys, witnesses[d], 1, &wit);
     }
     free(mem);
     return 0;

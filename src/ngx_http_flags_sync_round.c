@@ -81,7 +81,8 @@ static void
 ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
     ngx_http_flags_flag_t *flag, ngx_uint_t rebase, fl_sync_flag_t *f)
 {
-    fl_flag_info_t          info;
+    ngx_uint_t              ramped;
+    fl_ramp_input_t         in;
     fl_state_snapshot_t     snap;
     ngx_http_flags_node_t  *node;
 
@@ -108,13 +109,19 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
     f->on_errors = snap.on_errors;
     f->off_errors = snap.off_errors;
 
-    if (flag->witness) {
+    /* the fleet runs a ramp: it must know of the flag what
+     * ngx_http_flags_ramp.c tells fl_ramp_step() */
+    ramped = flag->ramp_def && flag->ramp;
+
+    if (ramped) {
+        ngx_http_flags_ramp_input(project, flag, &in);
+    }
+
+    if (ramped && in.witness) {
         /* a ramp's errors as its regression rule counts them: witnessed
          * (docs/regression.md); a new definition's block counts from 0 */
-        f->on_errors = __atomic_load_n(&flag->witness->errors_on,
-                                       __ATOMIC_RELAXED);
-        f->off_errors = __atomic_load_n(&flag->witness->errors_off,
-                                        __ATOMIC_RELAXED);
+        f->on_errors = in.on_errors;
+        f->off_errors = in.off_errors;
 
         if (f->on_errors < node->sync_base_on_errors
             || f->off_errors < node->sync_base_off_errors)
@@ -123,9 +130,8 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
             node->sync_base_off_errors = f->off_errors;
         }
 
-        f->ramp_witnesses = fl_witness_seen(flag->witness, flag->ramp);
-        f->ramp_min_witnesses = fl_ramp_min_witnesses(
-                                                  flag->policy.min_sources);
+        f->ramp_witnesses = fl_witness_seen(in.witness, flag->ramp);
+        f->ramp_min_witnesses = fl_ramp_min_witnesses(in.min_sources);
     }
 
     if (rebase || !node->sync_based) {
@@ -145,16 +151,10 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
     f->base_on_errors = node->sync_base_on_errors;
     f->base_off_errors = node->sync_base_off_errors;
 
-    if (flag->ramp_def && flag->ramp) {
-        /* the fleet runs the ramp: what it must know of the flag, as
-         * ngx_http_flags_ramp.c tells fl_ramp_step() */
+    if (ramped) {
         f->ramp_def = flag->ramp_def;
-        f->ramp_stopped = snap.override_kind != FL_OVERRIDE_NONE
-                          || (fl_project_flag_info(project->core,
-                                                   flag - project->flags,
-                                                   &info) == 0
-                              && !info.enabled);
-        f->ramp_guard = flag->policy.mode == FL_ROLLBACK_ON;
+        f->ramp_stopped = in.stopped;
+        f->ramp_guard = in.guard;
         f->ramp_actions = __atomic_load_n(&flag->version->sync_ramp_actions,
                                           __ATOMIC_RELAXED);
 

@@ -182,8 +182,7 @@ fl_ramp_event_t close_tick(const fl_ramp_def_t *d, fl_ramp_t *r,
      * enough distinct witnesses of the on cohort */
     bool floor_ok = true;
     if (in->witness != nullptr) {
-        uint64_t seen = fl_witness_tick_close(in->witness,
-                                              ld(&r->evidence_epoch));
+        uint64_t seen = fl_witness_seen(in->witness, r);
         if (seen > ld(&r->witnesses)) {
             st(&r->witnesses, seen);
         }

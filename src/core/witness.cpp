@@ -238,19 +238,8 @@ void fl_witness_dispute(fl_witness_t *w) noexcept
 } // extern "C"
 
 
-/* The ramp's side: the set's size for the evidence of epoch (ramp.cpp,
- * under the zone's lock); the backstop's ticks. */
-
-uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch) noexcept
-{
-    /* the set's entries of this evidence */
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < FL_WITNESS_SET; i++) {
-        uint64_t word = load(&w->set[i]);
-        n += word != 0 && (word >> 32) == (epoch & 0xffu);
-    }
-    return n;
-}
+/* The backstop's ticks (closed under the zone's lock), and what ramp.cpp
+ * reads of them. */
 
 /* A total since its base; a total below it (a new block) counts 0. */
 static uint64_t since(uint64_t total, uint64_t base)

@@ -8,9 +8,6 @@
 
 #include "flags_core.h"
 
-/* The number of distinct on witnesses of the evidence of epoch. */
-uint64_t fl_witness_tick_close(fl_witness_t *w, uint64_t epoch) noexcept;
-
 /* The backstop's last k closed ticks (at most FL_WITNESS_RING) and its
  * open one, added to *sum; 0 when its first tick has not begun. */
 int fl_witness_recent(const fl_witness_t *w, const fl_ramp_input_t *in,
