@@ -17,6 +17,7 @@ typedef enum {
 
 typedef struct {
     ngx_http_flags_project_t     *project;
+    ngx_http_flags_defs_t        *defs;      /* pinned: flag is of it */
     ngx_http_flags_flag_t        *flag;
     ngx_http_flags_change_t       change;
     const char                   *too_large;  /* the body's 413 message */
@@ -294,6 +295,7 @@ ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
     ngx_str_t *flag_name, ngx_int_t *rc)
 {
     long                         idx;
+    ngx_http_flags_defs_t       *defs;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_admin_ctx_t  *ctx;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -307,7 +309,14 @@ ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
         return NULL;
     }
 
-    idx = fl_project_find_flag(project->core, (const char *) flag_name->data,
+    /* kept while the body is read and the state file written */
+    defs = ngx_http_flags_defs_pin(r, project);
+    if (defs == NULL) {
+        *rc = NGX_HTTP_INTERNAL_SERVER_ERROR;
+        return NULL;
+    }
+
+    idx = fl_project_find_flag(defs->core, (const char *) flag_name->data,
                                flag_name->len);
     if (idx < 0) {
         *rc = ngx_http_flags_admin_unknown(r, "unknown_flag", project,
@@ -315,7 +324,7 @@ ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
         return NULL;
     }
 
-    if (project->flags[idx].node == NULL) {
+    if (defs->flags[idx].node == NULL) {
         *rc = ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                         "zone_full",
                                         "the flags zone had no room for "
@@ -330,7 +339,8 @@ ngx_http_flags_admin_target(ngx_http_request_t *r, ngx_str_t *project_name,
     }
 
     ctx->project = project;
-    ctx->flag = &project->flags[idx];
+    ctx->defs = defs;
+    ctx->flag = &defs->flags[idx];
 
     return ctx;
 }
@@ -552,7 +562,7 @@ ngx_http_flags_admin_change(ngx_http_request_t *r,
 
     ch = &ctx->change;
 
-    ngx_http_flags_change_init(ch, r, ctx->project, ctx->flag);
+    ngx_http_flags_change_init(ch, r, ctx->defs, ctx->flag);
 
     ch->by = NGX_HTTP_FLAGS_BY_ADMIN;
     ch->who.data = ctx->user;

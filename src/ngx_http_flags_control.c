@@ -57,7 +57,7 @@ static ngx_uint_t ngx_http_flags_control_ramp_fleet_log(
 
 void
 ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
-    ngx_http_request_t *r, ngx_http_flags_project_t *project,
+    ngx_http_request_t *r, ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag)
 {
     ngx_http_flags_loc_conf_t  *flcf;
@@ -67,7 +67,8 @@ ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
     ngx_memzero(ch, sizeof(ngx_http_flags_change_t));
 
     ch->fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
-    ch->project = project;
+    ch->project = defs->project;
+    ch->defs = defs;
     ch->flag = flag;
     ch->log = r->connection->log;
     ch->level = flcf->log_level;
@@ -179,7 +180,7 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
          * the whole site rolls back no ramped flag, and the regression
          * rule guards the rest; with the fleet's ramp frozen (Redis
          * away), the threshold alone (docs/sync.md) */
-        ngx_http_flags_ramp_input(ch->project, flag, &in);
+        ngx_http_flags_ramp_input(ch->defs, flag, &in);
 
         if (!fl_ramp_backstop(flag->ramp_def, flag->ramp, flag->witness,
                               &in, seconds))
@@ -402,6 +403,7 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
     size_t                     i, n;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_change_t    ch;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     project = fmcf->projects.elts;
@@ -416,13 +418,15 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
         ch.project = &project[i];
+        ch.defs = ngx_http_flags_defs(&project[i]);
+        defs = ch.defs;
 
         if (ngx_http_flags_zone_defs_committed(fmcf, &project[i])) {
             ngx_http_flags_control_changed(&ch);
         }
 
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
+        for (n = 0; n < defs->nflags; n++) {
+            flag = &defs->flags[n];
 
             if (flag->version && flag->version->defined_ms == 0) {
                 flag->version->defined_ms = ngx_http_flags_now_ms();

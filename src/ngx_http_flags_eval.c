@@ -30,11 +30,14 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
 {
     size_t                  i, n;
     ngx_http_flags_flag_t  *flags;
+    ngx_http_flags_defs_t  *defs;
 
-    n = project->nflags;
-    flags = project->flags;
+    defs = ngx_http_flags_defs(project);
+    n = defs->nflags;
+    flags = defs->flags;
 
     a->project = project;
+    a->defs = defs;
     a->effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
     a->sw = ngx_pnalloc(pool, n + 1);
     a->detail = ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
@@ -57,58 +60,57 @@ void
 ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted)
 {
-    size_t                     i, n;
-    int64_t                    now;
-    ngx_http_flags_project_t  *project;
+    size_t                  i, n;
+    int64_t                 now;
+    ngx_http_flags_defs_t  *defs;
 
-    project = a->project;
+    defs = a->defs;
 
     if (reasons == NGX_HTTP_FLAGS_REASONS) {
-        fl_evaluate_detail(project->core, user, a->effective, a->sw,
+        fl_evaluate_detail(defs->core, user, a->effective, a->sw,
                            a->detail);
 
     } else {
-        fl_evaluate_values(project->core, user, a->effective, a->detail);
+        fl_evaluate_values(defs->core, user, a->effective, a->detail);
     }
 
     if (counted != NGX_HTTP_FLAGS_COUNTED) {
         return;
     }
 
-    n = project->nflags;
+    n = defs->nflags;
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < n; i++) {
-        ngx_http_flags_count_evaluation(project, i, a->detail[i].enabled,
-                                        now);
+        ngx_http_flags_count_evaluation(defs, i, a->detail[i].enabled, now);
     }
 }
 
 
 ngx_int_t
-ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
+ngx_http_flags_evaluate_flag(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted)
 {
     uint8_t                 sw;
     uint32_t                effective;
     ngx_http_flags_flag_t  *flag;
 
-    if (i >= project->nflags) {
+    if (i >= defs->nflags) {
         return NGX_ERROR;
     }
 
-    flag = &project->flags[i];
+    flag = &defs->flags[i];
 
     effective = fl_control_switch(flag->ctl, flag->rollout_milli, &sw);
 
-    if (fl_evaluate_flag_detail(project->core, i, user, effective, sw, d)
+    if (fl_evaluate_flag_detail(defs->core, i, user, effective, sw, d)
         != 0)
     {
         return NGX_ERROR;
     }
 
     if (counted == NGX_HTTP_FLAGS_COUNTED) {
-        ngx_http_flags_count_evaluation(project, i, d->enabled,
+        ngx_http_flags_count_evaluation(defs, i, d->enabled,
                                         ngx_http_flags_now_sec());
     }
 
@@ -120,12 +122,12 @@ ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
  * clock.  A flag without room in the zone has no counters. */
 
 void
-ngx_http_flags_count_evaluation(ngx_http_flags_project_t *project,
+ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, ngx_uint_t enabled, int64_t now)
 {
     ngx_http_flags_flag_t  *flag;
 
-    flag = &project->flags[i];
+    flag = &defs->flags[i];
 
     if (flag->totals == NULL) {
         return;

@@ -51,6 +51,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     key.kind = NGX_HTTP_FLAGS_MEMO_FLAGS;
     key.scope = flcf;
     key.project = project;
+    key.defs = ngx_http_flags_defs(project);
     key.gen = fmcf->gen;
     key.version = ngx_http_flags_answer_version(project);
     key.bytes = r->args.len ? r->args.data : (u_char *) "";
@@ -108,7 +109,7 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     /* everything the answer depends on: definitions, effective
      * percentages, the normalised caller (docs/http-api.md); not the
      * switch, which these bytes do not show */
-    etag = fl_answer_etag(project->core, &user, answer.effective, NULL);
+    etag = fl_answer_etag(answer.defs->core, &user, answer.effective, NULL);
     (void) fl_etag_format(etag, (char *) text);
 
     rc = ngx_http_flags_etag_text(r, text);
@@ -125,12 +126,12 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_VALUES,
                                    NGX_HTTP_FLAGS_COUNTED);
 
-    body = ngx_pnalloc(r->pool, fl_flags_json_bound(project->core));
+    body = ngx_pnalloc(r->pool, fl_flags_json_bound(answer.defs->core));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_flags_json(project->core, answer.detail, (char *) body);
+    len = fl_flags_json(answer.defs->core, answer.detail, (char *) body);
 
     ngx_http_flags_memo_store(key, body, len, &etag, answer.detail, -1);
 

@@ -18,6 +18,7 @@ typedef struct {
     ngx_http_flags_project_t     *project;
     ngx_http_flags_flag_t        *flag;      /* of the accepted report */
     ngx_http_flags_failure_t      failure;   /* its cohort, source, witness */
+    ngx_http_flags_defs_t        *defs;      /* pinned: flag is of it */
 } ngx_http_flags_ingest_ctx_t;
 
 
@@ -37,7 +38,7 @@ static ngx_int_t ngx_http_flags_ingest_process(ngx_http_request_t *r,
     ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_feed_piece(void *ctx, u_char *p,
     size_t len);
-static void ngx_http_flags_report_cohort(ngx_http_flags_project_t *project,
+static void ngx_http_flags_report_cohort(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc,
     ngx_http_flags_failure_t *f);
 static ngx_int_t ngx_http_flags_logged(ngx_http_request_t *r,
@@ -136,6 +137,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
     fl_report_t                   report;
     ngx_chain_t                  *cl;
     fl_report_parser_t           *rp;
+    ngx_http_flags_defs_t        *defs;
     ngx_http_flags_project_t     *project;
     ngx_http_flags_loc_conf_t    *flcf;
     ngx_http_flags_ingest_ctx_t  *ctx;
@@ -192,8 +194,17 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* the definitions this report is counted in, kept until the report
+     * log has its line */
+    defs = ngx_http_flags_defs_pin(r, project);
+    if (defs == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->defs = defs;
+
     /* only the token's own project is searched */
-    idx = fl_project_find_flag(project->core, report.flag_name,
+    idx = fl_project_find_flag(defs->core, report.flag_name,
                                report.flag_name_len);
     if (idx < 0) {
         /* echo at most 128 bytes of the client's name, never half of a
@@ -213,7 +224,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
                                              "unknown_flag", msg, p - msg);
     }
 
-    ctx->flag = &project->flags[idx];
+    ctx->flag = &defs->flags[idx];
     ngx_memzero(&ctx->failure, sizeof(ngx_http_flags_failure_t));
     /* the user when the report names one, else $remote_addr (real_ip
      * applies): what min_sources counts */
@@ -225,7 +236,7 @@ ngx_http_flags_ingest_process(ngx_http_request_t *r, ngx_pool_t *pool)
                                   (const char *) r->connection->addr_text.data,
                                   r->connection->addr_text.len);
     /* now, while the report's strings are in the pool */
-    ngx_http_flags_report_cohort(project, idx, &report, flcf->max_traits,
+    ngx_http_flags_report_cohort(defs, idx, &report, flcf->max_traits,
                                  &alloc, &ctx->failure);
 
     return ngx_http_flags_report_log(r, &project->name, &report,
@@ -262,7 +273,7 @@ ngx_http_flags_accepted(ngx_http_request_t *r,
 {
     ngx_http_flags_change_t  ch;
 
-    ngx_http_flags_change_init(&ch, r, ctx->project, ctx->flag);
+    ngx_http_flags_change_init(&ch, r, ctx->defs, ctx->flag);
 
     (void) ngx_http_flags_control_failure(&ch, &ctx->failure);
 
@@ -279,7 +290,7 @@ ngx_http_flags_accepted(ngx_http_request_t *r,
  */
 
 static void
-ngx_http_flags_report_cohort(ngx_http_flags_project_t *project,
+ngx_http_flags_report_cohort(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, fl_report_t *report, size_t max_traits, fl_alloc_t *alloc,
     ngx_http_flags_failure_t *f)
 {
@@ -293,11 +304,11 @@ ngx_http_flags_report_cohort(ngx_http_flags_project_t *project,
     f->enabled = cohort != FL_COHORT_OFF;
 
     evaluate = cohort == FL_COHORT_EVALUATE
-               || (project->flags[i].witness != NULL
+               || (defs->flags[i].witness != NULL
                    && (user.user_id != NULL || user.ntraits > 0));
 
     if (!evaluate
-        || ngx_http_flags_evaluate_flag(project, i, &user, &d,
+        || ngx_http_flags_evaluate_flag(defs, i, &user, &d,
                                         NGX_HTTP_FLAGS_NOT_COUNTED)
            != NGX_OK)
     {

@@ -57,6 +57,9 @@ struct ngx_http_flags_memo_s {
     uint64_t                    hash;
     void                       *scope;
     ngx_http_flags_project_t   *project;
+    /* the definitions it was computed from: alive while it has hits to
+     * count, as a change of definitions folds the memo first */
+    ngx_http_flags_defs_t      *defs;
     ngx_uint_t                  gen;
     ngx_atomic_uint_t           version;
     ngx_uint_t                  kind;
@@ -142,7 +145,8 @@ ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
     ngx_http_flags_memo_key_t *k, uint64_t hash)
 {
     return m->hash == hash && m->kind == k->kind && m->scope == k->scope
-           && m->project == k->project && m->gen == k->gen
+           && m->project == k->project && m->defs == k->defs
+           && m->gen == k->gen
            && m->version == k->version && m->key_len == k->len
            && ngx_memcmp(m->key, k->bytes, k->len) == 0;
 }
@@ -280,7 +284,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
         return;
     }
 
-    nflags = single >= 0 ? 1 : k->project->nflags;
+    nflags = single >= 0 ? 1 : k->defs->nflags;
     bits = (nflags + 7) / 8;
     size = sizeof(ngx_http_flags_memo_t) + k->len + len + bits;
 
@@ -319,6 +323,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     m->hash = hash;
     m->scope = k->scope;
     m->project = k->project;
+    m->defs = k->defs;
     m->gen = k->gen;
     m->version = k->version;
     m->kind = k->kind;
@@ -480,7 +485,7 @@ ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m, int64_t now)
                    hits, &m->project->name);
 
     if (m->single >= 0) {
-        flag = &m->project->flags[m->single];
+        flag = &m->defs->flags[m->single];
 
         if (flag->totals) {
             fl_count_evals(flag->totals, flag->window, now, hits,
@@ -490,10 +495,10 @@ ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m, int64_t now)
         return;
     }
 
-    n = m->project->nflags;
+    n = m->defs->nflags;
 
     for (i = 0; i < n; i++) {
-        flag = &m->project->flags[i];
+        flag = &m->defs->flags[i];
 
         if (flag->totals) {
             fl_count_evals(flag->totals, flag->window, now, hits,

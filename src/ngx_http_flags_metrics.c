@@ -28,6 +28,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     fl_metrics_module_t          m;
     ngx_http_flags_sync_state_t  sync;
     fl_metrics_project_t        *mp;
+    ngx_http_flags_defs_t         *defs;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -55,7 +56,8 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        n = project[i].nflags;
+        defs = ngx_http_flags_defs(&project[i]);
+        n = defs->nflags;
 
         s = ngx_palloc(r->pool, (n + 1) * sizeof(fl_state_snapshot_t));
         counted = ngx_palloc(r->pool, n + 1);
@@ -64,13 +66,13 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
         }
 
         for (k = 0; k < n; k++) {
-            ngx_http_flags_snapshot(fmcf, &project[i].flags[k], now, &s[k]);
-            counted[k] = project[i].flags[k].node != NULL;
+            ngx_http_flags_snapshot(fmcf, &defs->flags[k], now, &s[k]);
+            counted[k] = defs->flags[k].node != NULL;
         }
 
         mp[i].name = (const char *) project[i].name.data;
         mp[i].name_len = project[i].name.len;
-        mp[i].project = project[i].core;
+        mp[i].project = defs->core;
         mp[i].snapshots = s;
         mp[i].counted = counted;
     }

@@ -38,8 +38,6 @@ static char *ngx_http_flags_project_file(ngx_conf_t *cf,
     ngx_http_flags_project_t *project, ngx_str_t *value);
 static char *ngx_http_flags_project_unique(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
-static char *ngx_http_flags_project_load(ngx_conf_t *cf,
-    ngx_http_flags_project_t *project);
 static char *ngx_http_flags_rollback(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_flags_state_file(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -50,7 +48,6 @@ static ngx_int_t ngx_http_flags_log_level_value(ngx_str_t *name,
     ngx_uint_t *level);
 static char *ngx_http_flags_init_thread_pool(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf);
-static void ngx_http_flags_cleanup_project(void *data);
 static ngx_int_t ngx_http_flags_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_flags_init_shm_zone(ngx_shm_zone_t *shm_zone,
     void *data);
@@ -332,9 +329,7 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
 {
     ngx_http_flags_main_conf_t *fmcf = conf;
 
-    size_t                     i, n;
-    fl_flag_info_t             info;
-    ngx_http_flags_flag_t     *flag;
+    size_t                     i;
     ngx_http_flags_project_t  *project;
     ngx_http_flags_loc_conf_t *flcf;
 
@@ -368,15 +363,8 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     project = fmcf->projects.elts;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
-
-            if (fl_project_flag_info(project[i].core, n, &info) != 0) {
-                return NGX_CONF_ERROR;
-            }
-
-            fl_rollback_policy_resolve(&info.rollback, &fmcf->rollback,
-                                       &flag->policy);
+        if (ngx_http_flags_defs_policies(fmcf, project[i].defs) != NGX_OK) {
+            return NGX_CONF_ERROR;
         }
     }
 
@@ -883,7 +871,7 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return rv;
     }
 
-    return ngx_http_flags_project_load(cf, project);
+    return ngx_http_flags_defs_conf(cf, project);
 }
 
 
@@ -1110,73 +1098,6 @@ ngx_http_flags_project_unique(ngx_conf_t *cf, ngx_http_flags_main_conf_t *fmcf,
     }
 
     return NGX_CONF_OK;
-}
-
-
-/* The flags file, parsed by the core, and the project's table of flags. */
-
-static char *
-ngx_http_flags_project_load(ngx_conf_t *cf, ngx_http_flags_project_t *project)
-{
-    char                 err[1024];
-    size_t               n;
-    fl_status_t          rc;
-    fl_flag_info_t       info;
-    ngx_pool_cleanup_t  *cln;
-
-    /* ngx_conf_full_name() NUL-terminates the path */
-
-    rc = fl_project_load((const char *) project->file.data, &project->core,
-                         err, sizeof(err));
-    if (rc != FL_OK) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%s", err);
-        return NGX_CONF_ERROR;
-    }
-
-    /* unknown fields load, but a misspelt one should not pass unseen */
-    for (n = 0; n < fl_project_warning_count(project->core); n++) {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0, "%s",
-                           fl_project_warning(project->core, n));
-    }
-
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        fl_project_free(project->core);
-        return NGX_CONF_ERROR;
-    }
-
-    cln->handler = ngx_http_flags_cleanup_project;
-    cln->data = project->core;
-
-    project->nflags = fl_project_flag_count(project->core);
-
-    project->flags = ngx_pcalloc(cf->pool, (project->nflags ? project->nflags
-                                                            : 1)
-                                           * sizeof(ngx_http_flags_flag_t));
-    if (project->flags == NULL) {
-        return NGX_CONF_ERROR;
-    }
-
-    for (n = 0; n < project->nflags; n++) {
-        if (fl_project_flag_info(project->core, n, &info) != 0) {
-            return NGX_CONF_ERROR;
-        }
-
-        project->flags[n].name.data = (u_char *) info.name;
-        project->flags[n].name.len = info.name_len;
-        project->flags[n].rollout_milli = info.rollout_milli;
-        project->flags[n].def_hash = info.def_hash;
-        project->flags[n].ramp_def = fl_project_flag_ramp(project->core, n);
-    }
-
-    return NGX_CONF_OK;
-}
-
-
-static void
-ngx_http_flags_cleanup_project(void *data)
-{
-    fl_project_free(data);
 }
 
 

@@ -16,6 +16,9 @@
  *                              start or stop flags_sync
  *   ngx_http_flags_shm.c       the zone, a library of it: generations,
  *                              reload, commit, attach/detach, counting
+ *   ngx_http_flags_defs.c      a project's definitions, their one owner:
+ *                              loaded, tabled, and handed to a request as
+ *                              one snapshot (ngx_http_flags_defs_t)
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, route, request body, JSON answers
  *   ngx_http_flags_control.c   every change of a flag's control state
@@ -81,6 +84,8 @@
  *   http       ngx_http_flags_http.c: what handlers and services share
  *              (token, route, body, answers, find_project, pool_alloc,
  *              a content handler's directive)
+ *   defs       ngx_http_flags_defs.c: a project's definitions; every file
+ *              above reads a project's flags through it
  *   zone       ngx_http_flags_shm.c: the zone, a library of it, and what
  *              lives in it: counting, a ramp's inputs and its percentage
  *              in the control word, flags_sync's standing
@@ -272,16 +277,46 @@ typedef struct {
 } ngx_http_flags_flag_t;
 
 
-typedef struct {
-    ngx_str_t                   name;
-    ngx_array_t                 tokens;      /* of ngx_str_t */
-    ngx_str_t                   file;        /* absolute path */
+/*
+ * A project's definitions as a process serves them (ngx_http_flags_defs.c):
+ * the core's project, the table of its flags bound to the zone, their
+ * digest and version.  A request reads one snapshot from start to end
+ * (ngx_http_flags_defs_pin()); a change of definitions gives the project
+ * another snapshot, never edits one.
+ */
+
+typedef struct ngx_http_flags_defs_s     ngx_http_flags_defs_t;
+typedef struct ngx_http_flags_project_s  ngx_http_flags_project_t;
+
+struct ngx_http_flags_defs_s {
     fl_project_t               *core;
     ngx_uint_t                  nflags;
     ngx_http_flags_flag_t      *flags;
+    uint64_t                    hash;        /* digest of the definitions */
+    uint64_t                    version;     /* 1, 2, ... (a file's: 1) */
+    uint64_t                    at_ms;       /* when it was made, 0: at load */
+    ngx_uint_t                  refs;        /* requests that pinned it */
+    ngx_pool_t                 *pool;        /* its own (runtime), or NULL */
+    ngx_http_flags_project_t   *project;
+    /* per variable index of the core module, the flag a $flag_ variable
+     * reads, or -1 (ngx_http_flags_variables.c); NULL: found by name */
+    ngx_int_t                  *flag_of_var;
+};
+
+
+struct ngx_http_flags_project_s {
+    ngx_str_t                   name;
+    ngx_array_t                 tokens;      /* of ngx_str_t */
+    ngx_str_t                   file;        /* absolute path */
+    ngx_uint_t                  runtime;     /* definitions=runtime */
+    /* the definitions served now: read through ngx_http_flags_defs() */
+    ngx_http_flags_defs_t      *defs;
     ngx_http_flags_pversion_t  *pversion;    /* NULL when the zone was full */
-    uint64_t                    defs;        /* digest of the definitions */
-} ngx_http_flags_project_t;
+};
+
+/* the project's definitions now (a request that spans events pins them:
+ * ngx_http_flags_defs_pin()) */
+#define ngx_http_flags_defs(project)  ((project)->defs)
 
 
 /* flags_context and the variables' tables (ngx_http_flags_variables.c) */
@@ -381,7 +416,7 @@ void ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 void ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf);
 ngx_uint_t ngx_http_flags_zone_defs_committed(
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
-void ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
+void ngx_http_flags_ramp_input(ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag, fl_ramp_input_t *in);
 void ngx_http_flags_window_series(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_flag_t *flag, int64_t now, fl_series_t *t);
@@ -437,6 +472,18 @@ void ngx_http_flags_event_add(ngx_http_flags_main_conf_t *fmcf,
 void ngx_http_flags_events_read(ngx_http_flags_main_conf_t *fmcf,
     fl_event_t *out);
 ngx_atomic_uint_t ngx_http_flags_events_seq(ngx_http_flags_main_conf_t *fmcf);
+
+/* ngx_http_flags_defs.c: a project's definitions, their one owner */
+char *ngx_http_flags_defs_conf(ngx_conf_t *cf,
+    ngx_http_flags_project_t *project);
+ngx_http_flags_defs_t *ngx_http_flags_defs_table(ngx_pool_t *pool,
+    fl_project_t *core);
+ngx_int_t ngx_http_flags_defs_policies(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_defs_t *defs);
+ngx_http_flags_defs_t *ngx_http_flags_defs_pin(ngx_http_request_t *r,
+    ngx_http_flags_project_t *project);
+void ngx_http_flags_defs_switch(ngx_http_flags_project_t *project,
+    ngx_http_flags_defs_t *defs);
 
 /* ngx_http_flags_statefile.c */
 ngx_int_t ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
@@ -533,6 +580,7 @@ typedef enum {
 typedef struct {
     ngx_http_flags_main_conf_t *fmcf;
     ngx_http_flags_project_t   *project;
+    ngx_http_flags_defs_t      *defs;       /* the snapshot flag is of */
     ngx_http_flags_flag_t      *flag;
     ngx_log_t                  *log;        /* a request's: its context */
     ngx_uint_t                  level;      /* flags_log_level in force:
@@ -547,7 +595,7 @@ typedef struct {
 } ngx_http_flags_change_t;
 
 void ngx_http_flags_change_init(ngx_http_flags_change_t *ch,
-    ngx_http_request_t *r, ngx_http_flags_project_t *project,
+    ngx_http_request_t *r, ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag);
 
 /* One failure of a flag seen while serving a request: an error report,
@@ -589,6 +637,7 @@ void ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf);
 /* ngx_http_flags_eval.c: the one evaluate-and-count path */
 typedef struct {
     ngx_http_flags_project_t   *project;
+    ngx_http_flags_defs_t      *defs;       /* its definitions, now */
     uint32_t                   *effective;  /* the percentage in force */
     uint8_t                    *sw;         /* fl_switch_t, a flag */
     fl_detail_t                *detail;     /* the answer, a flag */
@@ -603,9 +652,9 @@ ngx_int_t ngx_http_flags_answer_init(ngx_http_flags_answer_t *a,
     ngx_pool_t *pool, ngx_http_flags_project_t *project);
 void ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted);
-ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_project_t *project,
+ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted);
-void ngx_http_flags_count_evaluation(ngx_http_flags_project_t *project,
+void ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, ngx_uint_t enabled, int64_t now);
 
 /* ngx_http_flags_memo.c: this worker's memo of whole answers */
@@ -619,6 +668,7 @@ typedef struct {
     ngx_uint_t                  kind;
     void                       *scope;      /* the location's conf */
     ngx_http_flags_project_t   *project;
+    ngx_http_flags_defs_t      *defs;       /* the answer's definitions */
     ngx_uint_t                  gen;
     ngx_atomic_uint_t           version;    /* read before the answer */
     const u_char               *bytes;      /* the caller's */
@@ -683,7 +733,7 @@ ngx_int_t ngx_http_flags_variables_init(ngx_conf_t *cf);
  * $flag_NAME (not only through $flags_enabled), and the user it was
  * evaluated for */
 typedef void (*ngx_http_flags_read_pt)(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    ngx_http_flags_defs_t *defs, ngx_http_flags_flag_t *flag,
     ngx_uint_t enabled, ngx_uint_t named, const fl_user_t *user,
     void *data);
 void ngx_http_flags_variables_each_read(ngx_http_request_t *r,

@@ -381,6 +381,7 @@ ngx_http_flags_ofrep_memo_key(ngx_http_request_t *r,
                         : NGX_HTTP_FLAGS_MEMO_OFREP_ONE;
     k->scope = ngx_http_get_module_loc_conf(r, ngx_http_flags_module);
     k->project = ctx->project;
+    k->defs = ngx_http_flags_defs(ctx->project);
     k->gen = fmcf->gen;
     k->len = ctx->key.len + ctx->base.len + ctx->token.len + body->len + 3;
 
@@ -422,11 +423,12 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
     u_char                    *body;
     size_t                     len;
     fl_detail_t                d;
-    ngx_http_flags_project_t  *project;
+    ngx_http_flags_defs_t     *defs;
 
-    project = ctx->project;
+    /* the definitions the memo's key was made for, in this event */
+    defs = mkey->defs;
 
-    i = fl_project_find_flag(project->core, (const char *) ctx->key.data,
+    i = fl_project_find_flag(defs->core, (const char *) ctx->key.data,
                              ctx->key.len);
     if (i < 0) {
         return ngx_http_flags_ofrep_error(r, NGX_HTTP_NOT_FOUND, &ctx->key,
@@ -434,7 +436,7 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
                                           "the project has no such flag");
     }
 
-    if (ngx_http_flags_evaluate_flag(project, (ngx_uint_t) i, user, &d,
+    if (ngx_http_flags_evaluate_flag(defs, (ngx_uint_t) i, user, &d,
                                      NGX_HTTP_FLAGS_COUNTED)
         != NGX_OK)
     {
@@ -442,12 +444,12 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
     }
 
     body = ngx_pnalloc(r->pool,
-                       fl_ofrep_flag_json_bound(project->core, (size_t) i));
+                       fl_ofrep_flag_json_bound(defs->core, (size_t) i));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_ofrep_flag_json(project->core, (size_t) i, &d, (char *) body);
+    len = fl_ofrep_flag_json(defs->core, (size_t) i, &d, (char *) body);
 
     ngx_http_flags_memo_store(mkey, body, len, NULL, &d, i);
 
@@ -466,14 +468,16 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     ngx_int_t                  rc;
     const char                *path;
     ngx_table_elt_t           *inm;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_answer_t    answer;
-    ngx_http_flags_project_t  *project;
 
-    project = ctx->project;
-
-    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, ctx->project)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
+
+    defs = answer.defs;
 
     if (ngx_http_flags_ofrep_push(r)) {
         path = (const char *) ctx->base.data;
@@ -484,7 +488,7 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
         path_len = 0;
     }
 
-    etag = fl_ofrep_bulk_etag(project->core, user, answer.effective,
+    etag = fl_ofrep_bulk_etag(defs->core, user, answer.effective,
                               answer.sw, path, path_len,
                               (const char *) ctx->token.data, ctx->token.len);
 
@@ -507,14 +511,14 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     ngx_http_flags_answer_evaluate(&answer, user, NGX_HTTP_FLAGS_REASONS,
                                    NGX_HTTP_FLAGS_COUNTED);
 
-    body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(project->core,
+    body = ngx_pnalloc(r->pool, fl_ofrep_bulk_json_bound(defs->core,
                                                          path_len,
                                                          ctx->token.len));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_ofrep_bulk_json(project->core, answer.detail, path, path_len,
+    len = fl_ofrep_bulk_json(defs->core, answer.detail, path, path_len,
                              (const char *) ctx->token.data, ctx->token.len,
                              (char *) body);
 

@@ -805,15 +805,13 @@ ngx_http_flags_ws_refresh_answer(ngx_http_flags_ws_t *ws, ngx_pool_t *pool,
 {
     u_char                     *out;
     ngx_http_flags_answer_t     a;
-    ngx_http_flags_project_t   *project;
 
-    project = ws->push.project;
+    if (ngx_http_flags_answer_init(&a, pool, ws->push.project) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
-    out = ngx_pnalloc(pool, fl_sdk_refresh_json_bound(project->core));
-
-    if (out == NULL
-        || ngx_http_flags_answer_init(&a, pool, project) != NGX_OK)
-    {
+    out = ngx_pnalloc(pool, fl_sdk_refresh_json_bound(a.defs->core));
+    if (out == NULL) {
         return NGX_ERROR;
     }
 
@@ -821,7 +819,7 @@ ngx_http_flags_ws_refresh_answer(ngx_http_flags_ws_t *ws, ngx_pool_t *pool,
     ngx_http_flags_answer_evaluate(&a, &ws->user, NGX_HTTP_FLAGS_VALUES,
                                    NGX_HTTP_FLAGS_NOT_COUNTED);
 
-    answer->len = fl_sdk_refresh_json(project->core, &ws->user, a.detail,
+    answer->len = fl_sdk_refresh_json(a.defs->core, &ws->user, a.detail,
                                       (char *) out);
     answer->data = out;
 
@@ -916,18 +914,20 @@ ngx_http_flags_ws_message(ngx_http_flags_ws_t *ws, const uint8_t *msg,
 static void
 ngx_http_flags_ws_count_batch(ngx_http_flags_ws_t *ws, fl_sdk_message_t *m)
 {
-    long        idx;
-    int64_t     now;
-    ngx_uint_t  i;
+    long                    idx;
+    int64_t                 now;
+    ngx_uint_t              i;
+    ngx_http_flags_defs_t  *defs;
 
     now = ngx_http_flags_now_sec();
+    defs = ngx_http_flags_defs(ws->push.project);
 
     for (i = 0; i < m->nevals; i++) {
-        idx = fl_project_find_flag(ws->push.project->core,
+        idx = fl_project_find_flag(defs->core,
                                    m->evals[i].flag_name,
                                    m->evals[i].flag_name_len);
         if (idx >= 0) {
-            ngx_http_flags_count_evaluation(ws->push.project,
+            ngx_http_flags_count_evaluation(defs,
                                             (ngx_uint_t) idx,
                                             m->evals[i].result, now);
         }

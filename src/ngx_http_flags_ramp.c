@@ -28,7 +28,7 @@
 
 
 typedef struct {
-    ngx_http_flags_project_t   *project;
+    ngx_http_flags_defs_t      *defs;
     ngx_http_flags_flag_t      *flag;
     fl_ramp_event_t             event;
 } ngx_http_flags_ramp_change_t;
@@ -46,7 +46,7 @@ static void ngx_http_flags_ramp_timer(ngx_event_t *ev);
 static ngx_uint_t ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs,
     ngx_uint_t *dirty);
 static fl_ramp_event_t ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
-    ngx_http_flags_project_t *project, uint64_t now_ms, ngx_uint_t *dirty);
+    ngx_http_flags_defs_t *defs, uint64_t now_ms, ngx_uint_t *dirty);
 
 
 static ngx_http_flags_ramps_t  *ngx_http_flags_ramps;
@@ -57,6 +57,7 @@ ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
     ngx_uint_t                 i, n, nramps;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_ramps_t    *rs;
     ngx_http_flags_project_t  *project;
 
@@ -74,8 +75,10 @@ ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
     nramps = 0;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            if (project[i].flags[n].ramp_def && project[i].flags[n].ramp) {
+        defs = ngx_http_flags_defs(&project[i]);
+
+        for (n = 0; n < defs->nflags; n++) {
+            if (defs->flags[n].ramp_def && defs->flags[n].ramp) {
                 nramps++;
             }
         }
@@ -167,7 +170,8 @@ ngx_http_flags_ramp_timer(ngx_event_t *ev)
 
     for (i = 0; i < n; i++) {
         c = &rs->changes[i];
-        ch.project = c->project;
+        ch.project = c->defs->project;
+        ch.defs = c->defs;
         ch.flag = c->flag;
         ngx_http_flags_control_ramp(&ch, c->event);
     }
@@ -188,6 +192,7 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
     ngx_uint_t                 i, n, k;
     fl_ramp_event_t            ev;
     ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     if (!ngx_shmtx_trylock(&rs->fmcf->shpool->mutex)) {
@@ -204,8 +209,10 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
     k = 0;
 
     for (i = 0; i < rs->fmcf->projects.nelts; i++) {
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
+        defs = ngx_http_flags_defs(&project[i]);
+
+        for (n = 0; n < defs->nflags; n++) {
+            flag = &defs->flags[n];
 
             if (flag->ramp_def == NULL || flag->ramp == NULL
                 || k == rs->nramps)
@@ -215,10 +222,10 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
 
             fl_ramp_clock(flag->ramp, now_ms, mono_ms);
 
-            ev = ngx_http_flags_ramp_step(flag, &project[i], now_ms, dirty);
+            ev = ngx_http_flags_ramp_step(flag, defs, now_ms, dirty);
 
             if (ev != FL_RAMP_EV_NONE) {
-                rs->changes[k].project = &project[i];
+                rs->changes[k].defs = defs;
                 rs->changes[k].flag = flag;
                 rs->changes[k].event = ev;
                 k++;
@@ -234,14 +241,14 @@ ngx_http_flags_ramp_steps(ngx_http_flags_ramps_t *rs, ngx_uint_t *dirty)
 
 static fl_ramp_event_t
 ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
-    ngx_http_flags_project_t *project, uint64_t now_ms, ngx_uint_t *dirty)
+    ngx_http_flags_defs_t *defs, uint64_t now_ms, ngx_uint_t *dirty)
 {
     uint64_t              next_tick;
     fl_ramp_input_t       in;
     fl_ramp_event_t       ev;
 
     /* the cohorts' evaluations, their witnessed errors, what stops it */
-    ngx_http_flags_ramp_input(project, flag, &in);
+    ngx_http_flags_ramp_input(defs, flag, &in);
 
     /* the backstop's tick, on the monotonic clock */
     fl_witness_roll(flag->witness, &in, (uint64_t) ngx_current_msec,

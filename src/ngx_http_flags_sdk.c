@@ -177,12 +177,12 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_VALUES,
                                    NGX_HTTP_FLAGS_COUNTED);
 
-    out = ngx_pnalloc(r->pool, fl_sdk_flags_json_bound(project->core));
+    out = ngx_pnalloc(r->pool, fl_sdk_flags_json_bound(answer.defs->core));
     if (out == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_sdk_flags_json(project->core, &user, answer.detail,
+    len = fl_sdk_flags_json(answer.defs->core, &user, answer.detail,
                             (char *) out);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, out, len);

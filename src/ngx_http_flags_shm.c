@@ -217,6 +217,7 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     ngx_uint_t                  gen, committed, unbound;
     ngx_slab_pool_t            *shpool;
     ngx_http_flags_flag_t      *flag;
+    ngx_http_flags_defs_t      *defs;
     ngx_http_flags_shctx_t     *sh;
     ngx_http_flags_project_t   *project;
 
@@ -236,8 +237,10 @@ ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     for (i = 0; i < fmcf->projects.nelts; i++) {
         ngx_http_flags_bind_pversion(fmcf, &project[i]);
 
-        for (n = 0; n < project[i].nflags; n++) {
-            flag = &project[i].flags[n];
+        defs = ngx_http_flags_defs(&project[i]);
+
+        for (n = 0; n < defs->nflags; n++) {
+            flag = &defs->flags[n];
             /* resolved: its own window, or the http one */
             window = flag->policy.window;
 
@@ -394,19 +397,9 @@ static void
 ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_project_t *project)
 {
-    size_t                      n;
-    uint64_t                    defs;
     ngx_http_flags_shctx_t     *sh;
     ngx_http_flags_pversion_t  *pv;
 
-    defs = 0xcbf29ce484222325ULL ^ project->nflags;
-
-    for (n = 0; n < project->nflags; n++) {
-        defs = (defs ^ project->flags[n].def_hash) * 0x100000001b3ULL;
-        defs ^= defs >> 29;
-    }
-
-    project->defs = defs;
     sh = fmcf->sh;
 
     for (pv = sh->pversions; pv; pv = pv->next) {
@@ -428,7 +421,7 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
     }
 
     pv->version = 0;
-    pv->defs = defs;
+    pv->defs = ngx_http_flags_defs(project)->hash;
     pv->sync_epoch = 0;
     pv->sync_ver = 0;
     pv->len = project->name.len;
@@ -885,6 +878,7 @@ ngx_uint_t
 ngx_http_flags_zone_defs_committed(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_project_t *project)
 {
+    uint64_t    hash;
     ngx_uint_t  changed;
 
     if (project->pversion == NULL) {
@@ -893,8 +887,9 @@ ngx_http_flags_zone_defs_committed(ngx_http_flags_main_conf_t *fmcf,
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
-    changed = project->pversion->defs != project->defs;
-    project->pversion->defs = project->defs;
+    hash = ngx_http_flags_defs(project)->hash;
+    changed = project->pversion->defs != hash;
+    project->pversion->defs = hash;
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
 
@@ -1076,7 +1071,7 @@ ngx_http_flags_source_ages(ngx_http_flags_main_conf_t *fmcf,
  */
 
 void
-ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
+ngx_http_flags_ramp_input(ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag, fl_ramp_input_t *in)
 {
     fl_flag_info_t       info;
@@ -1105,7 +1100,7 @@ ngx_http_flags_ramp_input(ngx_http_flags_project_t *project,
                                          __ATOMIC_RELAXED);
     }
 
-    if (fl_project_flag_info(project->core, flag - project->flags, &info)
+    if (fl_project_flag_info(defs->core, flag - defs->flags, &info)
         == 0 && !info.enabled)
     {
         in->stopped = 1;            /* the kill switch of the file */

@@ -360,6 +360,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     fl_status_t                st;
     fl_saved_flag_t           *saved;
     ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     /* "nginx -t" builds a throwaway zone: nothing to restore into */
@@ -405,14 +406,15 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
             continue;
         }
 
-        idx = fl_project_find_flag(project->core, saved[i].flag,
+        defs = ngx_http_flags_defs(project);
+        idx = fl_project_find_flag(defs->core, saved[i].flag,
                                    saved[i].flag_len);
         if (idx < 0) {
             stale++;
             continue;
         }
 
-        flag = &project->flags[idx];
+        flag = &defs->flags[idx];
 
         if (flag->version == NULL || flag->def_hash != saved[i].def_hash) {
             stale++;

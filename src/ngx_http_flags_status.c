@@ -42,6 +42,7 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     fl_event_t                  *events;
     fl_series_t                  series;
     fl_state_snapshot_t          s;
+    ngx_http_flags_defs_t       *defs;
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_flags_sync_state_t  sync;
@@ -62,9 +63,10 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
         size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
+        defs = ngx_http_flags_defs(&project[i]);
 
-        for (n = 0; n < project[i].nflags; n++) {
-            size += fl_status_flag_json_bound(project[i].core, n) + 1;
+        for (n = 0; n < defs->nflags; n++) {
+            size += fl_status_flag_json_bound(defs->core, n) + 1;
         }
     }
 
@@ -87,19 +89,20 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
 
         /* project names are [A-Za-z0-9_.-]: nothing to escape */
         p = ngx_sprintf(p, "{\"name\":\"%V\",\"flags\":[", &project[i].name);
+        defs = ngx_http_flags_defs(&project[i]);
 
-        for (n = 0; n < project[i].nflags; n++) {
+        for (n = 0; n < defs->nflags; n++) {
             if (n) {
                 *p++ = ',';
             }
 
-            ngx_http_flags_snapshot(fmcf, &project[i].flags[n], now, &s);
-            ngx_http_flags_window_series(fmcf, &project[i].flags[n], now,
+            ngx_http_flags_snapshot(fmcf, &defs->flags[n], now, &s);
+            ngx_http_flags_window_series(fmcf, &defs->flags[n], now,
                                          &series);
             s.series = &series;
 
-            p += fl_status_flag_json(project[i].core, n, &s,
-                                     project[i].flags[n].node != NULL,
+            p += fl_status_flag_json(defs->core, n, &s,
+                                     defs->flags[n].node != NULL,
                                      (char *) p);
         }
 

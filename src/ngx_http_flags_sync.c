@@ -442,6 +442,7 @@ ngx_http_flags_sync_unknown_ramps(ngx_http_flags_main_conf_t *fmcf)
 {
     ngx_uint_t                 i, k;
     ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     project = fmcf->projects.elts;
@@ -449,8 +450,10 @@ ngx_http_flags_sync_unknown_ramps(ngx_http_flags_main_conf_t *fmcf)
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        for (k = 0; k < project[i].nflags; k++) {
-            flag = &project[i].flags[k];
+        defs = ngx_http_flags_defs(&project[i]);
+
+        for (k = 0; k < defs->nflags; k++) {
+            flag = &defs->flags[k];
 
             if (flag->ramp_def == NULL || flag->ramp == NULL
                 || flag->version == NULL
@@ -513,7 +516,7 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     nflags = 0;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        nflags = ngx_max(nflags, project[i].nflags);
+        nflags = ngx_max(nflags, ngx_http_flags_defs(&project[i])->nflags);
     }
 
     s->max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
@@ -522,8 +525,9 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
                    + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
+        s->projects[i].defs = ngx_http_flags_defs(&project[i]);
         s->projects[i].flags = ngx_pcalloc(cycle->pool,
-                                   (project[i].nflags + 1)
+                                   (s->projects[i].defs->nflags + 1)
                                    * sizeof(fl_sync_flag_t));
         if (s->projects[i].flags == NULL) {
             return NGX_ERROR;

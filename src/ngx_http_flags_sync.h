@@ -49,6 +49,9 @@ struct ngx_http_flags_sync_conf_s {
 
 
 typedef struct {
+    /* the definitions its flags are of: taken when a round starts, held
+     * until the next (ngx_http_flags_defs_hold()) */
+    ngx_http_flags_defs_t      *defs;
     fl_sync_flag_t             *flags;
     ngx_msec_t                  refused_log;  /* a ramp's item refused:
                                                * when last logged */
@@ -114,6 +117,17 @@ typedef struct {
     ngx_uint_t                      changed; /* the zone changed: save */
     ngx_http_flags_sync_project_t  *projects;
 } ngx_http_flags_sync_t;
+
+
+/* the definitions a round of the project works on */
+static ngx_inline ngx_http_flags_defs_t *
+ngx_http_flags_sync_defs(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project)
+{
+    return s->projects[project
+                       - (ngx_http_flags_project_t *) s->fmcf->projects.elts]
+           .defs;
+}
 
 
 /* ngx_http_flags_sync_conn.c */

@@ -78,7 +78,7 @@ ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
  */
 
 static void
-ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
+ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag, ngx_uint_t rebase, fl_sync_flag_t *f)
 {
     ngx_uint_t              ramped;
@@ -114,7 +114,7 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_project_t *project,
     ramped = flag->ramp_def && flag->ramp;
 
     if (ramped) {
-        ngx_http_flags_ramp_input(project, flag, &in);
+        ngx_http_flags_ramp_input(defs, flag, &in);
     }
 
     if (ramped && in.witness) {
@@ -183,17 +183,20 @@ static void
 ngx_http_flags_sync_prepare(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, fl_sync_flag_t *flags, uint32_t *keys)
 {
+    ngx_http_flags_defs_t  *defs;
     int64_t                 now;
     uint32_t               *ages;
     ngx_uint_t              i;
     fl_sync_flag_t         *f;
     ngx_http_flags_flag_t  *flag;
 
+    defs = ngx_http_flags_sync_defs(s, project);
+
     now = ngx_http_flags_now_sec();
 
-    for (i = 0; i < project->nflags; i++) {
+    for (i = 0; i < defs->nflags; i++) {
         f = &flags[i];
-        flag = &project->flags[i];
+        flag = &defs->flags[i];
 
         if (f->entry == FL_SYNC_NO_ENTRY && f->counted) {
             flag->node->sync_base_errors = f->errors;
@@ -271,14 +274,14 @@ ngx_http_flags_sync_call(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     size_t                     argc, bound, nkeys, *argvlen;
     const char               **argv;
     fl_sync_flag_t            *flags;
-    ngx_http_flags_project_t  *project;
+    ngx_http_flags_defs_t     *defs;
 
-    project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
     flags = s->projects[pi].flags;
 
     /* EVALSHA sha numkeys, then the core's */
     argc = 3 + FL_SYNC_ROUND_ARGC(entries);
-    bound = fl_sync_round_bound(round, flags, project->nflags);
+    bound = fl_sync_round_bound(round, flags, defs->nflags);
 
     argv = ngx_alloc(argc * (sizeof(char *) + sizeof(size_t)) + bound,
                      s->log);
@@ -290,7 +293,7 @@ ngx_http_flags_sync_call(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     buf = (char *) (argvlen + argc);
     nkeys = 0;
 
-    if (fl_sync_round_args(round, flags, project->nflags, buf, bound,
+    if (fl_sync_round_args(round, flags, defs->nflags, buf, bound,
                            argv + 3, argvlen + 3, argc - 3, &nkeys)
         != argc - 3)
     {
@@ -355,12 +358,14 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     fl_sync_flag_t             *flags;
     fl_sync_round_t             round;
     ngx_http_flags_sync_conf_t *sc;
+    ngx_http_flags_defs_t      *defs;
     ngx_http_flags_project_t   *project;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
     flags = s->projects[pi].flags;
     sc = s->conf;
-    n = project->nflags;
+    n = defs->nflags;
 
     if (s->cmd[pi]) {
         redisFreeCommand(s->cmd[pi]);
@@ -383,10 +388,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     seeds = 0;
 
     for (i = 0; i < n; i++) {
-        ngx_http_flags_sync_read_flag(project, &project->flags[i], rebase,
+        ngx_http_flags_sync_read_flag(defs, &defs->flags[i], rebase,
                                       &flags[i]);
         seeds += flags[i].ramp_def != NULL
-                 && project->flags[i].version->sync_ramp_seen
+                 && defs->flags[i].version->sync_ramp_seen
                     != NGX_HTTP_FLAGS_SYNC_SEEN;
     }
 
@@ -407,10 +412,10 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     for (i = 0; seeds && i < n; i++) {
         if (flags[i].ramp_def
-            && project->flags[i].version->sync_ramp_seen
+            && defs->flags[i].version->sync_ramp_seen
                != NGX_HTTP_FLAGS_SYNC_SEEN)
         {
-            fl_ramp_read(project->flags[i].ramp, seed);
+            fl_ramp_read(defs->flags[i].ramp, seed);
             flags[i].ramp_seed = seed++;
         }
     }
@@ -499,11 +504,14 @@ static void
 ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, fl_sync_flag_t *flags)
 {
+    ngx_http_flags_defs_t  *defs;
     ngx_uint_t              i;
     ngx_http_flags_node_t  *node;
 
-    for (i = 0; ngx_http_flags_sync_owns(s) && i < project->nflags; i++) {
-        node = project->flags[i].node;
+    defs = ngx_http_flags_sync_defs(s, project);
+
+    for (i = 0; ngx_http_flags_sync_owns(s) && i < defs->nflags; i++) {
+        node = defs->flags[i].node;
 
         if (node == NULL || flags[i].entry == FL_SYNC_NO_ENTRY) {
             continue;
@@ -530,7 +538,10 @@ static void
 ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, uint64_t epoch)
 {
+    ngx_http_flags_defs_t  *defs;
     ngx_uint_t  i;
+
+    defs = ngx_http_flags_sync_defs(s, project);
 
     ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
                   "flags: sync: project \"%V\": redis holds a new state "
@@ -538,11 +549,11 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
                   "rollbacks and overrides at the next round",
                   &project->name);
 
-    for (i = 0; i < project->nflags; i++) {
-        if (project->flags[i].node) {
-            project->flags[i].version->sync_known = 0;
-            if (project->flags[i].version->sync_ramp_seen) {
-                project->flags[i].version->sync_ramp_seen =
+    for (i = 0; i < defs->nflags; i++) {
+        if (defs->flags[i].node) {
+            defs->flags[i].version->sync_known = 0;
+            if (defs->flags[i].version->sync_ramp_seen) {
+                defs->flags[i].version->sync_ramp_seen =
                                               NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE;
             }
         }
@@ -564,8 +575,11 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
 {
     ngx_uint_t               changed;
     fl_sync_action_t         act;
+    ngx_http_flags_defs_t   *defs;
     fl_state_snapshot_t      snap;
     ngx_http_flags_change_t  ch;
+
+    defs = ngx_http_flags_sync_defs(s, project);
 
     if (!fl_sync_action(ft, sent, ngx_http_flags_sync_control(flag, &snap),
                         &act))
@@ -579,6 +593,7 @@ ngx_http_flags_sync_apply_flag(ngx_http_flags_sync_t *s,
     ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
     ch.fmcf = s->fmcf;
     ch.project = project;
+    ch.defs = defs;
     ch.flag = flag;
     ch.log = s->log;
     ch.level = s->fmcf->log_level;
@@ -642,19 +657,21 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     fl_ramp_input_t                 in;
     fl_state_snapshot_t             snap;
     ngx_http_flags_flag_t          *flag, *refused;
+    ngx_http_flags_defs_t          *defs;
     ngx_http_flags_project_t       *project;
     ngx_http_flags_sync_project_t  *sp;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
     sp = &s->projects[pi];
     flags = sp->flags;
 
-    ramps = ngx_alloc((project->nflags + 1) * sizeof(fl_sync_ramp_t), s->log);
+    ramps = ngx_alloc((defs->nflags + 1) * sizeof(fl_sync_ramp_t), s->log);
     if (ramps == NULL) {
         return NGX_ERROR;
     }
 
-    used = fl_sync_reply_ramps(view, n, head, flags, project->nflags,
+    used = fl_sync_reply_ramps(view, n, head, flags, defs->nflags,
                                fleets, ramps, &ignored);
 
     dirty = 0;
@@ -663,8 +680,8 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     ngx_shmtx_lock(&s->fmcf->shpool->mutex);
 
-    for (i = 0; i < project->nflags; i++) {
-        flag = &project->flags[i];
+    for (i = 0; i < defs->nflags; i++) {
+        flag = &defs->flags[i];
         ev[i] = FL_RAMP_EV_NONE;
         known[i] = 0;
 
@@ -677,7 +694,7 @@ ngx_http_flags_sync_ramps(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         if (flag->witness) {
             /* the backstop's tick (the local rule's, docs/ramps.md): the
              * fleet runs the ramp, this host its own threshold */
-            ngx_http_flags_ramp_input(project, flag, &in);
+            ngx_http_flags_ramp_input(defs, flag, &in);
             fl_witness_roll(flag->witness, &in, (uint64_t) ngx_current_msec,
                             flag->ramp_def->tick);
         }
@@ -774,21 +791,24 @@ ngx_http_flags_sync_ramp_events(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ngx_uint_t                 i;
     ngx_http_flags_flag_t     *flag;
     ngx_http_flags_change_t    ch;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
 
     ngx_memzero(&ch, sizeof(ngx_http_flags_change_t));
     ch.fmcf = s->fmcf;
     ch.project = project;
+    ch.defs = defs;
     ch.log = s->log;
     ch.level = s->fmcf->log_level;
     ch.routine = s->fmcf->log_routine;
     ch.by = NGX_HTTP_FLAGS_BY_FLEET;
     ch.batch = 1;               /* the round saves once, at its end */
 
-    for (i = 0; i < project->nflags; i++) {
-        flag = &project->flags[i];
+    for (i = 0; i < defs->nflags; i++) {
+        flag = &defs->flags[i];
 
         if (known[i]) {
             /* no event, no log: the answer's percentage changed */
@@ -826,20 +846,22 @@ ngx_http_flags_sync_controls(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 {
     ngx_uint_t                 i, changed;
     fl_sync_flag_t            *flags;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
     flags = s->projects[pi].flags;
 
     changed = 0;
 
-    for (i = 0; i < project->nflags; i++) {
-        if (project->flags[i].node == NULL) {
+    for (i = 0; i < defs->nflags; i++) {
+        if (defs->flags[i].node == NULL) {
             continue;
         }
 
         changed |= ngx_http_flags_sync_apply_flag(s, project,
-                                                  &project->flags[i],
+                                                  &defs->flags[i],
                                                   &fleets[i],
                                                   flags[i].control);
     }
@@ -881,9 +903,11 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     fl_ramp_event_t            *ev;
     fl_sync_head_t              head;
     fl_sync_reply_status_t      st;
+    ngx_http_flags_defs_t      *defs;
     ngx_http_flags_project_t   *project;
 
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
+    defs = s->projects[pi].defs;
 
     if (project->pversion == NULL) {
         return NGX_ERROR;
@@ -921,7 +945,7 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     /* the control hash read first: a ramp's state is checked against
      * it; then the controls applied, then the ramps' new stages, so a
      * rollback of this answer is in place before a stage's percentage */
-    nf = project->nflags + 1;
+    nf = defs->nflags + 1;
     fleets = ngx_alloc(nf * (sizeof(fl_sync_fleet_t) + sizeof(fl_ramp_event_t)
                              + 1), s->log);
     if (fleets == NULL) {
@@ -935,8 +959,8 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     ignored = 0;
 
     if (head.has_control) {
-        used = fl_sync_reply_controls(view, n, &head, project->core, fleets,
-                                      project->nflags, &ignored);
+        used = fl_sync_reply_controls(view, n, &head, defs->core, fleets,
+                                      defs->nflags, &ignored);
     }
 
     rc = NGX_OK;

@@ -35,7 +35,7 @@ typedef struct {
 static ngx_int_t ngx_http_flags_upstream_log(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_upstream_check(ngx_conf_t *cf);
 static void ngx_http_flags_upstream_flag(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    ngx_http_flags_defs_t *defs, ngx_http_flags_flag_t *flag,
     ngx_uint_t enabled, ngx_uint_t named, const fl_user_t *user, void *data);
 static char *ngx_http_flags_upstream_names(ngx_conf_t *cf,
     ngx_http_flags_loc_conf_t *flcf, ngx_str_t *value);
@@ -252,7 +252,8 @@ ngx_http_flags_upstream_check(ngx_conf_t *cf)
             found = 0;
 
             for (k = 0; k < fmcf->projects.nelts && !found; k++) {
-                found = fl_project_find_flag(project[k].core,
+                found = fl_project_find_flag(
+                            ngx_http_flags_defs(&project[k])->core,
                                              (const char *) name[j].data,
                                              name[j].len)
                         >= 0;
@@ -313,7 +314,7 @@ ngx_http_flags_upstream_log(ngx_http_request_t *r)
 
 static void
 ngx_http_flags_upstream_flag(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_flag_t *flag,
+    ngx_http_flags_defs_t *defs, ngx_http_flags_flag_t *flag,
     ngx_uint_t enabled, ngx_uint_t named, const fl_user_t *user, void *data)
 {
     ngx_http_flags_upstream_walk_t *walk = data;
@@ -359,7 +360,7 @@ ngx_http_flags_upstream_flag(ngx_http_request_t *r,
                                    walk->addr->len);
     failure.witness = failure.source;
 
-    ngx_http_flags_change_init(&ch, r, project, flag);
+    ngx_http_flags_change_init(&ch, r, defs, flag);
 
     (void) ngx_http_flags_control_failure(&ch, &failure);
 }

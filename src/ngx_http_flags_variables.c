@@ -52,12 +52,11 @@ struct ngx_http_flags_context_s {
 };
 
 
-/* The configuration's: its contexts, and per project, per variable index
- * of the core module, the flag a $flag_ variable reads (or -1). */
+/* The configuration's: its contexts, and the number of variables whose
+ * flag each project's definitions resolve (their flag_of_var). */
 struct ngx_http_flags_vars_conf_s {
     ngx_array_t                 contexts;    /* of ngx_http_flags_context_t* */
     ngx_uint_t                  nvars;
-    ngx_int_t                 **flag_of_var; /* [project][variable index] */
 };
 
 
@@ -66,6 +65,7 @@ typedef struct ngx_http_flags_vars_eval_s  ngx_http_flags_vars_eval_t;
 struct ngx_http_flags_vars_eval_s {
     ngx_http_flags_vars_eval_t *next;
     ngx_http_flags_project_t   *project;
+    ngx_http_flags_defs_t      *defs;        /* pinned by the main request */
     fl_user_t                   user;
     ngx_uint_t                  refused;     /* values over the limits */
     ngx_uint_t                  listed;      /* enabled_list is built */
@@ -381,6 +381,7 @@ static ngx_int_t
 ngx_http_flags_context_resolve(ngx_conf_t *cf, ngx_http_flags_context_t *ctx)
 {
     size_t                       a, b;
+    fl_project_t                *core;
     fl_flag_info_t               fa, fb;
     ngx_http_flags_main_conf_t  *fmcf;
 
@@ -402,9 +403,11 @@ ngx_http_flags_context_resolve(ngx_conf_t *cf, ngx_http_flags_context_t *ctx)
         return NGX_ERROR;
     }
 
-    if (fl_project_var_collision(ctx->project->core, &a, &b)
-        && fl_project_flag_info(ctx->project->core, a, &fa) == 0
-        && fl_project_flag_info(ctx->project->core, b, &fb) == 0)
+    core = ngx_http_flags_defs(ctx->project)->core;
+
+    if (fl_project_var_collision(core, &a, &b)
+        && fl_project_flag_info(core, a, &fa) == 0
+        && fl_project_flag_info(core, b, &fb) == 0)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "flags \"%s\" and \"%s\" of project \"%V\" are both "
@@ -535,7 +538,8 @@ ngx_http_flags_vars_check(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
 
     for (k = 0; k < vars->contexts.nelts && !found; k++) {
         found = ctx[k]->project
-                && fl_project_find_var(ctx[k]->project->core,
+                && fl_project_find_var(
+                       ngx_http_flags_defs(ctx[k]->project)->core,
                                        (const char *) flag.data, flag.len)
                    >= 0;
     }
@@ -564,17 +568,14 @@ ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
     ngx_str_t                  flag;
     ngx_int_t                 *table;
     ngx_uint_t                 i, p;
+    ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
     project = fmcf->projects.elts;
 
-    vars->flag_of_var = ngx_pcalloc(cf->pool,
-                                    fmcf->projects.nelts * sizeof(ngx_int_t *));
-    if (vars->flag_of_var == NULL) {
-        return NGX_ERROR;
-    }
-
     for (p = 0; p < fmcf->projects.nelts; p++) {
+        defs = ngx_http_flags_defs(&project[p]);
+
         table = ngx_palloc(cf->pool, vars->nvars * sizeof(ngx_int_t));
         if (table == NULL) {
             return NGX_ERROR;
@@ -584,13 +585,13 @@ ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
             table[i] = -1;
 
             if (ngx_http_flags_var_flag(&v[i].name, &flag)) {
-                table[i] = fl_project_find_var(project[p].core,
+                table[i] = fl_project_find_var(defs->core,
                                                (const char *) flag.data,
                                                flag.len);
             }
         }
 
-        vars->flag_of_var[p] = table;
+        defs->flag_of_var = table;
     }
 
     return NGX_OK;
@@ -687,7 +688,14 @@ ngx_http_flags_vars_eval(ngx_http_request_t *r,
     }
 
     e->project = context->project;
-    e->state = ngx_pcalloc(r->main->pool, context->project->nflags + 1);
+    /* the definitions of every read of this request, whatever changes
+     * until its log phase */
+    e->defs = ngx_http_flags_defs_pin(r->main, context->project);
+    if (e->defs == NULL) {
+        return NGX_ERROR;
+    }
+
+    e->state = ngx_pcalloc(r->main->pool, e->defs->nflags + 1);
     traits = ngx_palloc(r->main->pool,
                         (context->traits.nelts + 1) * sizeof(fl_trait_t));
     if (e->state == NULL || traits == NULL) {
@@ -828,7 +836,7 @@ ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e, ngx_uint_t i,
     }
 
     if (!(st & NGX_HTTP_FLAGS_VAR_EVALUATED)) {
-        if (ngx_http_flags_evaluate_flag(e->project, i, &e->user, &d,
+        if (ngx_http_flags_evaluate_flag(e->defs, i, &e->user, &d,
                                          NGX_HTTP_FLAGS_NOT_COUNTED)
             == NGX_OK
             && d.enabled)
@@ -842,7 +850,7 @@ ngx_http_flags_vars_read(ngx_http_flags_vars_eval_t *e, ngx_uint_t i,
     if (!(st & NGX_HTTP_FLAGS_VAR_READ)) {
         st |= NGX_HTTP_FLAGS_VAR_READ;
 
-        ngx_http_flags_count_evaluation(e->project, i,
+        ngx_http_flags_count_evaluation(e->defs, i,
                                         st & NGX_HTTP_FLAGS_VAR_ENABLED, now);
     }
 
@@ -859,7 +867,7 @@ ngx_http_flags_flag_variable(ngx_http_request_t *r,
     ngx_str_t *name = (ngx_str_t *) data;
 
     ngx_int_t                    idx;
-    ngx_uint_t                   k, p;
+    ngx_uint_t                   k;
     ngx_http_variable_t         *vv;
     ngx_http_core_main_conf_t   *cmcf;
     ngx_http_flags_main_conf_t  *fmcf;
@@ -885,19 +893,17 @@ ngx_http_flags_flag_variable(ngx_http_request_t *r,
 
     if ((u_char *) name >= (u_char *) vv
         && (u_char *) name < (u_char *) (vv + cmcf->variables.nelts)
-        && fmcf->vars && fmcf->vars->flag_of_var)
+        && fmcf->vars && e->defs->flag_of_var)
     {
         k = (ngx_http_variable_t *) ((u_char *) name
                                      - offsetof(ngx_http_variable_t, name))
             - vv;
-        p = e->project - (ngx_http_flags_project_t *) fmcf->projects.elts;
-
         if (k < fmcf->vars->nvars) {
-            idx = fmcf->vars->flag_of_var[p][k];
+            idx = e->defs->flag_of_var[k];
         }
 
     } else if (name->len > ngx_http_flags_prefix.len) {
-        idx = fl_project_find_var(e->project->core,
+        idx = fl_project_find_var(e->defs->core,
                                   (const char *) name->data
                                   + ngx_http_flags_prefix.len,
                                   name->len - ngx_http_flags_prefix.len);
@@ -943,13 +949,13 @@ ngx_http_flags_enabled_variable(ngx_http_request_t *r,
     }
 
     if (!e->listed) {
-        n = e->project->nflags;
+        n = e->defs->nflags;
         now = ngx_http_flags_now_sec();
         len = 0;
 
         for (i = 0; i < n; i++) {
             if (ngx_http_flags_vars_read(e, i, now)
-                && fl_project_flag_info(e->project->core, i, &info) == 0)
+                && fl_project_flag_info(e->defs->core, i, &info) == 0)
             {
                 len += info.name_len + 1;
             }
@@ -964,7 +970,7 @@ ngx_http_flags_enabled_variable(ngx_http_request_t *r,
 
         for (i = 0; i < n; i++) {
             if ((e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED)
-                && fl_project_flag_info(e->project->core, i, &info) == 0)
+                && fl_project_flag_info(e->defs->core, i, &info) == 0)
             {
                 if (p != e->enabled_list.data) {
                     *p++ = ',';
@@ -1008,9 +1014,9 @@ ngx_http_flags_variables_each_read(ngx_http_request_t *r,
     }
 
     for (e = ctx->evals; e; e = e->next) {
-        for (i = 0; i < e->project->nflags; i++) {
+        for (i = 0; i < e->defs->nflags; i++) {
             if (e->state[i] & NGX_HTTP_FLAGS_VAR_READ) {
-                fn(r, e->project, &e->project->flags[i],
+                fn(r, e->defs, &e->defs->flags[i],
                    (e->state[i] & NGX_HTTP_FLAGS_VAR_ENABLED) != 0,
                    (e->state[i] & NGX_HTTP_FLAGS_VAR_NAMED) != 0,
                    &e->user, data);
