@@ -124,57 +124,6 @@ inline size_t skip_ws(const char *d, size_t n, size_t p) noexcept
     return p;
 }
 
-/* p on a string's opening quote: the offset after its closing one. */
-size_t skip_string(const char *d, size_t n, size_t p) noexcept
-{
-    for (p++; p < n; p++) {
-        if (d[p] == '\\') {
-            p++;
-        } else if (d[p] == '"') {
-            return p + 1;
-        }
-    }
-    return n;
-}
-
-/* p on the first byte of a value yajl accepted: the offset after it.
- * Containers are skipped by counting brackets outside strings, without
- * recursion. */
-size_t skip_value(const char *d, size_t n, size_t p) noexcept
-{
-    if (p >= n) {
-        return n;
-    }
-    if (d[p] == '"') {
-        return skip_string(d, n, p);
-    }
-    if (d[p] != '{' && d[p] != '[') {
-        while (p < n && d[p] != ',' && d[p] != '}' && d[p] != ']'
-               && !json_space(static_cast<unsigned char>(d[p])))
-        {
-            p++;
-        }
-        return p;
-    }
-    size_t depth = 0;
-    while (p < n) {
-        char ch = d[p];
-        if (ch == '"') {
-            p = skip_string(d, n, p);
-            continue;
-        }
-        if (ch == '{' || ch == '[') {
-            depth++;
-        } else if (ch == '}' || ch == ']') {
-            if (--depth == 0) {
-                return p + 1;
-            }
-        }
-        p++;
-    }
-    return n;
-}
-
 /* The "flags" array of a document, and where the element of a name is. */
 struct flags_array {
     size_t  open;           /* its '[' */
@@ -248,13 +197,13 @@ fl_status_t find_flags(const char *d, size_t n, const char *name,
 
     p = skip_ws(d, n, p);
     while (m != nullptr && p < n && d[p] == '"') {
-        p = skip_ws(d, n, skip_string(d, n, p));
+        p = skip_ws(d, n, json_skip_value(d, n, p));   /* the key */
         p = skip_ws(d, n, p + 1);           /* after ':' */
         if (m->key_len == 5 && std::memcmp(m->key, "flags", 5) == 0) {
             flags = m;
             flags_at = p;
         }
-        p = skip_ws(d, n, skip_value(d, n, p));
+        p = skip_ws(d, n, json_skip_value(d, n, p));
         if (p < n && d[p] == ',') {
             p = skip_ws(d, n, p + 1);
         }
@@ -275,7 +224,7 @@ fl_status_t find_flags(const char *d, size_t n, const char *name,
     size_t ws = flags_at + 1;
     p = skip_ws(d, n, ws);
     for (const jval *v = flags->first; v != nullptr; v = v->next) {
-        size_t b = p, end = skip_value(d, n, p);
+        size_t b = p, end = json_skip_value(d, n, p);
 
         if (fa->found && !fa->has_next && fa->m_b == fa->last_b
             && fa->count > 0)

@@ -446,6 +446,9 @@ static void test_put_errors(void **state)
             "request body is not valid JSON: parse error: premature EOF (near byte 11)");
     put_err(DOC, "b", "{\"name\":\"b\"} {}", FL_ERR_JSON,
             "request body is not valid JSON: parse error: trailing garbage (near byte 14)");
+    /* an unterminated string after the object (yajl alone takes it) */
+    put_err(DOC, "b", "{\"enabled\":true} \"x", FL_ERR_JSON,
+            "request body is not valid JSON: parse error: trailing garbage (near byte 17)");
     put_err(DOC, "b", "{\"name\":\"c\",\"enabled\":true}", FL_ERR_FIELD,
             "flag name \"c\" in the body does not match \"b\" in the path");
     put_err(DOC, "b\"x", "{\"name\":\"b\\n\\\"\"}", FL_ERR_FIELD,
@@ -470,6 +473,8 @@ static void test_put_errors(void **state)
     put_err("[{\"flags\":[]}]", "b", "{}", FL_ERR_INVALID,
             "document is not a JSON object");
     put_err("", "b", "{}", FL_ERR_INVALID, "document is empty");
+    put_err("{\"flags\":[]}\"", "b", "{}", FL_ERR_INVALID,
+            "document is not valid JSON: parse error: trailing garbage");
     put_err("{\"flags\":[}", "b", "{}", FL_ERR_INVALID,
             "document is not valid JSON: parse error: unallowed token at this point in JSON text");
 
@@ -628,6 +633,7 @@ static void test_file_bad_headers(void **state)
     parse_err(" \t\n{}", "header is empty");
     parse_err("{\"version\":1\n}", "header is not valid JSON: parse error: premature EOF");
     parse_err("[1]\n{}", "header is not a JSON object");
+    parse_err("{\"version\":1}\"x\n{}", "header is not valid JSON: parse error: trailing garbage");
     parse_err("{\"version\":0}\n{}", "header has no \"version\" of at least 1");
     parse_err("{\"version\":-1}\n{}", "header has no \"version\" of at least 1");
     parse_err("{\"version\":\"3\"}\n{}", "header has no \"version\" of at least 1");
@@ -649,23 +655,24 @@ static void test_history_json(void **state)
         " {\"version\":2}\n",             /* trimmed */
         "[\"not an object\"]",            /* left out */
         "{\"version\":",                  /* left out */
+        "{\"version\":4}\"",             /* left out */
         NULL,                             /* left out */
         "{\"version\":1,\"by\":null}",
     };
-    size_t lens[6];
+    size_t lens[7];
     char buf[256];
 
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < 7; i++) {
         lens[i] = e[i] != NULL ? strlen(e[i]) : 0;
     }
-    size_t bound = fl_defs_history_json_bound(lens, 6);
+    size_t bound = fl_defs_history_json_bound(lens, 7);
     assert_true(bound <= sizeof(buf));
-    size_t len = fl_defs_history_json(e, lens, 6, buf, bound);
+    size_t len = fl_defs_history_json(e, lens, 7, buf, bound);
     const char *want = "{\"versions\":[{\"version\":3},{\"version\":2},"
                        "{\"version\":1,\"by\":null}]}";
     assert_int_equal(len, strlen(want));
     assert_memory_equal(buf, want, len);
-    assert_int_equal(fl_defs_history_json(e, lens, 6, buf, bound - 1), 0);
+    assert_int_equal(fl_defs_history_json(e, lens, 7, buf, bound - 1), 0);
 
     bound = fl_defs_history_json_bound(NULL, 0);
     len = fl_defs_history_json(NULL, NULL, 0, buf, bound);
