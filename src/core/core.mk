@@ -19,6 +19,7 @@
 # The sources, one a line: add or rename a file here and nowhere else.
 FLAGS_CORE_SRCS = \
 	dashboard.cpp \
+	definitions.cpp \
 	etag.cpp \
 	evaluate.cpp \
 	json_reader.cpp \

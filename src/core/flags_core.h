@@ -1771,6 +1771,141 @@ uint32_t fl_sync_ramp_unknown_milli(const fl_ramp_def_t *d,
     uint32_t configured_milli) FL_NOEXCEPT;
 
 
+/* ------------------------------- runtime definitions (definitions.cpp) */
+
+/*
+ * The pure parts of definitions=runtime (docs/definitions-core.md): the
+ * difference between two versions of a project, the answer of a write,
+ * one flag put into or deleted from a document, and a stored version's
+ * file (its header line, which is also its history entry).
+ */
+
+typedef enum {
+    FL_DEFS_SAME = 0,           /* in both, same def_hash */
+    FL_DEFS_ADDED,              /* only in the new project */
+    FL_DEFS_CHANGED,            /* in both, another def_hash */
+    FL_DEFS_REMOVED             /* only in the old project */
+} fl_defs_kind_t;
+
+typedef struct {
+    fl_defs_kind_t  kind;
+    long            old_idx;    /* flag index in the old project, -1: none */
+    long            new_idx;    /* flag index in the new project, -1: none */
+} fl_defs_change_t;
+
+/* The difference between old and nw by flag name and definition hash
+ * (fl_flag_info_t.def_hash, so a change of a segment a flag names
+ * changes the flag, and key order or unknown fields do not): one entry
+ * per flag of either project, first every flag of nw in its order (SAME,
+ * CHANGED or ADDED), then every flag only in old (REMOVED) in old's
+ * order.  old NULL: every flag is ADDED.  Writes at most max entries and
+ * returns how many there are (max >= count(old) + count(nw) is always
+ * enough; out may be NULL when max is 0). */
+size_t fl_defs_diff(const fl_project_t *old, const fl_project_t *nw,
+    fl_defs_change_t *out, size_t max) FL_NOEXCEPT;
+
+/*
+ * The answer of a definitions write, or of its dry run, on one line:
+ *   {"version":N,"added":[names],"changed":[names],"removed":[names],
+ *    "kept":[{"flag":"x","rolledBack":true,"override":null}],
+ *    "dryRun":true}
+ * version is the version the write made (or would make); names in the
+ * order of c (nw's order, then old's), SAME entries left out.  "kept":
+ * the CHANGED flags whose old control block (old_ctl[old_idx]; old_ctl
+ * itself, or an element, may be NULL: none) is rolled back or overridden,
+ * read in one load as fl_state_snapshot() reads it: "rolledBack" true or
+ * false, "override" as flags_status writes it (null, {"enabled":false},
+ * {"rolloutPercentage":12.5}).  "dryRun" only when dry_run.  An entry
+ * whose index is out of range is left out.  Returns the bytes written,
+ * or 0 (nothing written) when cap is less than the bound.
+ */
+size_t fl_defs_answer_json_bound(const fl_project_t *old,
+    const fl_project_t *nw, const fl_defs_change_t *c, size_t n)
+    FL_NOEXCEPT;
+size_t fl_defs_answer_json(const fl_project_t *old, const fl_project_t *nw,
+    const fl_defs_change_t *c, size_t n, uint64_t version,
+    const fl_control_t *const *old_ctl, int dry_run, char *out, size_t cap)
+    FL_NOEXCEPT;
+
+/*
+ * PUT .../definitions/{project}/flags/{name}: a copy of the document doc
+ * in which the element of its "flags" array whose "name" is name is
+ * replaced by the body (flag, one JSON object), or, when there is none,
+ * the body is appended to the array (after the whitespace the last
+ * element is preceded by, so an indented array stays indented).  Every
+ * other byte of doc is kept as it is.  When the body has no "name", the
+ * name is put first in it ("name":"..." after its '{'); when it has one
+ * (the last, if several), it must be that string.  Only the shape is
+ * checked here; the glue validates the result with
+ * fl_project_load_buffer().  On FL_OK *out (NUL-terminated, from a) holds
+ * *out_len bytes.  Errors, with a message in err:
+ *  - FL_ERR_INVALID: doc is not JSON, not an object, has no "flags"
+ *    array (the last "flags" member counts), or the result would be
+ *    larger than FL_MAX_FLAGS_FILE_SIZE;
+ *  - FL_ERR_JSON: the body is not JSON ("request body is not valid JSON:
+ *    ...", "request body is empty") or not an object ("request body must
+ *    be a JSON object");
+ *  - FL_ERR_FIELD: "flag name \"X\" in the body does not match \"Y\" in
+ *    the path", "\"name\" in the body must be a string", or the name in
+ *    the path is not UTF-8 ("flag name in the path is not valid UTF-8");
+ *  - FL_ERR_NOMEM.
+ * A name is matched by its decoded bytes ("\u0061" is "a"); the first
+ * element of that name is the one (a valid document has one).
+ */
+fl_status_t fl_defs_put_flag(const char *doc, size_t len, const char *name,
+    size_t name_len, const char *flag, size_t flag_len, const fl_alloc_t *a,
+    char **out, size_t *out_len, char *err, size_t err_len) FL_NOEXCEPT;
+
+/* DELETE .../flags/{name}: a copy of doc without the element of "flags"
+ * named name, with one comma next to it (the only element: the array
+ * becomes []); every other byte kept.  No such element: FL_OK with
+ * *found 0 and *out NULL (the glue's 404); else *found 1.  Errors as
+ * fl_defs_put_flag() gives them for doc. */
+fl_status_t fl_defs_delete_flag(const char *doc, size_t len,
+    const char *name, size_t name_len, const fl_alloc_t *a, char **out,
+    size_t *out_len, int *found, char *err, size_t err_len) FL_NOEXCEPT;
+
+/*
+ * A stored version is one file: its entry (one line of JSON, below),
+ * '\n', then the document, byte for byte as it was put.  The entry is
+ * one element of GET .../history:
+ *   {"version":N,"at":"2026-11-27T21:50:01Z","by":"alice","host":"web1",
+ *    "added":[names],"changed":[names],"removed":[names]}
+ * at_ms in whole seconds (RFC 3339, UTC); by NULL: null; host NULL:
+ * null; the names as fl_defs_answer_json() lists them.  No newline is
+ * written.  Returns the bytes written, or 0 when cap is less than the
+ * bound.
+ */
+size_t fl_defs_entry_json_bound(size_t by_len, size_t host_len,
+    const fl_project_t *old, const fl_project_t *nw,
+    const fl_defs_change_t *c, size_t n) FL_NOEXCEPT;
+size_t fl_defs_entry_json(uint64_t version, uint64_t at_ms, const char *by,
+    size_t by_len, const char *host, size_t host_len,
+    const fl_project_t *old, const fl_project_t *nw,
+    const fl_defs_change_t *c, size_t n, char *out, size_t cap) FL_NOEXCEPT;
+
+/* A stored version's file: its first line (up to the first '\n') must be
+ * a JSON object whose "version" is a whole number in [1, 2^64 - 1]
+ * written in digits, and a document must follow (not only whitespace).
+ * On FL_OK: *version, *entry_len (the line without its '\n': the
+ * history entry) and *doc_off (where the document starts).  Else
+ * FL_ERR_INVALID with a message ("no header line", "header is empty",
+ * "header is not valid JSON: ...", "header is not a JSON object", "header has no \"version\"
+ * of at least 1", "no document after the header"); FL_ERR_NOMEM. */
+fl_status_t fl_defs_file_parse(const char *buf, size_t len,
+    uint64_t *version, size_t *entry_len, size_t *doc_off, char *err,
+    size_t err_len) FL_NOEXCEPT;
+
+/* GET .../history: {"versions":[e1,e2,...]}, the entries as given
+ * (newest first), each trimmed of surrounding whitespace and checked to
+ * be one JSON object: one that is not is left out.  An entry may be NULL
+ * (left out).  Returns the bytes written, or 0 when cap is less than the
+ * bound. */
+size_t fl_defs_history_json_bound(const size_t *lens, size_t n) FL_NOEXCEPT;
+size_t fl_defs_history_json(const char *const *entries, const size_t *lens,
+    size_t n, char *out, size_t cap) FL_NOEXCEPT;
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -126,7 +126,71 @@ const yajl_callbacks callbacks = {
     cb_start_map, cb_key, cb_end, cb_start_array, cb_end
 };
 
+/* p on a string's opening quote: the offset after its closing one. */
+size_t skip_string(const char *d, size_t n, size_t p) noexcept
+{
+    for (p++; p < n; p++) {
+        if (d[p] == '\\') {
+            p++;
+        } else if (d[p] == '"') {
+            return p + 1;
+        }
+    }
+    return n;
+}
+
+/* After a value yajl accepted: where the first byte other than
+ * whitespace is (len when none). */
+size_t garbage_at(const char *data, size_t len) noexcept
+{
+    size_t i = 0;
+
+    while (i < len && json_space(static_cast<unsigned char>(data[i]))) {
+        i++;
+    }
+    i = json_skip_value(data, len, i);
+    while (i < len && json_space(static_cast<unsigned char>(data[i]))) {
+        i++;
+    }
+    return i;
+}
+
 } // namespace
+
+size_t json_skip_value(const char *d, size_t n, size_t p) noexcept
+{
+    if (p >= n) {
+        return n;
+    }
+    if (d[p] == '"') {
+        return skip_string(d, n, p);
+    }
+    if (d[p] != '{' && d[p] != '[') {
+        while (p < n && d[p] != ',' && d[p] != '}' && d[p] != ']'
+               && !json_space(static_cast<unsigned char>(d[p])))
+        {
+            p++;
+        }
+        return p;
+    }
+    size_t depth = 0;
+    while (p < n) {
+        char ch = d[p];
+        if (ch == '"') {
+            p = skip_string(d, n, p);
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth == 0) {
+                return p + 1;
+            }
+        }
+        p++;
+    }
+    return n;
+}
 
 const jval *jmember(const jval *obj, const char *key, size_t key_len) noexcept
 {
@@ -210,6 +274,11 @@ void json_read(const char *data, size_t len, const fl_alloc_t *a,
     } else if (st != yajl_status_ok) {
         e->kind = jread_error::SYNTAX;
         yajl_error_text(h, e->why, sizeof(e->why));
+    } else if (b.root != nullptr && garbage_at(data, len) < len) {
+        e->kind = jread_error::SYNTAX;
+        e->consumed = garbage_at(data, len);
+        e->at_end = false;
+        set_err(e->why, sizeof(e->why), "parse error: trailing garbage");
     } else {
         *root = b.root;
     }
@@ -233,6 +302,11 @@ size_t json_error_offset(const char *data, size_t len) noexcept
         }
     }
     yajl_free(h);
+    if (i == len && len > 0) {
+        /* accepted to the end: an unterminated string after the value
+         * (json_read) is where the error is */
+        i = garbage_at(data, len);
+    }
     return i;
 }
 

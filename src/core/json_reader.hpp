@@ -88,9 +88,21 @@ struct jread_error {
 };
 
 /* Parses data[0..len) into a tree in a's memory (yajl's buffers too).
- * *root is nullptr unless the whole text is one valid value. */
+ * *root is nullptr unless the whole text is one valid value.  yajl takes
+ * a value followed by an unterminated string ({}"x) for a complete text
+ * (the string could still be going on); that is a SYNTAX error here,
+ * "parse error: trailing garbage" at the string's quote, as the same
+ * value followed by any other token is. */
 void json_read(const char *data, size_t len, const fl_alloc_t *a,
     unsigned max_depth, jval **root, jread_error *e) noexcept;
+
+/* p on the first byte of a value in a text yajl accepted (the caller
+ * checked it): the offset just after that value (a string's closing
+ * quote, a container's closing bracket, a number's or literal's last
+ * byte).  Containers are skipped by counting brackets outside strings,
+ * without recursion; nothing is read at or past len (len when the value
+ * runs to the end). */
+size_t json_skip_value(const char *data, size_t len, size_t p) noexcept;
 
 /* The index of the first byte that a validating parser refuses (len for a
  * premature end), found by feeding data one byte at a time: yajl's own

@@ -69,6 +69,11 @@ static void test_syntax_errors(void **state)
                  "json text.");
     expect_error("{\"flags\":[]} x", "f.json:1:14: invalid JSON: parse error: "
                  "trailing garbage");
+    /* an unterminated string after the object, which yajl alone takes */
+    expect_error("{\"flags\":[]}\"x", "f.json:1:13: invalid JSON: parse error: "
+                 "trailing garbage");
+    expect_error("{\"flags\":[]}\n  \"", "f.json:2:3: invalid JSON: parse error: "
+                 "trailing garbage");
     expect_error("{\"flags\":[],}", "f.json:1:13: invalid JSON: parse error: "
                  "invalid object key (must be a string)");
     expect_error("{\"flags\":[\"\xff\"]}", "f.json:1:12: invalid JSON: lexical "

@@ -129,6 +129,13 @@ static void test_json_errors(void **state)
     expect_error("25", FL_ERR_JSON, "request body must be a JSON object");
     expect_error("{\"enabled\":false", FL_ERR_JSON, NULL);
     expect_error("{\"enabled\":false}}", FL_ERR_JSON, NULL);
+    /* an unterminated string after the object, which yajl alone takes */
+    expect_error("{\"enabled\":false}\"zz", FL_ERR_JSON,
+                 "request body is not valid JSON: parse error: trailing garbage"
+                 " (near byte 17)");
+    expect_error("{\"enabled\":false} \"a\\\"", FL_ERR_JSON,
+                 "request body is not valid JSON: parse error: trailing garbage"
+                 " (near byte 18)");
     expect_error("{\"enabled\":true,}", FL_ERR_JSON, NULL);       /* JSON first */
     expect_error("{\"enabled\":false,\"x\":\"\xff\"}", FL_ERR_JSON, NULL);
     expect_error("enabled=false", FL_ERR_JSON, NULL);
