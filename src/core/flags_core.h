@@ -1730,6 +1730,17 @@ typedef struct {
 int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
     fl_sync_action_t *out) FL_NOEXCEPT;
 
+/* What the host knows of the fleet's control of flag f (planned by
+ * fl_sync_round_plan()) after an answer without the control hash: the
+ * fleet's version did not move since the host last read it, so each
+ * field f published this round ("set", "clr", "del") was the fleet's
+ * already, and the fleet says what f sent (f->control); a flag without
+ * an entry keeps f->known.  Without it a host that publishes what the
+ * fleet holds, a new definition that kept its rollback or override
+ * (docs/sync.md), would publish it again every round, and bring it back
+ * after another host cleared it. */
+uint64_t fl_sync_known_unmoved(const fl_sync_flag_t *f) FL_NOEXCEPT;
+
 /*
  * Ramps across the fleet (docs/sync.md): the script runs each ramped
  * entry's ramp in Redis (the twin of fl_ramp_step() and fl_ramp_act())
