@@ -11,7 +11,10 @@
  *   a rollback by the fleet          flags_sync applies the fleet's record
  *   a cleared rollback               flags_admin, or the fleet
  *   an override set or removed       flags_admin, or the fleet
- *   a new definition                 a reload commits other definitions
+ *   a new definition                 a reload commits other definitions:
+ *                                    the flag keeps its rollback and
+ *                                    override (a new control block takes
+ *                                    them from the old one)
  *   a ramp's stage                   the ramp's step, flags_admin, or
  *                                    the fleet's ramp (flags_sync)
  *   a rollback by a ramp's rule      the ramp's step (regression, or
@@ -392,8 +395,13 @@ ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
 
 /*
  * A reload committed its generation: a project whose definitions differ
- * gives other answers, and a flag whose definition changed lost its
- * rollback and override with its old control block.
+ * gives other answers, and a flag whose definition changed keeps, in its
+ * new version's control block, the rollback and override of the one it
+ * replaced (ngx_http_flags_control_definition()).  This runs in the
+ * master once the generation is committed and before its workers start:
+ * the first moment the new blocks are read.  The old generation's
+ * workers count into the old blocks until they stop accepting; a
+ * rollback one of them trips after this stays with the old definition.
  */
 
 void
@@ -434,21 +442,128 @@ ngx_http_flags_control_committed(ngx_cycle_t *cycle,
 
             if (flag->replaced) {
                 ch.flag = flag;
-                ngx_http_flags_control_event(&ch, FL_EVENT_DEFINITION,
-                                             "a new definition");
+                (void) ngx_http_flags_control_definition(&ch,
+                                                     &flag->replaced->ctl);
                 ch.flag = NULL;
-            }
-
-            if (flag->replaced && fl_control_active(&flag->replaced->ctl)) {
-                ngx_log_error(ch.routine, ch.log, 0,
-                              "flags: flag \"%V\" of project \"%V\" has a "
-                              "new definition: its rollback and override "
-                              "were cleared", &flag->name, &project[i].name);
             }
 
             flag->replaced = NULL;
         }
     }
+}
+
+
+/*
+ * The flag ch->flag has a new definition, and from is the control block
+ * of the one it replaces (a reload's commit; a change of definitions at
+ * runtime calls it the same way).  Its new control block (ch->flag->ctl)
+ * takes from's rollback, with its record, and from's override
+ * (fl_control_carry(): never from's ramp percentage, and nothing the new
+ * block has is undone); its counters, window and ramp start fresh, and
+ * the ramp follows a kept rollback at once (rolledBack, as any rollback
+ * makes it).  The change is logged at the routine level, naming what was
+ * kept, and is the flag's "definition" event.  When something was kept,
+ * the consequences of a change follow (the answer version; the state
+ * file, unless ch->batch).  Only flags_admin clears what was kept.
+ * Call it once the new block is the one answers read, where from gets no
+ * more changes that must last (a rollback tripped on from afterwards
+ * stays there).  Returns 1 when a rollback or an override was kept.
+ */
+
+ngx_uint_t
+ngx_http_flags_control_definition(ngx_http_flags_change_t *ch,
+    const fl_control_t *from)
+{
+    int                     kept;
+    u_char                  what[NGX_HTTP_FLAGS_KEPT_LEN], *p;
+    ngx_http_flags_flag_t  *flag;
+
+    flag = ch->flag;
+
+    if (flag->ctl == NULL) {
+        if (from && fl_control_active(from)) {
+            ngx_log_error(NGX_LOG_WARN, ch->log, 0,
+                          "flags: flag \"%V\" of project \"%V\" has a new "
+                          "definition, and zone \"%V\" is full: its "
+                          "rollback and override are lost; increase the "
+                          "flags_zone size", &flag->name, &ch->project->name,
+                          &ch->fmcf->zone_name);
+        }
+
+        ngx_http_flags_control_event(ch, FL_EVENT_DEFINITION,
+                                     "a new definition");
+        return 0;
+    }
+
+    kept = fl_control_carry(flag->ctl, from);
+
+    if (kept == 0) {
+        ngx_http_flags_control_event(ch, FL_EVENT_DEFINITION,
+                                     "a new definition");
+        return 0;
+    }
+
+    p = ngx_http_flags_control_kept(what, kept, flag->ctl);
+
+    ngx_log_error(ch->routine, ch->log, 0,
+                  "flags: flag \"%V\" of project \"%V\" has a new "
+                  "definition: its %*s kept", &flag->name,
+                  &ch->project->name, (size_t) (p - what), what);
+
+    ngx_http_flags_control_event(ch, FL_EVENT_DEFINITION,
+                                 "a new definition: its %*s kept",
+                                 (size_t) (p - what), what);
+
+    /* the ramp follows the kept rollback; the answers change */
+    ngx_http_flags_control_changed(ch);
+
+    return 1;
+}
+
+
+/*
+ * What a new definition kept (kept: fl_control_carry()'s answer, not 0),
+ * as the log and the events say it, the override's value read from c:
+ * "rollback is", "override (rolloutPercentage 5) is", "rollback and its
+ * override (enabled false) are".  At most NGX_HTTP_FLAGS_KEPT_LEN bytes
+ * at p; returns their end.
+ */
+
+u_char *
+ngx_http_flags_control_kept(u_char *p, ngx_uint_t kept, const fl_control_t *c)
+{
+    fl_totals_t          t;
+    fl_state_snapshot_t  s;
+
+    if (kept & FL_CARRIED_ROLLBACK) {
+        p = ngx_cpymem(p, "rollback", sizeof("rollback") - 1);
+
+        if (!(kept & FL_CARRIED_OVERRIDE)) {
+            return ngx_cpymem(p, " is", sizeof(" is") - 1);
+        }
+
+        p = ngx_cpymem(p, " and its ", sizeof(" and its ") - 1);
+    }
+
+    ngx_memzero(&t, sizeof(fl_totals_t));
+    fl_state_snapshot(&t, c, 0, 0, 0, &s);
+
+    if (s.override_kind == FL_OVERRIDE_PERCENT) {
+        p = ngx_cpymem(p, "override (rolloutPercentage ",
+                       sizeof("override (rolloutPercentage ") - 1);
+        p += fl_json_milli(s.override_milli, (char *) p);
+        *p++ = ')';
+
+    } else {
+        p = ngx_cpymem(p, "override (enabled false)",
+                       sizeof("override (enabled false)") - 1);
+    }
+
+    if (kept & FL_CARRIED_ROLLBACK) {
+        return ngx_cpymem(p, " are", sizeof(" are") - 1);
+    }
+
+    return ngx_cpymem(p, " is", sizeof(" is") - 1);
 }
 
 

@@ -619,6 +619,14 @@ void ngx_http_flags_control_override(ngx_http_flags_change_t *ch,
     fl_override_kind_t kind, uint32_t milli);
 void ngx_http_flags_control_committed(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
+/* a new definition of ch->flag: its new control block keeps the
+ * rollback and override of from, the replaced one's; 1 when it kept one */
+ngx_uint_t ngx_http_flags_control_definition(ngx_http_flags_change_t *ch,
+    const fl_control_t *from);
+/* "rollback and its override (rolloutPercentage 5) are": what was kept */
+#define NGX_HTTP_FLAGS_KEPT_LEN  64
+u_char *ngx_http_flags_control_kept(u_char *p, ngx_uint_t kept,
+    const fl_control_t *c);
 ngx_int_t ngx_http_flags_control_save(ngx_http_flags_main_conf_t *fmcf,
     ngx_log_t *log, ngx_http_request_t *r, ngx_http_flags_state_done_pt done);
 /* a ramp's step (by RULE), an operator's action (by ADMIN) or the

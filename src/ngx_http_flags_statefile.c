@@ -342,9 +342,12 @@ ngx_http_flags_read_state(ngx_str_t *path, ngx_pool_t *pool, ngx_str_t *out,
 
 
 /*
- * At start (a fresh zone): bring back each rollback and override whose
- * flag still has the same definition.  A state file that cannot be read or
- * parsed is logged and ignored, never fatal.
+ * At start (a fresh zone): bring back the rollback and override of each
+ * flag that still exists, onto its definition as it is now (a changed
+ * definition keeps them, as at a reload: docs/rollback.md), and a ramp's
+ * state only onto the same definition (a changed one's ramp starts
+ * again).  A state file that cannot be read or parsed is logged and
+ * ignored, never fatal.
  */
 
 void
@@ -354,7 +357,9 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     long                       idx;
     size_t                     i, n;
     ngx_str_t                  content, name;
-    ngx_uint_t                 rollbacks, overrides, ramps, stale;
+    u_char                     what[NGX_HTTP_FLAGS_KEPT_LEN], *p;
+    ngx_uint_t                 rollbacks, overrides, ramps, stale, changed;
+    ngx_uint_t                 kept;
     fl_alloc_t                 alloc;
     ngx_pool_t                *pool;
     fl_status_t                st;
@@ -395,6 +400,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
     overrides = 0;
     ramps = 0;
     stale = 0;
+    changed = 0;
 
     for (i = 0; i < n; i++) {
         name.data = (u_char *) saved[i].project;
@@ -416,10 +422,13 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 
         flag = &defs->flags[idx];
 
-        if (flag->version == NULL || flag->def_hash != saved[i].def_hash) {
+        if (flag->version == NULL) {
+            /* the zone had no room for it */
             stale++;
             continue;
         }
+
+        kept = 0;
 
         if (saved[i].rolled_back) {
             fl_control_restore_rollback(flag->ctl,
@@ -429,6 +438,7 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
                                         saved[i].rollback_sources,
                                         saved[i].rollback_by);
             rollbacks++;
+            kept |= FL_CARRIED_ROLLBACK;
         }
 
         if (saved[i].override_kind != FL_OVERRIDE_NONE) {
@@ -436,6 +446,24 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
                                     saved[i].override_kind,
                                     saved[i].override_milli);
             overrides++;
+            kept |= FL_CARRIED_OVERRIDE;
+        }
+
+        if (flag->def_hash != saved[i].def_hash) {
+            /* a ramp's state belongs to its definition: a changed one
+             * starts again */
+            if (kept) {
+                changed++;
+                p = ngx_http_flags_control_kept(what, kept, flag->ctl);
+                ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                              "flags: flag \"%V\" of project \"%V\" has a "
+                              "new definition since the state file was "
+                              "written: its %*s restored onto it",
+                              &flag->name, &project->name,
+                              (size_t) (p - what), what);
+            }
+
+            continue;
         }
 
         if (saved[i].ramp != NULL && flag->ramp_def != NULL) {
@@ -449,9 +477,10 @@ ngx_http_flags_restore_state(ngx_http_flags_main_conf_t *fmcf, ngx_log_t *log)
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0,
                   "flags: state file \"%V\": restored %ui rollbacks and %ui "
-                  "overrides (and %ui ramps), skipped %ui entries of changed "
-                  "or removed flags",
-                  &fmcf->state_file, rollbacks, overrides, ramps, stale);
+                  "overrides (and %ui ramps), those of %ui flags onto a "
+                  "changed definition; skipped %ui entries of removed flags",
+                  &fmcf->state_file, rollbacks, overrides, ramps, changed,
+                  stale);
 
 done:
 

@@ -895,7 +895,7 @@ ngx_int_t
 ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     redisReply *reply)
 {
-    size_t                      n, nf, used, ignored;
+    size_t                      i, n, nf, used, ignored;
     u_char                     *known;
     ngx_int_t                   rc;
     fl_sync_elt_t              *view;
@@ -977,6 +977,14 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
                        "flags: sync: project \"%V\" is at version %uL: "
                        "nothing new", &project->name, head.ver);
+
+        /* what this round published was the fleet's already */
+        for (i = 0; i < project->nflags; i++) {
+            if (project->flags[i].node) {
+                project->flags[i].version->sync_known =
+                           fl_sync_known_unmoved(&s->projects[pi].flags[i]);
+            }
+        }
 
     } else if (head.new_epoch) {
         ngx_http_flags_sync_forget(s, project, head.epoch);

@@ -1,6 +1,6 @@
 # State across the life of nginx: every worker sees a rollback, HUP keeps
-# state, a changed definition clears it, the state file brings rollbacks and
-# overrides back after a restart, a corrupt state file is ignored, USR1
+# state, a changed definition keeps it (at a reload and at a restart), the
+# state file brings rollbacks and overrides back after a restart, a corrupt state file is ignored, USR1
 # reopens the report log, a changed zone size is logged.
 use strict;
 use warnings;
@@ -126,20 +126,35 @@ like($status, qr/"name":"risky",.*?"counters":\{"evaluations":1,"enabledEvaluati
      'rollback record restored, counters fresh');
 like($log->(), qr/state file .*restored 1 rollbacks and 1 overrides/, 'restore is logged');
 
-# --- a changed definition clears the rollback at reload ----------------------
+# --- a changed definition keeps the rollback and the override at reload ----
 write_file("$dir/conf/shop.json", $flags_v2);
 nginx_signal($master, 'HUP');
-ok(wait_for(sub { risky_state() eq 'true/90' }, 10), 'changed definition: rollback cleared at reload');
+ok(wait_for(sub { $log->() =~ /flags: flag "risky" of project "shop" has a new definition: its rollback is kept/ }, 10),
+   'changed definition: the reload says the rollback is kept');
+ok(wait_for(sub { (http_request(GET => '/flags-status'))[2] =~ /"name":"risky","enabled":true,"rolloutPercentage":90,/ }, 10),
+   'the new workers answer');
 (undef, undef, $status) = http_request(GET => '/flags-status');
+like($status, qr/"name":"risky","enabled":true,"rolloutPercentage":90,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,/,
+     'changed definition: rollback kept at reload (issue 25)');
+is(risky_state(), 'false/0', '... and served');
 like($status, qr/"name":"tuned",.*?"override":\{"rolloutPercentage":12\.5\}/, 'unchanged flag keeps its override');
+my ($st2) = http_request(DELETE => '/flags-admin/rollbacks/shop/risky');
+is($st2, 204, 'flags_admin clears it');
+is(risky_state(), 'true/90', '... and the new definition answers');
 
-# --- changed definition while stopped: not restored at start -----------------
+# --- changed definition while stopped: restored onto it at start ------------
 is(report('risky', "again$_"), 204, "report $_ on v2") for 1 .. 3;
 is(risky_state(), 'false/0', 'v2 rolled back');
 nginx_stop($master);
 write_file("$dir/conf/shop.json", $flags_v1);
 $master = nginx_start($dir);
-is(risky_state(), 'true/100', 'definition changed while stopped: rollback not restored');
+is(risky_state(), 'false/0', 'definition changed while stopped: rollback restored onto it (issue 25)');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "risky" of project "shop" has a new definition since the state file was written: its rollback is restored onto it/,
+     'the restore names the flag and what it kept');
+like($log->(), qr/state file .*restored 1 rollbacks and 1 overrides \(and 0 ramps\), those of 1 flags onto a changed definition; skipped 0 entries of removed flags/,
+     'the counts say one flag had a changed definition');
+is((http_request(DELETE => '/flags-admin/rollbacks/shop/risky'))[0], 204, 'flags_admin clears it');
+is(risky_state(), 'true/100', '... and v1 answers again');
 
 # --- a corrupt state file is logged and ignored -------------------------------
 nginx_stop($master);

@@ -1,7 +1,9 @@
 # The shared zone across configuration generations, with old workers still
 # draining: a report held open across two reloads counts only into its own
-# flag; a configuration nginx rejects after init_zone changes nothing; the
-# state file describes the zone after every change, reloads included.
+# flag; a configuration nginx rejects after init_zone changes nothing; a
+# committed new definition keeps its flag's rollback and override (issue
+# 25) until flags_admin clears them; the state file describes the zone
+# after every change, reloads included.
 use strict;
 use warnings;
 use Test::More;
@@ -210,17 +212,40 @@ is(read_file($state_path), $state_before, 'the state file is unchanged');
 unlike($log->(), qr/new definition/, 'no definition change was logged');
 close $blocker;
 
-# the same definitions without the extra listen: now they take effect
+# the same definitions without the extra listen: now they take effect, and
+# a new definition keeps its flag's rollback and override (issue 25)
+my ($rb_at) = flag_status('shop', 'risky') =~ /"rollback":\{"at":"([^"]+)"/;
+my %hash_before = $state_before =~ /"flag":"(\w+)","definitionHash":"([0-9a-f]+)"/g;
 conf();
 reload($master);
-like(evaluate('tok_shop'), qr/"name":"risky","enabled":true,"rolloutPercentage":90,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":80,/,
-     'the committed definitions cleared the rollback and the override');
-like($log->(), qr/\[notice\] [^\n]*flags: flag "risky" of project "shop" has a new definition: its rollback and override were cleared/,
-     'the cleared rollback is logged, at notice: a reload is routine');
-like($log->(), qr/\[notice\] [^\n]*flags: flag "tuned" of project "shop" has a new definition/, 'and the cleared override');
+like(evaluate('tok_shop'), qr/"name":"risky","enabled":false,"rolloutPercentage":0,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":12\.5,/,
+     'the committed definitions keep the rollback and the override');
+like(flag_status('shop', 'risky'),
+     qr/^\{"name":"risky","enabled":true,"rolloutPercentage":90,"segments":\[\],"effectiveRolloutPercentage":0,"rolledBack":true,"override":null,.*"rollback":\{"at":"\Q$rb_at\E","errors":2,"enabledEvaluations":\d+,"sources":1,"decidedBy":"rule"\},/,
+     'risky: the new definition (90 %), rolled back with the record decided before the reload');
+like(flag_status('shop', 'tuned'),
+     qr/^\{"name":"tuned","enabled":true,"rolloutPercentage":80,"segments":\[\],"effectiveRolloutPercentage":12\.5,"rolledBack":false,"override":\{"rolloutPercentage":12\.5\},/,
+     'tuned: the new definition (80 %), the override in force');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "risky" of project "shop" has a new definition: its rollback is kept/,
+     'the kept rollback is logged, at notice: a reload is routine');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "tuned" of project "shop" has a new definition: its override \(rolloutPercentage 12\.5\) is kept/,
+     'and the kept override, with its value');
 unlike($log->(), qr/\[error\] [^\n]*has a new definition/, '... neither at error');
+unlike($log->(), qr/were cleared/, 'nothing says they were cleared');
 $state = read_file($state_path);
-unlike($state, qr/"flag":"(risky|tuned)"/, 'the state file was rewritten at the reload (item 4)');
+my %hash_after = $state =~ /"flag":"(\w+)","definitionHash":"([0-9a-f]+)"/g;
+ok($hash_after{risky} && $hash_after{tuned} && $hash_after{risky} ne $hash_before{risky} && $hash_after{tuned} ne $hash_before{tuned},
+   'the state file was rewritten at the reload (item 4): both under their new definitions');
+like($state, qr/"flag":"risky","definitionHash":"[0-9a-f]+","rollback":\{"at":\d+,"errors":2,/, '... risky with its rollback');
+like($state, qr/"flag":"tuned","definitionHash":"[0-9a-f]+","rollback":null,"override":\{"rolloutPercentage":12\.5\}/, '... tuned with its override');
+
+# only flags_admin clears them
+($st) = http_request(DELETE => '/flags-admin/rollbacks/shop/risky');
+is($st, 204, 'flags_admin clears the kept rollback');
+($st) = http_request(DELETE => '/flags-admin/overrides/shop/tuned');
+is($st, 204, '... and removes the kept override');
+like(evaluate('tok_shop'), qr/"name":"risky","enabled":true,"rolloutPercentage":90,.*"name":"tuned","enabled":(?:true|false),"rolloutPercentage":80,/,
+     'both flags answer with their new definitions');
 
 # --- 3. removed, then re-added unchanged: zone and file agree -------------------
 is(report('tok_shop', 'risky'), 204, "report $_ on the new definition") for 1 .. 2;

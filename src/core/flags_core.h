@@ -586,6 +586,23 @@ void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
     uint64_t errors, uint64_t enabled, uint64_t sources, fl_decided_t by)
     FL_NOEXCEPT;
 
+/*
+ * A new definition of a flag keeps its mitigations (docs/rollback.md):
+ * the rollback (with its record) and the override of from, the control
+ * block of the definition it replaces, go into to, the new one's.  What
+ * to has already stays unless from overrides it: a rollback of its own
+ * keeps its record, an override of from's replaces to's, and nothing of
+ * from undoes anything of to's (a block without a rollback or an
+ * override carries none).  The ramp's percentage in to's control word
+ * and its def_hash stay to's: a changed definition's ramp starts fresh.
+ * Lock-free (to's word changes with one compare-and-swap).  Returns what
+ * from had that to now holds: FL_CARRIED_ROLLBACK | FL_CARRIED_OVERRIDE,
+ * 0 for nothing.  A rollback tripped on from after the call stays there.
+ */
+#define FL_CARRIED_ROLLBACK  1
+#define FL_CARRIED_OVERRIDE  2
+int fl_control_carry(fl_control_t *to, const fl_control_t *from) FL_NOEXCEPT;
+
 /* Is the flag rolled back or overridden (what a state file keeps)? */
 int fl_control_active(const fl_control_t *c) FL_NOEXCEPT;
 int fl_control_rolled_back(const fl_control_t *c) FL_NOEXCEPT;
@@ -1712,6 +1729,17 @@ typedef struct {
  * differs from the one here. */
 int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
     fl_sync_action_t *out) FL_NOEXCEPT;
+
+/* What the host knows of the fleet's control of flag f (planned by
+ * fl_sync_round_plan()) after an answer without the control hash: the
+ * fleet's version did not move since the host last read it, so each
+ * field f published this round ("set", "clr", "del") was the fleet's
+ * already, and the fleet says what f sent (f->control); a flag without
+ * an entry keeps f->known.  Without it a host that publishes what the
+ * fleet holds, a new definition that kept its rollback or override
+ * (docs/sync.md), would publish it again every round, and bring it back
+ * after another host cleared it. */
+uint64_t fl_sync_known_unmoved(const fl_sync_flag_t *f) FL_NOEXCEPT;
 
 /*
  * Ramps across the fleet (docs/sync.md): the script runs each ramped

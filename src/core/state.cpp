@@ -592,6 +592,52 @@ void fl_control_restore_rollback(fl_control_t *c, uint64_t at_ms,
     update_control(c, [](uint64_t w) { return w | CTL_ROLLED; });
 }
 
+int fl_control_carry(fl_control_t *to, const fl_control_t *from) noexcept
+{
+    if (to == nullptr || from == nullptr || to == from) {
+        return 0;
+    }
+
+    /* one read of the source's word: the record a rollback wrote before
+     * (a restore) or right after (a trip) its bit is read after it */
+    uint64_t fw = load_acq(&from->control);
+    bool rolled = (fw & CTL_ROLLED) != 0;
+    uint64_t ov = fw & (CTL_KIND_MASK | (~0ull << CTL_MILLI_SHIFT));
+    int carried = 0;
+
+    if (ctl_kind(fw) == FL_OVERRIDE_NONE) {
+        ov = 0;
+    } else {
+        carried |= FL_CARRIED_OVERRIDE;
+    }
+
+    if (rolled) {
+        carried |= FL_CARRIED_ROLLBACK;
+        if (!(load_acq(&to->control) & CTL_ROLLED)) {
+            /* the record before the bit, as a restore writes it; a
+             * rollback of to's own (a race) keeps its record */
+            store(&to->rb_at_ms, load(&from->rb_at_ms));
+            store(&to->rb_errors, load(&from->rb_errors));
+            store(&to->rb_enabled, load(&from->rb_enabled));
+            store(&to->rb_sources, load(&from->rb_sources));
+            store(&to->rb_by, load(&from->rb_by));
+        }
+    }
+
+    update_control(to, [rolled, ov](uint64_t w) {
+        uint64_t next = w;
+        if (rolled) {
+            next |= CTL_ROLLED;
+        }
+        if (ov != 0) {
+            next = (next & (CTL_ROLLED | CTL_RAMP_MASK)) | ov;
+        }
+        return next;
+    });
+
+    return carried;
+}
+
 int fl_control_active(const fl_control_t *c) noexcept
 {
     uint64_t w = load_acq(&c->control);

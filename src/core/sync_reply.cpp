@@ -643,6 +643,12 @@ extern "C" int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent,
 }
 
 
+extern "C" uint64_t fl_sync_known_unmoved(const fl_sync_flag_t *f) noexcept
+{
+    return f->entry == FL_SYNC_NO_ENTRY ? f->known : f->control;
+}
+
+
 extern "C" size_t fl_sync_ramp_seed(const fl_ramp_t *r, char *buf) noexcept
 {
     char *o = buf;

@@ -733,6 +733,96 @@ static void test_new_definition(void **state)
     free_block(m);
 }
 
+/* A new definition keeps the old one's rollback and override
+ * (fl_control_carry(), issue 25): the record whole, the override's
+ * value, never the old ramp's percentage nor its definition hash; what
+ * the new block has is never undone. */
+static void test_carry(void **state)
+{
+    (void) state;
+    fl_totals_t t;
+    fl_control_t from, to;
+    fl_state_snapshot_t s;
+
+    memset(&t, 0, sizeof(t));
+    fl_control_init(&from, 0x01d);
+    fl_control_set_ramp(&from, 50000);
+    fl_control_set_override(&from, FL_OVERRIDE_PERCENT, 5000);
+    assert_int_equal(fl_control_try_rollback(&from, 1795352709123ULL, 7, 30,
+                                             3, FL_DECIDED_FLEET), 1);
+
+    fl_control_init(&to, 0x0e1);
+    fl_control_set_ramp(&to, 1000);             /* the new ramp's stage 0 */
+    assert_int_equal(fl_control_carry(&to, &from),
+                     FL_CARRIED_ROLLBACK | FL_CARRIED_OVERRIDE);
+
+    fl_state_snapshot(&t, &to, 60, 0, 0, &s);
+    assert_true(s.def_hash == 0x0e1);
+    assert_int_equal(s.rolled_back, 1);
+    assert_true(s.rollback_at_ms == 1795352709123ULL);
+    assert_int_equal(s.rollback_errors, 7);
+    assert_int_equal(s.rollback_enabled, 30);
+    assert_int_equal(s.rollback_sources, 3);
+    assert_int_equal(s.rollback_by, FL_DECIDED_FLEET);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(s.override_milli, 5000);
+    assert_int_equal(fl_control_ramp(&to), 1000);
+    assert_int_equal(fl_control_effective(&to, 25000), 0);
+
+    /* the source is read, never changed */
+    assert_int_equal(fl_control_rolled_back(&from), 1);
+    assert_int_equal(fl_control_ramp(&from), 50000);
+
+    /* flags_admin's clear, then its removal, on the new block */
+    assert_int_equal(fl_control_clear_rollback(&to), 1);
+    assert_int_equal(fl_control_effective(&to, 25000), 5000);
+    fl_control_set_override(&to, FL_OVERRIDE_NONE, 0);
+    assert_int_equal(fl_control_effective(&to, 25000), 1000);
+    assert_int_equal(fl_control_active(&to), 0);
+
+    /* a block with nothing carries nothing, and undoes nothing */
+    fl_control_t none;
+    fl_control_init(&none, 0x0a);
+    fl_control_set_override(&to, FL_OVERRIDE_OFF, 0);
+    assert_int_equal(fl_control_carry(&to, &none), 0);
+    assert_int_equal(fl_control_active(&to), 1);
+    assert_int_equal(fl_control_effective(&to, 25000), 0);
+
+    /* an override only: it replaces the new block's, whose own rollback
+     * keeps its record */
+    fl_control_t ov;
+    fl_control_init(&ov, 0x0b);
+    fl_control_set_override(&ov, FL_OVERRIDE_PERCENT, 100000);
+    assert_int_equal(fl_control_try_rollback(&to, 9000, 1, 2, 1,
+                                             FL_DECIDED_RULE), 1);
+    assert_int_equal(fl_control_carry(&to, &ov), FL_CARRIED_OVERRIDE);
+    fl_state_snapshot(&t, &to, 60, 0, 0, &s);
+    assert_int_equal(s.rolled_back, 1);
+    assert_true(s.rollback_at_ms == 9000);
+    assert_int_equal(s.rollback_by, FL_DECIDED_RULE);
+    assert_int_equal(s.override_kind, FL_OVERRIDE_PERCENT);
+    assert_int_equal(s.override_milli, 100000);
+
+    /* a rollback onto a block rolled back already: its own record stays */
+    assert_int_equal(fl_control_carry(&to, &from), FL_CARRIED_ROLLBACK
+                                                   | FL_CARRIED_OVERRIDE);
+    fl_state_snapshot(&t, &to, 60, 0, 0, &s);
+    assert_true(s.rollback_at_ms == 9000);
+    assert_int_equal(s.override_milli, 5000);
+
+    /* an override off, and the no-ops */
+    fl_control_t off, fresh;
+    fl_control_init(&off, 1);
+    fl_control_set_override(&off, FL_OVERRIDE_OFF, 0);
+    fl_control_init(&fresh, 2);
+    assert_int_equal(fl_control_carry(&fresh, &off), FL_CARRIED_OVERRIDE);
+    assert_int_equal(fl_control_rolled_back(&fresh), 0);
+    assert_int_equal(fl_control_effective(&fresh, 100000), 0);
+    assert_int_equal(fl_control_carry(&fresh, NULL), 0);
+    assert_int_equal(fl_control_carry(NULL, &from), 0);
+    assert_int_equal(fl_control_carry(&fresh, &fresh), 0);
+}
+
 static void test_restore_rollback(void **state)
 {
     (void) state;
@@ -1259,6 +1349,7 @@ int main(void)
         cmocka_unit_test(test_clear_rollback),
         cmocka_unit_test(test_override_precedence),
         cmocka_unit_test(test_new_definition),
+        cmocka_unit_test(test_carry),
         cmocka_unit_test(test_restore_rollback),
         cmocka_unit_test(test_merge),
         cmocka_unit_test(test_concurrent_exact),

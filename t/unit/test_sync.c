@@ -315,6 +315,43 @@ static size_t round_flags(fl_sync_flag_t *f, uint32_t *keys, uint32_t *ages)
     return 4;
 }
 
+/* An answer without the control hash: what a flag published was the
+ * fleet's already (issue 25: a new definition kept its override, and the
+ * fleet held it; the host must not publish it every round). */
+static void test_known_unmoved(void **state)
+{
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f[3];
+    uint64_t kept = fl_sync_control(1, FL_OVERRIDE_PERCENT, 5000);
+
+    (void) state;
+    f[0] = flag("kept", 0, 1);          /* a new definition: known 0 */
+    f[0].counted = 1;
+    f[0].control = kept;
+    f[0].known = 0;
+    f[1] = flag("calm", 1, 1);          /* nothing to say */
+    f[1].counted = 1;
+    f[1].control = fl_sync_control(0, FL_OVERRIDE_OFF, 0);
+    f[1].known = f[1].control;
+    f[2] = flag("cleared", 2, 0);       /* cleared here, the fleet agreed */
+    f[2].counted = 1;
+    f[2].control = 0;
+    f[2].known = fl_sync_control(1, FL_OVERRIDE_NONE, 0);
+    r.epoch = 1700000000123456ull;
+
+    assert_int_equal(fl_sync_round_plan(&r, f, 3, NULL), 2);
+    assert_int_equal(f[1].entry, FL_SYNC_NO_ENTRY);
+    assert_true(fl_sync_known_unmoved(&f[0]) == kept);
+    assert_true(fl_sync_known_unmoved(&f[1]) == f[1].known);
+    assert_true(fl_sync_known_unmoved(&f[2]) == 0);
+
+    /* known so, the next round has nothing to publish */
+    for (int i = 0; i < 3; i++) {
+        f[i].known = fl_sync_known_unmoved(&f[i]);
+    }
+    assert_int_equal(fl_sync_round_plan(&r, f, 3, NULL), 0);
+}
+
 static void test_round_args(void **state)
 {
     static const char *want[] = {
@@ -1459,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_host_valid),
         cmocka_unit_test(test_control_encoding),
         cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_known_unmoved),
         cmocka_unit_test(test_round_args),
         cmocka_unit_test(test_round_empty),
         cmocka_unit_test(test_round_bound),
