@@ -6,7 +6,7 @@
 #   fuzz/run.sh 0               build and replay the regressions only
 #
 # Targets (fuzz/fuzz_<target>.cc): report, query, loader, evaluate,
-# override_state, sync_reply.  FUZZ_TARGETS="query loader" limits the run
+# override_state, sync_reply, defs.  FUZZ_TARGETS="query loader" limits the run
 # to some.
 #
 # The core (src/core/core.mk lists its sources) is compiled again by clang++
@@ -34,7 +34,7 @@ OUT=$ROOT/build/fuzz
 SECONDS_PER_TARGET=${1:-30}
 JOBS=${JOBS:-$(nproc)}
 CXX=${CXX_FUZZ:-clang++}
-ALL_TARGETS=(report query loader evaluate override_state sync_reply)
+ALL_TARGETS=(report query loader evaluate override_state sync_reply defs)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -118,7 +118,7 @@ constexpr size_t kept_fixed = 96;
 
 inline size_t skip_ws(const char *d, size_t n, size_t p) noexcept
 {
-    while (p < n && json_space(static_cast<unsigned char>(d[p]))) {
+    while (p < n && yajl_space(static_cast<unsigned char>(d[p]))) {
         p++;
     }
     return p;
@@ -362,7 +362,7 @@ fl_status_t put_flag(const char *doc, size_t len, const char *name,
     /* the body's object, without the whitespace around it */
     size_t bb = skip_ws(flag, flag_len, 0);
     size_t be = flag_len;
-    while (be > bb && json_space(static_cast<unsigned char>(flag[be - 1]))) {
+    while (be > bb && yajl_space(static_cast<unsigned char>(flag[be - 1]))) {
         be--;
     }
 
@@ -476,7 +476,7 @@ bool one_object(const char *s, size_t len, size_t *b, size_t *e) noexcept
 {
     size_t i = skip_ws(s, len, 0), j = len;
 
-    while (j > i && json_space(static_cast<unsigned char>(s[j - 1]))) {
+    while (j > i && yajl_space(static_cast<unsigned char>(s[j - 1]))) {
         j--;
     }
     if (i == j || s[i] != '{') {

@@ -145,11 +145,11 @@ size_t garbage_at(const char *data, size_t len) noexcept
 {
     size_t i = 0;
 
-    while (i < len && json_space(static_cast<unsigned char>(data[i]))) {
+    while (i < len && yajl_space(static_cast<unsigned char>(data[i]))) {
         i++;
     }
     i = json_skip_value(data, len, i);
-    while (i < len && json_space(static_cast<unsigned char>(data[i]))) {
+    while (i < len && yajl_space(static_cast<unsigned char>(data[i]))) {
         i++;
     }
     return i;
@@ -167,7 +167,7 @@ size_t json_skip_value(const char *d, size_t n, size_t p) noexcept
     }
     if (d[p] != '{' && d[p] != '[') {
         while (p < n && d[p] != ',' && d[p] != '}' && d[p] != ']'
-               && !json_space(static_cast<unsigned char>(d[p])))
+               && !yajl_space(static_cast<unsigned char>(d[p])))
         {
             p++;
         }

@@ -76,6 +76,13 @@ inline bool json_space(unsigned char c) noexcept
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* What yajl skips between tokens: JSON's whitespace and also \v and \f.
+ * Whoever walks a text yajl accepted (json_skip_value) must skip these. */
+inline bool yajl_space(unsigned char c) noexcept
+{
+    return json_space(c) || c == '\v' || c == '\f';
+}
+
 /* yajl's current error as one line without a trailing space ("syntax
  * error" when yajl has none). */
 void yajl_error_text(yajl_handle h, char *out, size_t out_len) noexcept;

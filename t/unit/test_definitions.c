@@ -405,6 +405,11 @@ static void test_put_append(void **state)
     /* the last "flags" is the one */
     put_ok("{\"flags\":{},\"flags\":[1]}", "x", "{}",
            "{\"flags\":{},\"flags\":[1,{\"name\":\"x\"}]}");
+    /* yajl's whitespace includes \f and \v */
+    put_ok("{\"flags\"\f:\v[\f{\"name\":\"x\"}\v,\f{\"name\":\"y\"}\v]\f}", "y", "\v{}\f",
+           "{\"flags\"\f:\v[\f{\"name\":\"x\"}\v,\f{\"name\":\"y\"}\v]\f}");
+    put_ok("{\"flags\"\f:\v[\f{\"name\":\"x\"}\v]\f}", "z", "{}",
+           "{\"flags\"\f:\v[\f{\"name\":\"x\"},\f{\"name\":\"z\"}\v]\f}");
     /* elements that are not objects or have no string name are kept */
     put_ok("{\"flags\":[null,{\"name\":1},{\"enabled\":true}]}", "x", "{}",
            "{\"flags\":[null,{\"name\":1},{\"enabled\":true},{\"name\":\"x\"}]}");
@@ -503,6 +508,8 @@ static void test_delete(void **state)
     /* absent (the nested "flags" is not the document's) */
     del_ok(DOC, "d", NULL);
     del_ok("{\"flags\":[],\"x\":{\"flags\":[{\"name\":\"d\"}]}}", "d", NULL);
+    del_ok("{\"flags\"\f:\v[\f{\"name\":\"x\"}\v,\f{\"name\":\"y\"}\v]\f}", "x",
+           "{\"flags\"\f:\v[\f{\"name\":\"y\"}\v]\f}");
     /* the only one: an empty array */
     del_ok("{\"flags\": [ {\"name\":\"x\"}\n ], \"z\":1}", "x",
            "{\"flags\": [], \"z\":1}");
