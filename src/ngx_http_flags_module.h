@@ -259,7 +259,7 @@ typedef struct {
     uint64_t                    def_hash;
     ngx_http_flags_node_t      *node;        /* NULL when the zone was full */
     ngx_http_flags_version_t   *version;
-    ngx_http_flags_version_t   *replaced;    /* for the commit's log */
+    ngx_http_flags_version_t   *replaced;    /* for the commit's carry */
 
     /* what the request path touches, resolved at bind time: the window
      * is the head when this generation was prepared (a later head is

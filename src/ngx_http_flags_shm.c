@@ -18,7 +18,8 @@
  *  - an object is bindable by a new generation only while the committed
  *    generation uses it (last_gen >= committed): a flag removed, or a
  *    definition replaced, by a committed configuration starts fresh if it
- *    comes back;
+ *    comes back (a definition with the rollback and override of the one
+ *    it replaces then: ngx_http_flags_control_definition());
  *  - an object is freed only once it is no longer bindable and every
  *    process of a generation that could reach it has exited, whatever the
  *    number of reloads in between (a slow request in an old worker keeps
@@ -639,7 +640,8 @@ ngx_http_flags_bind_node(ngx_http_flags_main_conf_t *fmcf,
 /*
  * The version of the flag's definition, if the running configuration
  * still uses it (NULL if not); the version it uses for another definition
- * is kept in flag->replaced for the commit's log.
+ * is kept in flag->replaced for the commit, which carries its rollback and
+ * override over to the new one.
  */
 
 static ngx_http_flags_version_t *

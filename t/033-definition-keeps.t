@@ -8,7 +8,8 @@
 # the log and the event ring say what was kept, the state file holds it
 # under the new definitions, and only flags_admin clears it.  Then the
 # same across a restart: the state file restores the rollback and the
-# override onto a definition changed while nginx was stopped.
+# override onto a definition changed while nginx was stopped.  Last, a
+# kept rollback of a ramped flag stops its new ramp until it is cleared.
 use strict;
 use warnings;
 use Test::More;
@@ -275,7 +276,40 @@ is(admin(DELETE => 'overrides/shop/risky'), 204, 'flags_admin removes the overri
 is(admin(DELETE => 'rollbacks/shop/cousin'), 204, '... and clears the rollback');
 is(on_users($ka->{ $w[1] }, 'risky', 'pro'), $s25, 'risky back at 25 %');
 
-unlike($log->(), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg');
+# --- a kept rollback stops the new definition's ramp ------------------------------
+is(admin(PUT => 'overrides/shop/manual', '{"enabled": false}'), 204, 'manual overridden off');
+ok(wait_for(sub { (read_file($state_path) // '') =~ /"flag":"manual","definitionHash":"[0-9a-f]+","rollback":null/ }, 5),
+   '... in the state file');
 close $_ for values %$ka;
+nginx_stop($master);
+# while nginx is stopped, a rollback record of manual (as an older version
+# wrote them) under the same definition
+my $file = read_file($state_path);
+$file =~ s/("flag":"manual","definitionHash":"[0-9a-f]+","rollback":)null/$1\{"at":1795000000000,"errors":3,"enabledEvaluations":9\}/
+    or die 'no entry of manual';
+write_file($state_path, $file);
+$master = nginx_start($dir);
+$manual = flag_status('manual');
+is($manual->{rolledBack}, JSON::PP::true, 'manual rolled back from the state file');
+my $manual_at = $manual->{rollback}{at};
+write_file("$dir/conf/shop.json", flags_file('pro', 'enterprise'));
+reload();
+$manual = flag_status('manual');
+is($manual->{rolledBack}, JSON::PP::true, 'a new definition keeps the rollback of a ramped flag');
+is($manual->{rollback}{at}, $manual_at, '... its record');
+is_deeply($manual->{override}, { enabled => JSON::PP::false }, '... and its override');
+is($manual->{ramp}{state}, 'rolledBack', 'the new ramp is rolled back at once');
+is($manual->{ramp}{startedAt}, undef, '... before it started');
+is($manual->{ramp}{decision}{cause}, 'otherRollback', '... by the kept rollback');
+like($log->(), qr/\[notice\] [^\n]*flags: flag "manual" of project "shop" has a new definition: its rollback and its override \(enabled false\) are kept/,
+     'the log names both');
+is(admin(DELETE => 'rollbacks/shop/manual'), 204, 'flags_admin clears the rollback');
+ok(wait_for(sub { my $r = flag_status('manual')->{ramp}; $r && $r->{state} eq 'running' && $r->{startedAt} }, 5),
+   '... and the new ramp starts');
+is(flag_status('manual')->{ramp}{stage}, 0, '... at stage 0');
+is(admin(DELETE => 'overrides/shop/manual'), 204, 'flags_admin removes the override');
+is(flag_status('manual')->{effectiveRolloutPercentage}, 10, 'manual serves its new ramp\'s first stage');
+
+unlike($log->(), qr/\[(?:alert|crit|emerg)\]/, 'no alert, crit or emerg');
 nginx_stop($master);
 done_testing();

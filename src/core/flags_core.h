@@ -369,7 +369,8 @@ size_t fl_format_time_ms(uint64_t ms, char *out) FL_NOEXCEPT;
  *   fl_totals_t     lifetime counters of a (project, flag); they outlive
  *                   definition and window changes;
  *   fl_control_t    the rollback and override of one definition of the
- *                   flag (def_hash): a new definition gets a fresh one;
+ *                   flag (def_hash): a new definition gets its own, which
+ *                   takes the old one's (fl_control_carry());
  *   window block    one-second buckets of enabled evaluations and errors,
  *                   fl_window_size(seconds) bytes.
  *

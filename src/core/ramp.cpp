@@ -722,12 +722,14 @@ size_t fl_ramp_status_json(const fl_ramp_def_t *d, const fl_ramp_t *rs,
 
     o = fl::put_lit(o, ",\"startAt\":");
     o = d->start_at_ms ? put_time(o, d->start_at_ms) : fl::put_lit(o, "null");
+    /* null until it started: pending, or rolled back before it started
+     * (a new definition that kept its flag's rollback) */
     o = fl::put_lit(o, ",\"startedAt\":");
-    o = r.state != FL_RAMP_PENDING ? put_time(o, r.start_ms)
-                                   : fl::put_lit(o, "null");
+    o = r.state != FL_RAMP_PENDING && r.start_ms ? put_time(o, r.start_ms)
+                                                 : fl::put_lit(o, "null");
     o = fl::put_lit(o, ",\"stageStartedAt\":");
-    o = r.state != FL_RAMP_PENDING ? put_time(o, r.stage_ms)
-                                   : fl::put_lit(o, "null");
+    o = r.state != FL_RAMP_PENDING && r.start_ms ? put_time(o, r.stage_ms)
+                                                 : fl::put_lit(o, "null");
     o = fl::put_lit(o, ",\"nextStageAt\":");
     bool moving = r.state == FL_RAMP_RUNNING || r.state == FL_RAMP_HOLDING;
     if (moving && !is_last(d, r.stage)) {
