@@ -124,8 +124,6 @@ static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
 static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
     const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
-static size_t ngx_http_flags_admin_user(ngx_http_request_t *r,
-    u_char *buf, size_t size);
 static ngx_uint_t ngx_http_flags_admin_allows(
     ngx_http_flags_access_conf_t *alcf);
 static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
@@ -147,13 +145,14 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
 {
     ngx_int_t                    rc;
     ngx_uint_t                   kind;
-    ngx_str_t                    project_name, flag_name;
+    ngx_str_t                    project_name, flag_name, route;
     ngx_http_flags_admin_ctx_t  *ctx;
 
     static const char *const     routes[] = {
         "rollbacks/<project>/<flag>",
         "overrides/<project>/<flag>",
         "ramps/<project>/<flag>",
+        "definitions/<project>",
         NULL
     };
 
@@ -164,6 +163,18 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
                                          "a browser sent this for another "
                                          "site: flags_admin answers only "
                                          "its own origin");
+    }
+
+    /* definitions=runtime (ngx_http_flags_admin_defs.c) */
+    if (ngx_http_flags_route(r, &route) == NGX_OK
+        && route.len > sizeof("definitions/") - 1
+        && ngx_strncmp(route.data, "definitions/",
+                       sizeof("definitions/") - 1) == 0)
+    {
+        route.data += sizeof("definitions/") - 1;
+        route.len -= sizeof("definitions/") - 1;
+
+        return ngx_http_flags_admin_defs_handler(r, &route);
     }
 
     kind = ngx_http_flags_admin_path(r, &project_name, &flag_name);
@@ -614,7 +625,7 @@ ngx_http_flags_admin_save(ngx_http_request_t *r)
  * logged, nor kept in the event ring (issue 23).
  */
 
-static size_t
+size_t
 ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf, size_t size)
 {
     size_t                               len;

@@ -75,6 +75,11 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
         mp[i].project = defs->core;
         mp[i].snapshots = s;
         mp[i].counted = counted;
+        mp[i].defs_version = ngx_http_flags_versions_current(&project[i]);
+
+        for (k = 0; project[i].pversion && k < FL_DEFS_REJECTED_MAX; k++) {
+            mp[i].defs_rejected[k] = project[i].pversion->defs_rejected[k];
+        }
     }
 
     ngx_memzero(&m, sizeof(fl_metrics_module_t));

@@ -136,6 +136,15 @@ static ngx_command_t  ngx_http_flags_commands[] = {
       offsetof(ngx_http_flags_loc_conf_t, max_report_size),
       NULL },
 
+    /* flags_admin's definitions routes: the largest document a write
+     * takes (docs/definitions.md) */
+    { ngx_string("flags_definitions_max_size"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_flags_loc_conf_t, definitions_max_size),
+      NULL },
+
     /* rollbacks at the level; routine changes at routine= */
     { ngx_string("flags_log_level"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
@@ -363,6 +372,23 @@ ngx_http_flags_init_main_conf(ngx_conf_t *cf, void *conf)
     project = fmcf->projects.elts;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (project[i].runtime && fmcf->state_file.len == 0) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "project \"%V\" has definitions=runtime, which "
+                          "keeps its versions beside flags_state_file, but "
+                          "flags_state_file is not set in %V:%ui",
+                          &project[i].name, &project[i].conf_file,
+                          project[i].conf_line);
+            return NGX_CONF_ERROR;
+        }
+
+        /* the newest stored version replaces the file's (validated) */
+        if (project[i].runtime
+            && ngx_http_flags_versions_conf(cf, fmcf, &project[i]) != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
         if (ngx_http_flags_defs_policies(fmcf, project[i].defs) != NGX_OK) {
             return NGX_CONF_ERROR;
         }
@@ -439,6 +465,7 @@ ngx_http_flags_create_loc_conf(ngx_conf_t *cf)
 
     flcf->max_traits = NGX_CONF_UNSET_UINT;
     flcf->max_report_size = NGX_CONF_UNSET_SIZE;
+    flcf->definitions_max_size = NGX_CONF_UNSET_SIZE;
     flcf->log_level = NGX_CONF_UNSET_UINT;
     flcf->log_routine = NGX_CONF_UNSET_UINT;
     flcf->push_heartbeat = NGX_CONF_UNSET_MSEC;
@@ -469,6 +496,9 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->max_traits, prev->max_traits, 64);
     ngx_conf_merge_size_value(conf->max_report_size, prev->max_report_size,
                               64 * 1024);
+    ngx_conf_merge_size_value(conf->definitions_max_size,
+                              prev->definitions_max_size,
+                              NGX_HTTP_FLAGS_DEFINITIONS_MAX_SIZE);
     /* the two levels of flags_log_level are inherited together */
     if (conf->log_level == NGX_CONF_UNSET_UINT) {
         conf->log_level = prev->log_level;
@@ -506,6 +536,16 @@ ngx_http_flags_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->max_report_size == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"flags_max_report_size\" must be at least 1");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->definitions_max_size == 0
+        || conf->definitions_max_size > FL_MAX_FLAGS_FILE_SIZE)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"flags_definitions_max_size\" must be at least "
+                           "1 and at most %uz (the largest flags file)",
+                           (size_t) FL_MAX_FLAGS_FILE_SIZE);
         return NGX_CONF_ERROR;
     }
 
@@ -605,6 +645,7 @@ ngx_http_flags_init_module(ngx_cycle_t *cycle)
      * its generation's state goes to disk */
     ngx_http_flags_zone_commit(cycle, fmcf);
     ngx_http_flags_control_committed(cycle, fmcf);
+    ngx_http_flags_versions_commit(fmcf, cycle->log);
 
     (void) ngx_http_flags_save_state(fmcf, cycle->log, NULL, 0);
 
@@ -644,6 +685,12 @@ ngx_http_flags_init_process(ngx_cycle_t *cycle)
 
     /* ramps: the worker's timer of their ticks (ngx_http_flags_ramp.c) */
     if (ngx_http_flags_ramp_init_process(cycle, fmcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* definitions=runtime: the newest versions, and a timer that keeps
+     * up with the ones written later (ngx_http_flags_versions.c) */
+    if (ngx_http_flags_versions_init_process(cycle, fmcf) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -854,6 +901,8 @@ ngx_http_flags_project(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     ngx_memzero(project, sizeof(ngx_http_flags_project_t));
     project->name = value[1];
+    project->conf_file = cf->conf_file->file.name;
+    project->conf_line = cf->conf_file->line;
 
     if (ngx_array_init(&project->tokens, cf->pool, 2, sizeof(ngx_str_t))
         != NGX_OK)
@@ -945,18 +994,33 @@ ngx_http_flags_project_params(ngx_conf_t *cf,
         } else if (ngx_strncmp(value[i].data, "file=", 5) == 0) {
             rv = ngx_http_flags_project_file(cf, project, &value[i]);
 
+        } else if (ngx_strcmp(value[i].data, "definitions=runtime") == 0) {
+            project->runtime = 1;
+            rv = NGX_CONF_OK;
+
+        } else if (ngx_strcmp(value[i].data, "definitions=file") == 0) {
+            project->runtime = 0;
+            rv = NGX_CONF_OK;
+
+        } else if (ngx_strncmp(value[i].data, "definitions=", 12) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_project: invalid \"%V\": expected "
+                               "definitions=file or definitions=runtime",
+                               &value[i]);
+            rv = NGX_CONF_ERROR;
+
         } else if (ngx_http_flags_param_name(&value[i], &name)) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_project: unknown parameter \"%V\" "
-                               "(parameter %ui); expected token= or file=",
-                               &name, i);
+                               "(parameter %ui); expected token=, file= "
+                               "or definitions=", &name, i);
             rv = NGX_CONF_ERROR;
 
         } else {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "flags_project: unknown parameter "
-                               "(parameter %ui); expected token= or file=",
-                               i);
+                               "(parameter %ui); expected token=, file= "
+                               "or definitions=", i);
             rv = NGX_CONF_ERROR;
         }
 

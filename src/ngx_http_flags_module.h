@@ -110,6 +110,8 @@
 /* reports hold personal data: not readable by everyone */
 #define NGX_HTTP_FLAGS_ERROR_LOG_ACCESS  0640
 #define NGX_HTTP_FLAGS_STATE_FILE_MAX (16 * 1024 * 1024)
+/* flags_definitions_max_size's default */
+#define NGX_HTTP_FLAGS_DEFINITIONS_MAX_SIZE  (4 * 1024 * 1024)
 
 
 /*
@@ -148,8 +150,12 @@ struct ngx_http_flags_version_s {
     fl_ramp_t                   ramp;
     /* and the witnesses of its regression rule (NULL without a ramp) */
     fl_witness_t               *witness;
-    /* when a configuration using it was first committed (0: not yet) */
+    /* when a configuration using it was first committed, or a runtime
+     * version first bound it (0: not yet) */
     uint64_t                    defined_ms;
+    /* a runtime version changed or removed the flag: never bound again
+     * (its mitigations moved to the new version, ngx_http_flags_defs.c) */
+    ngx_uint_t                  superseded;
     /* flags_sync: this definition's rollback and override as the fleet
      * last said (ngx_http_flags_sync.c); only the syncing worker uses it */
     uint64_t                    sync_known;
@@ -204,6 +210,17 @@ struct ngx_http_flags_pversion_s {
      * this host last read (ngx_http_flags_sync.c) */
     uint64_t                    sync_epoch;
     uint64_t                    sync_ver;
+    /* definitions=runtime (ngx_http_flags_versions.c): the version this
+     * host serves, when it was made and its document (slab memory, under
+     * the lock); the worker writing the next one (its pid, 0: none) */
+    ngx_atomic_t                defs_version;
+    uint64_t                    defs_at_ms;
+    u_char                     *defs_doc;
+    size_t                      defs_len;
+    ngx_atomic_t                defs_writer;
+    uint64_t                    defs_writer_ms;
+    /* versions refused, by ngx_http_flags_rejected_e (flags_metrics) */
+    ngx_atomic_t                defs_rejected[4];
     size_t                      len;
     u_char                      name[1];
 };
@@ -213,6 +230,8 @@ struct ngx_http_flags_pversion_s {
 typedef struct {
     ngx_pid_t                   pid;
     ngx_uint_t                  gen;
+    /* the last publication of runtime definitions it serves */
+    ngx_atomic_t                defs_seq;
 } ngx_http_flags_proc_t;
 
 
@@ -249,6 +268,8 @@ typedef struct {
      * when the zone had no room for them (a zone of a few pages) */
     ngx_atomic_t                event_seq;
     fl_event_t                 *events;
+    /* publications of runtime definitions (ngx_http_flags_versions.c) */
+    ngx_atomic_t                defs_seq;
 } ngx_http_flags_shctx_t;
 
 
@@ -298,6 +319,11 @@ struct ngx_http_flags_defs_s {
     ngx_uint_t                  refs;        /* requests that pinned it */
     ngx_pool_t                 *pool;        /* its own (runtime), or NULL */
     ngx_http_flags_project_t   *project;
+    /* definitions=runtime: the document as stored (the flags file's
+     * schema), and the next snapshot replaced in this process */
+    u_char                     *doc;
+    size_t                      doc_len;
+    ngx_http_flags_defs_t      *retired;
     /* per variable index of the core module, the flag a $flag_ variable
      * reads, or -1 (ngx_http_flags_variables.c); NULL: found by name */
     ngx_int_t                  *flag_of_var;
@@ -309,6 +335,8 @@ struct ngx_http_flags_project_s {
     ngx_array_t                 tokens;      /* of ngx_str_t */
     ngx_str_t                   file;        /* absolute path */
     ngx_uint_t                  runtime;     /* definitions=runtime */
+    ngx_str_t                   conf_file;   /* where flags_project is */
+    ngx_uint_t                  conf_line;
     /* the definitions served now: read through ngx_http_flags_defs() */
     ngx_http_flags_defs_t      *defs;
     ngx_http_flags_pversion_t  *pversion;    /* NULL when the zone was full */
@@ -372,6 +400,7 @@ typedef struct {
 typedef struct {
     ngx_uint_t                  max_traits;
     size_t                      max_report_size;
+    size_t                      definitions_max_size;
     ngx_uint_t                  log_level;   /* rollbacks */
     ngx_uint_t                  log_routine; /* routine=: other changes */
     ngx_msec_t                  push_heartbeat;
@@ -416,6 +445,13 @@ void ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 void ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf);
 ngx_uint_t ngx_http_flags_zone_defs_committed(
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
+ngx_uint_t ngx_http_flags_zone_bind_defs(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old,
+    ngx_http_flags_defs_t *defs, u_char *created, ngx_log_t *log);
+void ngx_http_flags_zone_defs_ack(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t seq);
+ngx_uint_t ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t seq);
 void ngx_http_flags_ramp_input(ngx_http_flags_defs_t *defs,
     ngx_http_flags_flag_t *flag, fl_ramp_input_t *in);
 void ngx_http_flags_window_series(ngx_http_flags_main_conf_t *fmcf,
@@ -484,6 +520,60 @@ ngx_http_flags_defs_t *ngx_http_flags_defs_pin(ngx_http_request_t *r,
     ngx_http_flags_project_t *project);
 void ngx_http_flags_defs_switch(ngx_http_flags_project_t *project,
     ngx_http_flags_defs_t *defs);
+fl_status_t ngx_http_flags_defs_parse(ngx_http_flags_project_t *project,
+    const u_char *doc, size_t len, fl_project_t **core, char *err,
+    size_t err_len);
+ngx_http_flags_defs_t *ngx_http_flags_defs_make(
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    const u_char *doc, size_t len, fl_project_t *core, uint64_t version,
+    uint64_t at_ms, ngx_log_t *log);
+void ngx_http_flags_defs_collect(void);
+
+/* ngx_http_flags_versions.c: definitions=runtime, a project's versions */
+#define NGX_HTTP_FLAGS_VERSIONS_KEEP  50
+
+typedef enum {
+    NGX_HTTP_FLAGS_REJECTED_INVALID = 0,    /* does not load: 400 */
+    NGX_HTTP_FLAGS_REJECTED_TOO_LARGE,      /* over its size: 413 */
+    NGX_HTTP_FLAGS_REJECTED_CONFLICT,       /* If-Match: 412 */
+    NGX_HTTP_FLAGS_REJECTED_SIGNATURE       /* flags_sync's key */
+} ngx_http_flags_rejected_e;
+
+ngx_uint_t ngx_http_flags_versions_list(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    uint64_t *out, ngx_uint_t max);
+ngx_int_t ngx_http_flags_versions_read(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    uint64_t version, ngx_str_t *entry, ngx_str_t *doc, time_t *mtime,
+    ngx_log_t *log);
+ngx_int_t ngx_http_flags_versions_write(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    uint64_t version, ngx_str_t *entry, ngx_str_t *doc, ngx_log_t *log);
+ngx_int_t ngx_http_flags_versions_conf(ngx_conf_t *cf,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
+u_char *ngx_http_flags_versions_reserve(ngx_http_flags_main_conf_t *fmcf,
+    size_t len);
+ngx_atomic_uint_t ngx_http_flags_versions_publish(
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    ngx_http_flags_defs_t *defs, u_char *buf);
+void ngx_http_flags_versions_commit(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log);
+void ngx_http_flags_versions_refresh(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, ngx_log_t *log);
+void ngx_http_flags_versions_refresh_all(ngx_http_flags_main_conf_t *fmcf,
+    ngx_log_t *log);
+ngx_uint_t ngx_http_flags_versions_apply(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *defs,
+    u_char *created, ngx_log_t *log);
+ngx_int_t ngx_http_flags_versions_init_process(ngx_cycle_t *cycle,
+    ngx_http_flags_main_conf_t *fmcf);
+ngx_int_t ngx_http_flags_versions_lock(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project);
+void ngx_http_flags_versions_unlock(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project);
+uint64_t ngx_http_flags_versions_current(ngx_http_flags_project_t *project);
+void ngx_http_flags_versions_rejected(ngx_http_flags_project_t *project,
+    ngx_uint_t reason);
 
 /* ngx_http_flags_statefile.c */
 ngx_int_t ngx_http_flags_check_state_dir(ngx_http_flags_main_conf_t *fmcf,
@@ -692,6 +782,14 @@ ngx_int_t ngx_http_flags_memo_answer(ngx_http_request_t *r,
 void ngx_http_flags_memo_fold(void);
 void ngx_http_flags_memo_exit(void);
 
+/* ngx_http_flags_admin.c: the user flags_admin logs (JSON-escaped into
+ * buf; 0: none) */
+size_t ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf,
+    size_t size);
+/* ngx_http_flags_admin_defs.c: flags_admin's definitions/ routes */
+ngx_int_t ngx_http_flags_admin_defs_handler(ngx_http_request_t *r,
+    ngx_str_t *route);
+
 /* handlers: ngx_http_flags_evaluate.c, _ingest.c, _status.c, _admin.c */
 ngx_int_t ngx_http_flags_evaluate_handler(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_ingest_handler(ngx_http_request_t *r);
@@ -732,6 +830,8 @@ ngx_int_t ngx_http_flags_push_sse(ngx_http_request_t *r,
 ngx_int_t ngx_http_flags_websocket_handler(ngx_http_request_t *r);
 
 /* ngx_http_flags_variables.c: flags_context, $flag_NAME, $flags_enabled */
+ngx_int_t ngx_http_flags_variables_table(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_defs_t *defs, ngx_pool_t *pool);
 char *ngx_http_flags_context(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_flags_merge_context(ngx_conf_t *cf,
     ngx_http_flags_loc_conf_t *prev, ngx_http_flags_loc_conf_t *conf);
@@ -753,6 +853,8 @@ char *ngx_http_flags_upstream_errors(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t ngx_http_flags_upstream_init(ngx_conf_t *cf);
 
 /* ngx_http_flags_sync.c: flags_sync, a fleet through Redis (docs/sync.md) */
+void ngx_http_flags_sync_host(ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *name);
 char *ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 ngx_int_t ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);

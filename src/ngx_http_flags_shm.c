@@ -653,7 +653,7 @@ ngx_http_flags_bind_match(ngx_http_flags_flag_t *flag,
     match = NULL;
 
     for (v = node->versions; v; v = v->next) {
-        if (v->last_gen < committed) {
+        if (v->last_gen < committed || v->superseded) {
             continue;
         }
 
@@ -899,6 +899,128 @@ ngx_http_flags_zone_defs_committed(ngx_http_flags_main_conf_t *fmcf,
 }
 
 
+/*
+ * A runtime version of a project's definitions in this worker, bound
+ * under the zone's lock.  Each flag of defs is bound as
+ * a reload binds it: an unchanged definition finds its version (counters,
+ * window, rollback, override, ramp); a new one gets a fresh version, and
+ * created[i] says so (the worker that creates it hands it the old one's
+ * mitigations: ngx_http_flags_control_definition()).  Every version of
+ * old that defs no longer uses (a changed or removed flag) is superseded:
+ * no later binding finds it, so a flag removed and added again, or a
+ * definition reverted, starts fresh but for what is carried.  Returns the
+ * number of flags without room in the zone.
+ */
+
+ngx_uint_t
+ngx_http_flags_zone_bind_defs(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old,
+    ngx_http_flags_defs_t *defs, u_char *created, ngx_log_t *log)
+{
+    long                    k;
+    uint64_t                now;
+    ngx_uint_t              i, unbound, committed;
+    ngx_http_flags_flag_t  *flag, *was;
+
+    unbound = 0;
+    now = ngx_http_flags_now_ms();
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    committed = fmcf->sh->committed;
+
+    for (i = 0; i < defs->nflags; i++) {
+        flag = &defs->flags[i];
+        created[i] = 0;
+
+        if (ngx_http_flags_bind(fmcf, &project->name, flag,
+                                flag->policy.window, fmcf->gen, committed,
+                                log)
+            != NGX_OK)
+        {
+            unbound++;
+            continue;
+        }
+
+        /* the generation's replaced version is the reload's business */
+        flag->replaced = NULL;
+
+        if (flag->version->defined_ms == 0) {
+            flag->version->defined_ms = now;
+            created[i] = 1;
+        }
+    }
+
+    for (i = 0; old && i < old->nflags; i++) {
+        was = &old->flags[i];
+
+        if (was->version == NULL) {
+            continue;
+        }
+
+        k = fl_project_find_flag(defs->core, (const char *) was->name.data,
+                                 was->name.len);
+
+        if (k < 0 || defs->flags[k].version != was->version) {
+            was->version->superseded = 1;
+        }
+    }
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    return unbound;
+}
+
+
+/*
+ * Runtime definitions, the acknowledgements: this worker serves every
+ * publication up to seq; and whether every live worker of the committed
+ * generation does (a draining worker of an older one keeps what it had).
+ */
+
+void
+ngx_http_flags_zone_defs_ack(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t seq)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        if (fmcf->sh->procs[i].pid == ngx_pid) {
+            __atomic_store_n(&fmcf->sh->procs[i].defs_seq, seq,
+                             __ATOMIC_RELEASE);
+            return;
+        }
+    }
+}
+
+
+ngx_uint_t
+ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t seq)
+{
+    ngx_uint_t              i, committed;
+    ngx_http_flags_proc_t  *p;
+
+    committed = __atomic_load_n(&fmcf->sh->committed, __ATOMIC_ACQUIRE);
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        p = &fmcf->sh->procs[i];
+
+        if (p->pid == 0 || p->gen != committed
+            || __atomic_load_n(&p->defs_seq, __ATOMIC_ACQUIRE) >= seq)
+        {
+            continue;
+        }
+
+        if (p->pid == ngx_pid || ngx_http_flags_proc_alive(p->pid)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* A worker (or the single process) records its generation in the zone. */
 
 void
@@ -930,6 +1052,7 @@ ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
     if (free) {
         free->pid = ngx_pid;
         free->gen = fmcf->gen;
+        free->defs_seq = 0;
 
     } else {
         /* nothing can be freed safely any more until a restart */

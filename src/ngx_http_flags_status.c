@@ -62,7 +62,9 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     size += 1 + fl_events_json_bound(FL_EVENTS_MAX);
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len;
+        size += sizeof("{\"name\":\"\",\"flags\":[]},") + project[i].name.len
+                + sizeof(",\"definitions\":{\"source\":\"runtime\","
+                         "\"version\":,\"at\":\"\"}") + NGX_INT64_LEN + 24;
         defs = ngx_http_flags_defs(&project[i]);
 
         for (n = 0; n < defs->nflags; n++) {
@@ -106,7 +108,14 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
                                      (char *) p);
         }
 
-        p = ngx_cpymem(p, "]}", 2);
+        /* after its flags: what is served here, the file's or a runtime
+         * version (docs/definitions.md) */
+        p = ngx_sprintf(p, "],\"definitions\":{\"source\":\"%s\","
+                        "\"version\":%uL,\"at\":\"",
+                        project[i].runtime ? "runtime" : "file",
+                        defs->version);
+        p += fl_format_time_ms(defs->at_ms, (char *) p);
+        p = ngx_cpymem(p, "\"}}", 3);
     }
 
     p = ngx_cpymem(p, "]", 1);

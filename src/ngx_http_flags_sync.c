@@ -578,3 +578,18 @@ ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf)
 
     ngx_http_flags_sync_worker = NULL;
 }
+
+
+/* This host's name in records: flags_sync's host= (or the host's name,
+ * its default), or the host's name without flags_sync. */
+
+void
+ngx_http_flags_sync_host(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name)
+{
+    if (fmcf->sync) {
+        *name = fmcf->sync->name;
+        return;
+    }
+
+    *name = ngx_cycle->hostname;
+}

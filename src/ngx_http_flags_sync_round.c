@@ -979,9 +979,9 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                        "nothing new", &project->name, head.ver);
 
         /* what this round published was the fleet's already */
-        for (i = 0; i < project->nflags; i++) {
-            if (project->flags[i].node) {
-                project->flags[i].version->sync_known =
+        for (i = 0; i < defs->nflags; i++) {
+            if (defs->flags[i].node) {
+                defs->flags[i].version->sync_known =
                            fl_sync_known_unmoved(&s->projects[pi].flags[i]);
             }
         }

@@ -110,6 +110,8 @@ static char *ngx_http_flags_context_trait(ngx_conf_t *cf,
 static ngx_uint_t ngx_http_flags_var_flag(ngx_str_t *name, ngx_str_t *flag);
 static ngx_int_t ngx_http_flags_vars_check(ngx_conf_t *cf,
     ngx_http_flags_vars_conf_t *vars, ngx_str_t *name);
+static ngx_int_t ngx_http_flags_vars_table(ngx_http_flags_vars_conf_t *vars,
+    ngx_http_flags_defs_t *defs, ngx_http_variable_t *v, ngx_pool_t *pool);
 static ngx_int_t ngx_http_flags_vars_tables(ngx_conf_t *cf,
     ngx_http_flags_vars_conf_t *vars, ngx_http_flags_main_conf_t *fmcf,
     ngx_http_variable_t *v);
@@ -520,11 +522,14 @@ ngx_http_flags_vars_check(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
 {
     ngx_str_t                   flag;
     ngx_uint_t                  k, found;
+    ngx_http_flags_project_t   *runtime;
     ngx_http_flags_context_t  **ctx;
 
     if (!ngx_http_flags_var_flag(name, &flag)) {
         return NGX_OK;
     }
+
+    runtime = NULL;
 
     if (vars->contexts.nelts == 0) {
         ngx_log_error(NGX_LOG_WARN, cf->log, 0,
@@ -537,11 +542,24 @@ ngx_http_flags_vars_check(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
     found = 0;
 
     for (k = 0; k < vars->contexts.nelts && !found; k++) {
+        if (ctx[k]->project && ctx[k]->project->runtime) {
+            /* a version may add it: until one does, it reads "0" */
+            runtime = ctx[k]->project;
+        }
+
         found = ctx[k]->project
                 && fl_project_find_var(
                        ngx_http_flags_defs(ctx[k]->project)->core,
                                        (const char *) flag.data, flag.len)
                    >= 0;
+    }
+
+    if (!found && runtime) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "flag variable \"$%V\" names no flag of project "
+                      "\"%V\" now: it reads \"0\" until a version of its "
+                      "definitions adds the flag", name, &runtime->name);
+        return NGX_OK;
     }
 
     if (!found) {
@@ -565,9 +583,7 @@ static ngx_int_t
 ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_variable_t *v)
 {
-    ngx_str_t                  flag;
-    ngx_int_t                 *table;
-    ngx_uint_t                 i, p;
+    ngx_uint_t                 p;
     ngx_http_flags_defs_t     *defs;
     ngx_http_flags_project_t  *project;
 
@@ -576,25 +592,61 @@ ngx_http_flags_vars_tables(ngx_conf_t *cf, ngx_http_flags_vars_conf_t *vars,
     for (p = 0; p < fmcf->projects.nelts; p++) {
         defs = ngx_http_flags_defs(&project[p]);
 
-        table = ngx_palloc(cf->pool, vars->nvars * sizeof(ngx_int_t));
-        if (table == NULL) {
+        if (ngx_http_flags_vars_table(vars, defs, v, cf->pool) != NGX_OK) {
             return NGX_ERROR;
         }
-
-        for (i = 0; i < vars->nvars; i++) {
-            table[i] = -1;
-
-            if (ngx_http_flags_var_flag(&v[i].name, &flag)) {
-                table[i] = fl_project_find_var(defs->core,
-                                               (const char *) flag.data,
-                                               flag.len);
-            }
-        }
-
-        defs->flag_of_var = table;
     }
 
     return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_flags_vars_table(ngx_http_flags_vars_conf_t *vars,
+    ngx_http_flags_defs_t *defs, ngx_http_variable_t *v, ngx_pool_t *pool)
+{
+    ngx_str_t    flag;
+    ngx_int_t   *table;
+    ngx_uint_t   i;
+
+    table = ngx_palloc(pool, vars->nvars * sizeof(ngx_int_t));
+    if (table == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < vars->nvars; i++) {
+        table[i] = -1;
+
+        if (ngx_http_flags_var_flag(&v[i].name, &flag)) {
+            table[i] = fl_project_find_var(defs->core,
+                                           (const char *) flag.data,
+                                           flag.len);
+        }
+    }
+
+    defs->flag_of_var = table;
+
+    return NGX_OK;
+}
+
+
+/* A runtime version's table, in its pool (ngx_http_flags_defs_make()). */
+
+ngx_int_t
+ngx_http_flags_variables_table(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_defs_t *defs, ngx_pool_t *pool)
+{
+    ngx_http_core_main_conf_t  *cmcf;
+
+    if (fmcf->vars == NULL || fmcf->vars->nvars == 0) {
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_core_module);
+
+    return ngx_http_flags_vars_table(fmcf->vars, defs,
+                                     cmcf->variables.elts, pool);
 }
 
 
@@ -907,6 +959,16 @@ ngx_http_flags_flag_variable(ngx_http_request_t *r,
                                   (const char *) name->data
                                   + ngx_http_flags_prefix.len,
                                   name->len - ngx_http_flags_prefix.len);
+    }
+
+    if (idx < 0 && e->project->runtime) {
+        /* not a flag of this version: off, as an unknown flag is */
+        v->data = (u_char *) "0";
+        v->len = 1;
+        v->valid = 1;
+        v->no_cacheable = 0;
+        v->not_found = 0;
+        return NGX_OK;
     }
 
     if (idx < 0) {

@@ -54,7 +54,7 @@ sub status {
 sub flag_status {
     my ($project, $flag) = @_;
     my $s = status();
-    my ($p) = $s =~ /\{"name":"$project","flags":\[(.*?)\]\}(?:,\{"name"|\],"(?:sync|events)"|\]\}$)/;
+    my ($p) = $s =~ /\{"name":"$project","flags":\[(.*?)\],"definitions":\{[^}]*\}\}(?:,\{"name"|\],"(?:sync|events)"|\]\}$)/;
     return '' unless defined $p;
     my ($f) = $p =~ /(\{"name":"\Q$flag\E",.*?"rollback":(?:null|\{[^}]*\}),"definedAt":(?:null|"[^"]+"),"zoneFull":(?:true|false)\})/;
     return $f // '';

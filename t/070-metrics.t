@@ -213,8 +213,11 @@ for my $pid (sort keys %seen) {
         }
     }
     is("@bad", '', "worker $pid: HELP, TYPE and samples in order");
-    # 23, and the 5 of ramps (written even with no ramped flag)
-    is(scalar keys %type, 28, "worker $pid: 28 families");
+    # 23, the 5 of ramps (written even with no ramped flag) and the 2 of
+    # definitions (a file project's version is 1)
+    is(scalar keys %type, 30, "worker $pid: 30 families");
+    like($body, qr/^flags_definitions_version\{project="shop"\} 1$/m, "worker $pid: shop serves its file, version 1");
+    like($body, qr/^flags_definitions_rejected_total\{project="shop",reason="invalid"\} 0$/m, "worker $pid: no version refused");
     ok($body =~ /\n\z/, "worker $pid: ends in a newline");
 }
 

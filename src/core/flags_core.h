@@ -877,7 +877,13 @@ typedef struct {
     const fl_project_t         *project;
     const fl_state_snapshot_t  *snapshots;  /* fl_project_flag_count() */
     const uint8_t              *counted;    /* the same; NULL: all counted */
+    /* its definitions (docs/definitions.md): the version served, and the
+     * versions refused by reason: invalid, too_large, conflict, signature */
+    uint64_t                    defs_version;
+    uint64_t                    defs_rejected[4];
 } fl_metrics_project_t;
+
+#define FL_DEFS_REJECTED_MAX  4
 
 /* What the module knows beside the flags. */
 typedef struct {

@@ -77,6 +77,9 @@ enum {
     F_SYNC_LAST_SUCCESS,
     F_SYNC_LAG,
     F_SYNC_FAILURES,
+    /* a project's definitions (docs/definitions.md) */
+    F_DEFS_VERSION,
+    F_DEFS_REJECTED,
     F_MAX
 };
 
@@ -160,6 +163,16 @@ constexpr family families[F_MAX] = {
      "Seconds since the host last completed a sync round with Redis."},
     {"flags_sync_failures_total", "counter",
      "Sync rounds and connects that failed (Redis away, slow, refusing)."},
+    {"flags_definitions_version", "gauge",
+     "The version of the project's definitions this host serves (a flags "
+     "file: 1)."},
+    {"flags_definitions_rejected_total", "counter",
+     "Versions of the project's definitions refused, by reason (invalid, "
+     "too_large, conflict, signature)."},
+};
+
+const char *const defs_rejected_codes[FL_DEFS_REJECTED_MAX] = {
+    "invalid", "too_large", "conflict", "signature"
 };
 
 /* The most samples a flag has in each per-flag family. */
@@ -576,6 +589,13 @@ size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) noexcept
         /* the module's samples: reasons, zone, push, uncounted */
         size += (FL_REFUSED_MAX + 8) * (64 + sample_fixed + value_max);
 
+        /* a project's: its version, its refusals by reason */
+        for (size_t i = 0; i < n; i++) {
+            size += (1 + FL_DEFS_REJECTED_MAX)
+                    * (names.len[F_DEFS_REJECTED] + sample_fixed + value_max
+                       + 2 * p[i].name_len);
+        }
+
         /* a flag's samples, their names and values; the two names of
          * each, escaped */
         size_t per_flag = 0, nsamples = 0;
@@ -647,6 +667,30 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
             *o++ = ' ';
             o += fl::put_u64(static_cast<uint64_t>(m->push_connections), o);
             *o++ = '\n';
+        }
+
+        o = put_header(o, F_DEFS_VERSION);
+        for (size_t i = 0; i < n; i++) {
+            o = put_name(o, F_DEFS_VERSION);
+            o = fl::put_lit(o, "{project=\"");
+            o += fl_prom_escape(p[i].name, p[i].name_len, o);
+            o = fl::put_lit(o, "\"} ");
+            o += fl::put_u64(p[i].defs_version, o);
+            *o++ = '\n';
+        }
+
+        o = put_header(o, F_DEFS_REJECTED);
+        for (size_t i = 0; i < n; i++) {
+            for (unsigned k = 0; k < FL_DEFS_REJECTED_MAX; k++) {
+                o = put_name(o, F_DEFS_REJECTED);
+                o = fl::put_lit(o, "{project=\"");
+                o += fl_prom_escape(p[i].name, p[i].name_len, o);
+                o = fl::put_lit(o, "\",reason=\"");
+                o = put_cstr(o, defs_rejected_codes[k]);
+                o = fl::put_lit(o, "\"} ");
+                o += fl::put_u64(p[i].defs_rejected[k], o);
+                *o++ = '\n';
+            }
         }
 
         if (m->sync_enabled) {
