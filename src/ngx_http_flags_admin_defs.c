@@ -198,6 +198,8 @@ ngx_http_flags_admin_defs_handler(ngx_http_request_t *r, ngx_str_t *route)
 
     if (ngx_http_flags_defs_if_match(r, &ctx->if_match) != NGX_OK) {
         r->expect_tested = 1;
+        ngx_http_flags_versions_rejected(project,
+                                         NGX_HTTP_FLAGS_REJECTED_CONFLICT);
         return ngx_http_flags_send_error(r, NGX_HTTP_PRECONDITION_FAILED,
                                          "version_conflict",
                                          "If-Match must name a version as "

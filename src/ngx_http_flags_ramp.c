@@ -38,7 +38,7 @@ typedef struct {
     ngx_event_t                     timer;
     ngx_http_flags_main_conf_t     *fmcf;
     ngx_http_flags_ramp_change_t   *changes;    /* one a ramped flag */
-    ngx_uint_t                      nramps;
+    ngx_uint_t                      nramps;     /* room in changes */
 } ngx_http_flags_ramps_t;
 
 
@@ -52,12 +52,32 @@ static fl_ramp_event_t ngx_http_flags_ramp_step(ngx_http_flags_flag_t *flag,
 static ngx_http_flags_ramps_t  *ngx_http_flags_ramps;
 
 
+/* The ramped flags of a project's definitions now. */
+
+static ngx_uint_t
+ngx_http_flags_ramp_count(ngx_http_flags_project_t *project)
+{
+    ngx_uint_t              n, nramps;
+    ngx_http_flags_defs_t  *defs;
+
+    defs = ngx_http_flags_defs(project);
+    nramps = 0;
+
+    for (n = 0; n < defs->nflags; n++) {
+        if (defs->flags[n].ramp_def && defs->flags[n].ramp) {
+            nramps++;
+        }
+    }
+
+    return nramps;
+}
+
+
 ngx_int_t
 ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                 i, n, nramps;
-    ngx_http_flags_defs_t     *defs;
+    ngx_uint_t                 i, nramps, runtime;
     ngx_http_flags_ramps_t    *rs;
     ngx_http_flags_project_t  *project;
 
@@ -71,20 +91,17 @@ ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
         return NGX_OK;
     }
 
+    /* a runtime project may get a ramp with a version: its timer runs */
     project = fmcf->projects.elts;
     nramps = 0;
+    runtime = 0;
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        defs = ngx_http_flags_defs(&project[i]);
-
-        for (n = 0; n < defs->nflags; n++) {
-            if (defs->flags[n].ramp_def && defs->flags[n].ramp) {
-                nramps++;
-            }
-        }
+        runtime |= project[i].runtime;
+        nramps += ngx_http_flags_ramp_count(&project[i]);
     }
 
-    if (nramps == 0) {
+    if (nramps == 0 && !runtime) {
         return NGX_OK;
     }
 
@@ -93,14 +110,7 @@ ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
 
-    rs->changes = ngx_pcalloc(cycle->pool,
-                              nramps * sizeof(ngx_http_flags_ramp_change_t));
-    if (rs->changes == NULL) {
-        return NGX_ERROR;
-    }
-
     rs->fmcf = fmcf;
-    rs->nramps = nramps;
     rs->timer.handler = ngx_http_flags_ramp_timer;
     rs->timer.data = rs;
     rs->timer.log = cycle->log;
@@ -130,6 +140,10 @@ ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf)
         ngx_del_timer(&rs->timer);
     }
 
+    ngx_free(rs->changes);
+    rs->changes = NULL;
+    rs->nramps = 0;
+
     ngx_http_flags_ramps = NULL;
 }
 
@@ -137,9 +151,10 @@ ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf)
 static void
 ngx_http_flags_ramp_timer(ngx_event_t *ev)
 {
-    ngx_uint_t                    i, n, dirty;
+    ngx_uint_t                    i, n, dirty, nramps;
     ngx_http_flags_ramps_t       *rs;
     ngx_http_flags_change_t       ch;
+    ngx_http_flags_project_t     *project;
     ngx_http_flags_ramp_change_t *c;
 
     rs = ev->data;
@@ -151,6 +166,30 @@ ngx_http_flags_ramp_timer(ngx_event_t *ev)
     ngx_add_timer(ev, NGX_HTTP_FLAGS_RAMP_PERIOD);
 
     if (rs->fmcf->sh->retired) {
+        return;
+    }
+
+    /* room for an event of every ramped flag: a runtime version may
+     * have added ramps since the last tick */
+    project = rs->fmcf->projects.elts;
+    nramps = 0;
+
+    for (i = 0; i < rs->fmcf->projects.nelts; i++) {
+        nramps += ngx_http_flags_ramp_count(&project[i]);
+    }
+
+    if (nramps > rs->nramps) {
+        c = ngx_alloc(nramps * sizeof(ngx_http_flags_ramp_change_t), ev->log);
+        if (c == NULL) {
+            return;
+        }
+
+        ngx_free(rs->changes);
+        rs->changes = c;
+        rs->nramps = nramps;
+    }
+
+    if (nramps == 0) {
         return;
     }
 

@@ -1012,7 +1012,11 @@ ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
             continue;
         }
 
-        if (p->pid == ngx_pid || ngx_http_flags_proc_alive(p->pid)) {
+        /* a sibling (ngx_http_flags_proc_alive() asks about the
+         * caller's children): one that died is respawned, and the new
+         * worker takes the newest version when it starts */
+        if (p->pid == ngx_pid || kill(p->pid, 0) == 0 || ngx_errno == EPERM)
+        {
             return 0;
         }
     }
