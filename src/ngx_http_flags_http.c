@@ -169,6 +169,14 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
         out->len = len;
     }
 
+    /* definitions=runtime: a newer version is taken before the request
+     * reads the project (ngx_http_flags_versions.c) */
+    if ((*project)->runtime) {
+        ngx_http_flags_versions_refresh(
+            ngx_http_get_module_main_conf(r, ngx_http_flags_module),
+            *project, r->connection->log);
+    }
+
     return NGX_OK;
 
 unauthorized:

@@ -19,6 +19,8 @@
  *   ngx_http_flags_defs.c      a project's definitions, their one owner:
  *                              loaded, tabled, and handed to a request as
  *                              one snapshot (ngx_http_flags_defs_t)
+ *   ngx_http_flags_versions.c  definitions=runtime: versions on disk, in
+ *                              the zone, taken by every worker
  *   ngx_http_flags_statefile.c flags_state_file: checks, restore, rewrites
  *   ngx_http_flags_http.c      token, route, request body, JSON answers
  *   ngx_http_flags_control.c   every change of a flag's control state
@@ -38,6 +40,7 @@
  *                              its batch, one write(2) an event-loop pass
  *   ngx_http_flags_status.c    flags_status
  *   ngx_http_flags_admin.c     flags_admin
+ *   ngx_http_flags_admin_defs.c  flags_admin's definitions routes
  *   ngx_http_flags_dashboard.c flags_dashboard: the operator's page
  *   ngx_http_flags_ofrep.c     OpenFeature OFREP             (flags_ofrep)
  *   ngx_http_flags_sdk.c       flags_sdk: POST {loc}flags, {loc}report
@@ -69,6 +72,7 @@
  *              events).  A handler calls no other handler, except where
  *              one serves the other's path:
  *                sdk -> ingest      POST {loc}report is the report path
+ *                admin -> admin_defs  {loc}definitions/ is its route
  *                ofrep -> push      {loc}v1/events is the SSE stream
  *                dashboard -> push  {loc}events is the SSE stream
  *                dashboard -> status  {loc}status.json is its document
@@ -85,7 +89,10 @@
  *              (token, route, body, answers, find_project, pool_alloc,
  *              a content handler's directive)
  *   defs       ngx_http_flags_defs.c: a project's definitions; every file
- *              above reads a project's flags through it
+ *              above reads a project's flags through it.  Their runtime
+ *              versions (ngx_http_flags_versions.c) are a service: http
+ *              calls up to it once, when a token names a runtime project
+ *              (a request takes the newest version before it reads one)
  *   zone       ngx_http_flags_shm.c: the zone, a library of it, and what
  *              lives in it: counting, a ramp's inputs and its percentage
  *              in the control word, flags_sync's standing
