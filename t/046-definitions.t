@@ -13,6 +13,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsPush;
 use JSON::PP;
 
 my $dir = prefix_dir('definitions');
@@ -42,6 +43,7 @@ _H_
         location = /flags-status { flags_status; }
         location = /metrics { flags_metrics; }
         location /flags-admin/ { flags_admin; }
+        location /ofrep/ { flags_ofrep; }
         location = /var {
             add_header X-Worker $pid;
             flags_context shop user=$arg_u;
@@ -250,6 +252,17 @@ like(on_both($ka, 'dark-mode', 'u1'), qr/ 50$/, 'dark-mode back at 50 % on both 
 is($b, '{"version":6,"added":[],"changed":[],"removed":[],"kept":[]}', 'the same document again: no new version');
 ok(-f "$versions/v6.json" && !-e "$versions/v7.json", 'version 6 is the newest file');
 
+# --- push: an OFREP event stream is told --------------------------------------------------
+{
+    my $sse = Sse->open('/ofrep/v1/events?token=tok_shop');
+    is($sse->{status}, 200, 'an OFREP event stream');
+    is($sse->event(0.3), undef, '... quiet before a change');
+    ($st) = admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 55}');
+    is($st, 200, 'version 7 written');
+    like($sse->event(2) // '', qr/^data: \{"type":"refetchEvaluation","etag":"\d+"\}$/, '... the stream is told at its next tick');
+    close $sse->{s};
+}
+
 # --- reload, seed edited, kill -9, restart ------------------------------------------------
 admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 70}');
 write_file("$dir/conf/shop.json", $Seed =~ s/"rolloutPercentage": 50/"rolloutPercentage": 20/r);
@@ -268,20 +281,20 @@ ok(wait_for(sub {
     my @w = worker_pids($master);
     return (grep { !$old{$_} } @w) >= 2 && !grep { $old{$_} && !is_exiting($_) } @w;
 }, 10), 'two new workers, the old ones shutting down');
-like($log->(), qr/project "shop" serves its stored version 7; "\S+shop\.json" differs from it and is not read/, 'a notice: the edited seed is not read');
-ok(wait_for(sub { my (undef, $hh) = admin(GET => 'definitions/shop'); ($hh->{etag} // '') eq '"v7"' }, 10), 'after the reload: version 7');
+like($log->(), qr/project "shop" serves its stored version 8; "\S+shop\.json" differs from it and is not read/, 'a notice: the edited seed is not read');
+ok(wait_for(sub { my (undef, $hh) = admin(GET => 'definitions/shop'); ($hh->{etag} // '') eq '"v8"' }, 10), 'after the reload: version 8');
 $ka = worker_connections('/flags?userId=u1');
 like(on_both($ka, 'dark-mode', 'u1'), qr/ 70$/, 'both new workers answer 70 %');
 
 ($st, undef, $b) = admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 35}');
-is("$st $b", '200 {"version":8,"added":[],"changed":["dark-mode"],"removed":[],"kept":[]}', 'version 8 written');
+is("$st $b", '200 {"version":9,"added":[],"changed":["dark-mode"],"removed":[],"kept":[]}', 'version 9 written');
 my @pids = ($master, worker_pids($master));
 kill 'KILL', @pids;
 ok(wait_for(sub { !grep { kill 0, $_ } @pids }, 10), 'kill -9 of every nginx process right after the 200');
 unlink "$dir/logs/nginx.pid";
 $master = nginx_start($dir);
 (undef, $h) = admin(GET => 'definitions/shop');
-is($h->{etag}, '"v8"', 'after the restart: version 8');
+is($h->{etag}, '"v9"', 'after the restart: version 9');
 $ka = worker_connections('/flags?userId=u1');
 like(on_both($ka, 'dark-mode', 'u1'), qr/ 35$/, '... served by both workers');
 
