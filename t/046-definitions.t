@@ -37,10 +37,12 @@ my %conf = (log_level => 'notice', http => <<'_H_', server => <<'_S_');
     flags_project blog token=tok_blog file=blog.json;
     flags_state_file state/flags-state.json;
     flags_definitions_max_size 64k;
+    flags_rollback min_errors=1 rate=1% window=60;
 _H_
         keepalive_requests 100000;
         location = /flags { add_header X-Worker $pid; flags_evaluate; }
         location = /flags-status { flags_status; }
+        location = /ingest/errors { flags_ingest_errors; }
         location = /metrics { flags_metrics; }
         location /flags-admin/ { flags_admin; }
         location /ofrep/ { flags_ofrep; }
@@ -212,12 +214,31 @@ like($log->(), qr/flags: flag "risky" of project "shop" has a new definition: it
 is($st, 204, 'flags_admin removes the override');
 like(on_both($ka, 'risky', 'u3', 'pro'), qr/ 30$/, '... and risky answers its new 30 %');
 
+# --- a changed flag keeps its rollback ----------------------------------------------------
+($st) = http_request(POST => '/ingest/errors', body => '{"flagName":"dark-mode","message":"m"}',
+                     headers => ['Authorization: Bearer tok_shop', 'Content-Type: application/json']);
+is($st, 204, 'a report of dark-mode');
+like(on_both($ka, 'dark-mode', 'u1'), qr/^off 0$/, '... rolls it back on both workers');
+($st, undef, $b) = admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 90}');
+is($b, '{"version":4,"added":[],"changed":["dark-mode"],"removed":[],"kept":[{"flag":"dark-mode","rolledBack":true,"override":null}]}',
+   'dark-mode changed: the answer names the kept rollback');
+like(on_both($ka, 'dark-mode', 'u1'), qr/^off 0$/, '... both workers still answer it rolled back');
+my ($df) = grep { $_->{name} eq 'dark-mode' } @{ status_project('shop')->{flags} };
+is("$df->{rolloutPercentage} $df->{rolledBack} $df->{rollback}{decidedBy}", '90 1 rule', 'flags_status: the new 90 %, rolled back by the rule');
+($st) = admin(DELETE => 'rollbacks/shop/dark-mode');
+is($st, 204, 'flags_admin clears the rollback');
+like(on_both($ka, 'dark-mode', 'u1'), qr/ 90$/, '... dark-mode serves its new 90 %');
+my @ev = grep { $_->{kind} eq 'definition' && $_->{flag} eq '' } @{ decode_json((http_request(GET => '/flags-status'))[2])->{events} };
+is_deeply([map { "$_->{by} $_->{who} $_->{detail}" } @ev[0, 1]],
+          ['admin 127.0.0.1 version 4: 0 added, 1 changed, 0 removed', 'admin 127.0.0.1 version 3: 0 added, 1 changed, 0 removed'],
+          'the event ring: one definition event a version, by the admin');
+
 # --- a flag added, its variable; a flag deleted -----------------------------------------
 my ($vst, $vbody) = worker_request($ka->{(sort keys %$ka)[0]}, GET => '/var?u=u1');
 like($vbody, qr/^new-one=0 dark=[01]$/, '$flag_new_one: 0');
 ($st, undef, $b) = admin(PUT => 'definitions/shop/flags/new-one', '{"enabled": true, "rolloutPercentage": 100}');
 is($st, 200, 'a flag added: 200');
-is($b, '{"version":4,"added":["new-one"],"changed":[],"removed":[],"kept":[]}', '... version 4 adds new-one');
+is($b, '{"version":5,"added":["new-one"],"changed":[],"removed":[],"kept":[]}', '... version 5 adds new-one');
 is(on_both($ka, 'new-one', 'u9'), 'on 100', 'both workers answer the new flag, on');
 for my $w (sort keys %$ka) {
     my ($s2, $b2) = worker_request($ka->{$w}, GET => '/var?u=u1');
@@ -225,9 +246,10 @@ for my $w (sort keys %$ka) {
 }
 ($st, undef, $b) = admin(DELETE => 'definitions/shop/flags/steady');
 is($st, 200, 'a flag deleted: 200');
-is($b, '{"version":5,"added":[],"changed":[],"removed":["steady"],"kept":[]}', '... version 5 removes steady');
+is($b, '{"version":6,"added":[],"changed":[],"removed":["steady"],"kept":[]}', '... version 6 removes steady');
 is(on_both($ka, 'steady', 'u1'), 'absent', 'both workers: steady is gone');
 ok(!grep({ $_->{name} eq 'steady' } @{ status_project('shop')->{flags} }), '... and from flags_status');
+unlike((http_request(GET => '/metrics'))[2], qr/flag="steady"/, '... and from the metrics');
 ($st, undef, $b) = admin(DELETE => 'definitions/shop/flags/steady');
 is($st, 404, 'deleting it again: 404');
 is(decode_json($b)->{error}, 'unknown_flag', '... unknown_flag');
@@ -235,8 +257,8 @@ is(decode_json($b)->{error}, 'unknown_flag', '... unknown_flag');
 # --- history, old versions, a revert --------------------------------------------------
 (undef, undef, $b) = admin(GET => 'definitions/shop/history');
 $hist = decode_json($b)->{versions};
-is_deeply([map { $_->{version} } @$hist], [5, 4, 3, 2, 1], 'history: newest first');
-is_deeply([@{ $hist->[0] }{qw(by added changed removed)}], ['127.0.0.1', [], [], ['steady']], '... version 5: who, what');
+is_deeply([map { $_->{version} } @$hist], [6, 5, 4, 3, 2, 1], 'history: newest first');
+is_deeply([@{ $hist->[0] }{qw(by added changed removed)}], ['127.0.0.1', [], [], ['steady']], '... version 6: who, what');
 ($st, $h, $b) = admin(GET => 'definitions/shop/versions/1');
 is($st, 200, 'version 1: 200');
 is($h->{etag}, '"v1"', '... ETag "v1"');
@@ -244,13 +266,13 @@ is($b, $Seed, '... the seed, byte for byte');
 ($st, undef, $b) = admin(GET => 'definitions/shop/versions/99');
 is($st, 404, 'a version never written: 404');
 is(decode_json($b)->{error}, 'no_version', '... no_version');
-($st, $h, $b) = admin(PUT => 'definitions/shop', $Seed, 'If-Match: "v5"');
-is($st, 200, 'revert: version 1 PUT on version 5: 200');
-is($b, '{"version":6,"added":["steady"],"changed":["risky","dark-mode"],"removed":["new-one"],"kept":[]}', '... version 6, what changed back');
-like(on_both($ka, 'dark-mode', 'u1'), qr/ 50$/, 'dark-mode back at 50 % on both workers');
 ($st, $h, $b) = admin(PUT => 'definitions/shop', $Seed, 'If-Match: "v6"');
-is($b, '{"version":6,"added":[],"changed":[],"removed":[],"kept":[]}', 'the same document again: no new version');
-ok(-f "$versions/v6.json" && !-e "$versions/v7.json", 'version 6 is the newest file');
+is($st, 200, 'revert: version 1 PUT on version 6: 200');
+is($b, '{"version":7,"added":["steady"],"changed":["risky","dark-mode"],"removed":["new-one"],"kept":[]}', '... version 7, what changed back');
+like(on_both($ka, 'dark-mode', 'u1'), qr/ 50$/, 'dark-mode back at 50 % on both workers');
+($st, $h, $b) = admin(PUT => 'definitions/shop', $Seed, 'If-Match: "v7"');
+is($b, '{"version":7,"added":[],"changed":[],"removed":[],"kept":[]}', 'the same document again: no new version');
+ok(-f "$versions/v7.json" && !-e "$versions/v8.json", 'version 7 is the newest file');
 
 # --- push: an OFREP event stream is told --------------------------------------------------
 {
@@ -258,7 +280,7 @@ ok(-f "$versions/v6.json" && !-e "$versions/v7.json", 'version 6 is the newest f
     is($sse->{status}, 200, 'an OFREP event stream');
     is($sse->event(0.3), undef, '... quiet before a change');
     ($st) = admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 55}');
-    is($st, 200, 'version 7 written');
+    is($st, 200, 'version 8 written');
     like($sse->event(2) // '', qr/^data: \{"type":"refetchEvaluation","etag":"\d+"\}$/, '... the stream is told at its next tick');
     close $sse->{s};
 }
@@ -281,20 +303,20 @@ ok(wait_for(sub {
     my @w = worker_pids($master);
     return (grep { !$old{$_} } @w) >= 2 && !grep { $old{$_} && !is_exiting($_) } @w;
 }, 10), 'two new workers, the old ones shutting down');
-like($log->(), qr/project "shop" serves its stored version 8; "\S+shop\.json" differs from it and is not read/, 'a notice: the edited seed is not read');
-ok(wait_for(sub { my (undef, $hh) = admin(GET => 'definitions/shop'); ($hh->{etag} // '') eq '"v8"' }, 10), 'after the reload: version 8');
+like($log->(), qr/project "shop" serves its stored version 9; "\S+shop\.json" differs from it and is not read/, 'a notice: the edited seed is not read');
+ok(wait_for(sub { my (undef, $hh) = admin(GET => 'definitions/shop'); ($hh->{etag} // '') eq '"v9"' }, 10), 'after the reload: version 9');
 $ka = worker_connections('/flags?userId=u1');
 like(on_both($ka, 'dark-mode', 'u1'), qr/ 70$/, 'both new workers answer 70 %');
 
 ($st, undef, $b) = admin(PUT => 'definitions/shop/flags/dark-mode', '{"enabled": true, "rolloutPercentage": 35}');
-is("$st $b", '200 {"version":9,"added":[],"changed":["dark-mode"],"removed":[],"kept":[]}', 'version 9 written');
+is("$st $b", '200 {"version":10,"added":[],"changed":["dark-mode"],"removed":[],"kept":[]}', 'version 10 written');
 my @pids = ($master, worker_pids($master));
 kill 'KILL', @pids;
 ok(wait_for(sub { !grep { kill 0, $_ } @pids }, 10), 'kill -9 of every nginx process right after the 200');
 unlink "$dir/logs/nginx.pid";
 $master = nginx_start($dir);
 (undef, $h) = admin(GET => 'definitions/shop');
-is($h->{etag}, '"v9"', 'after the restart: version 9');
+is($h->{etag}, '"v10"', 'after the restart: version 10');
 $ka = worker_connections('/flags?userId=u1');
 like(on_both($ka, 'dark-mode', 'u1'), qr/ 35$/, '... served by both workers');
 
