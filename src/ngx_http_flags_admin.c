@@ -122,8 +122,6 @@ static void ngx_http_flags_admin_change(ngx_http_request_t *r,
 static ngx_int_t ngx_http_flags_admin_save(ngx_http_request_t *r);
 static ngx_int_t ngx_http_flags_admin_saved(ngx_http_request_t *r,
     ngx_int_t rc, u_char *err);
-static ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
-    const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
 static ngx_uint_t ngx_http_flags_admin_allows(
     ngx_http_flags_access_conf_t *alcf);
 static ngx_int_t ngx_http_flags_module_index(ngx_cycle_t *cycle,
@@ -477,7 +475,7 @@ ngx_http_flags_ramp_put(ngx_http_request_t *r)
  * a UTF-8 sequence (the JSON writer escapes the rest).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_flags_admin_unknown(ngx_http_request_t *r, const char *code,
     ngx_http_flags_project_t *project, ngx_str_t *name)
 {

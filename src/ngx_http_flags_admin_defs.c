@@ -143,10 +143,8 @@ ngx_http_flags_admin_defs_handler(ngx_http_request_t *r, ngx_str_t *route)
 
     project = ngx_http_flags_find_project(fmcf, &name);
     if (project == NULL) {
-        r->expect_tested = 1;
-        return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                         "unknown_project",
-                                         "no flags_project of that name");
+        return ngx_http_flags_admin_unknown(r, "unknown_project", NULL,
+                                            &name);
     }
 
     if (!project->runtime) {
@@ -550,19 +548,22 @@ static void
 ngx_http_flags_defs_wake(ngx_event_t *ev)
 {
     ngx_int_t                   rc;
+    ngx_connection_t           *c;
     ngx_http_request_t         *r;
     ngx_http_flags_defs_ctx_t  *ctx;
 
     r = ev->data;
+    c = r->connection;
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
 
     rc = ngx_http_flags_defs_step(r, ctx);
 
     if (rc != NGX_DONE) {
+        /* r may be gone after this */
         ngx_http_finalize_request(r, rc);
     }
 
-    ngx_http_run_posted_requests(r->connection);
+    ngx_http_run_posted_requests(c);
 }
 
 
@@ -698,10 +699,8 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
                                      ctx->flag.len, &alloc, (char **) &doc,
                                      &len, &found, err, sizeof(err));
             if (st == FL_OK && !found) {
-                return ngx_http_flags_send_error(r, NGX_HTTP_NOT_FOUND,
-                                                 "unknown_flag",
-                                                 "the project has no flag "
-                                                 "of that name");
+                return ngx_http_flags_admin_unknown(r, "unknown_flag",
+                                                    project, &ctx->flag);
             }
 
         } else {

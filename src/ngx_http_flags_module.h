@@ -793,6 +793,9 @@ void ngx_http_flags_memo_exit(void);
  * buf; 0: none) */
 size_t ngx_http_flags_admin_user(ngx_http_request_t *r, u_char *buf,
     size_t size);
+/* ... and its 404 of an unknown project (project NULL) or flag */
+ngx_int_t ngx_http_flags_admin_unknown(ngx_http_request_t *r,
+    const char *code, ngx_http_flags_project_t *project, ngx_str_t *name);
 /* ngx_http_flags_admin_defs.c: flags_admin's definitions/ routes */
 ngx_int_t ngx_http_flags_admin_defs_handler(ngx_http_request_t *r,
     ngx_str_t *route);
