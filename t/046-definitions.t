@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use FlagsPush;
 use JSON::PP;
+use MIME::Base64 ();
 
 my $dir = prefix_dir('definitions');
 my $log = sub { read_file("$dir/logs/error.log") // '' };
@@ -30,6 +31,8 @@ my $Seed = <<'_J_';
  "segments": {"beta": {"rules": [{"trait": "plan", "op": "eq", "value": "pro"}]}}}
 _J_
 write_file("$dir/conf/shop.json", $Seed);
+# auth_basic's {PLAIN} scheme: no crypt() needed to write the file
+write_file("$dir/conf/htpasswd", "alice:{PLAIN}secret\n");
 write_file("$dir/conf/blog.json", '{"flags": [{"name": "comments", "enabled": true, "rolloutPercentage": 100}]}');
 
 my %conf = (log_level => 'notice', http => <<'_H_', server => <<'_S_');
@@ -46,6 +49,7 @@ _H_
         location = /metrics { flags_metrics; }
         location /flags-admin/ { flags_admin; }
         location /ofrep/ { flags_ofrep; }
+        location /basic-admin/ { flags_admin; auth_basic admin; auth_basic_user_file htpasswd; }
         location = /var {
             add_header X-Worker $pid;
             flags_context shop user=$arg_u;
@@ -244,8 +248,9 @@ for my $w (sort keys %$ka) {
     my ($s2, $b2) = worker_request($ka->{$w}, GET => '/var?u=u1');
     like($b2, qr/^new-one=1 /, "worker $w: \$flag_new_one reads 1");
 }
-($st, undef, $b) = admin(DELETE => 'definitions/shop/flags/steady');
-is($st, 200, 'a flag deleted: 200');
+($st, undef, $b) = http_request(DELETE => '/basic-admin/definitions/shop/flags/steady',
+                                headers => ['Authorization: Basic ' . MIME::Base64::encode_base64('alice:secret', '')]);
+is($st, 200, 'a flag deleted (by alice, through auth_basic): 200');
 is($b, '{"version":6,"added":[],"changed":[],"removed":["steady"],"kept":[]}', '... version 6 removes steady');
 is(on_both($ka, 'steady', 'u1'), 'absent', 'both workers: steady is gone');
 ok(!grep({ $_->{name} eq 'steady' } @{ status_project('shop')->{flags} }), '... and from flags_status');
@@ -258,7 +263,9 @@ is(decode_json($b)->{error}, 'unknown_flag', '... unknown_flag');
 (undef, undef, $b) = admin(GET => 'definitions/shop/history');
 $hist = decode_json($b)->{versions};
 is_deeply([map { $_->{version} } @$hist], [6, 5, 4, 3, 2, 1], 'history: newest first');
-is_deeply([@{ $hist->[0] }{qw(by added changed removed)}], ['127.0.0.1', [], [], ['steady']], '... version 6: who, what');
+is_deeply([@{ $hist->[0] }{qw(by added changed removed)}], ['alice', [], [], ['steady']], '... version 6: by the auth_basic user, what');
+is_deeply([@{ $hist->[1] }{qw(by added changed removed)}], ['127.0.0.1', ['new-one'], [], []], '... version 5: by the address, what');
+like($log->(), qr/flags: project "shop" has definitions version 6 by "alice": 0 flags added, 0 changed, 1 removed/, '... the log names alice');
 ($st, $h, $b) = admin(GET => 'definitions/shop/versions/1');
 is($st, 200, 'version 1: 200');
 is($h->{etag}, '"v1"', '... ETag "v1"');
