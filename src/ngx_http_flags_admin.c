@@ -150,7 +150,6 @@ ngx_http_flags_admin_handler(ngx_http_request_t *r)
         "rollbacks/<project>/<flag>",
         "overrides/<project>/<flag>",
         "ramps/<project>/<flag>",
-        "definitions/<project>",
         NULL
     };
 

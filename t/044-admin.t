@@ -280,11 +280,11 @@ my @messages = (
     ['unknown project', DELETE => '/net-admin/overrides/nope/a', '', 404,
      '{"error":"unknown_project","message":"there is no project \"nope\""}'],
     ['unknown route, location with a slash', DELETE => '/flags-admin/other/shop/a', '', 404,
-     '{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag>, /flags-admin/overrides/<project>/<flag>, /flags-admin/ramps/<project>/<flag> or /flags-admin/definitions/<project>"}'],
+     '{"error":"not_found","message":"expected /flags-admin/rollbacks/<project>/<flag>, /flags-admin/overrides/<project>/<flag> or /flags-admin/ramps/<project>/<flag>"}'],
     ['unknown route, location without a slash', DELETE => '/net-admin/rollbacks/shop', '', 404,
-     '{"error":"not_found","message":"expected /net-admin/rollbacks/<project>/<flag>, /net-admin/overrides/<project>/<flag>, /net-admin/ramps/<project>/<flag> or /net-admin/definitions/<project>"}'],
+     '{"error":"not_found","message":"expected /net-admin/rollbacks/<project>/<flag>, /net-admin/overrides/<project>/<flag> or /net-admin/ramps/<project>/<flag>"}'],
     ['exact location', DELETE => '/exact-admin/', '', 404,
-     '{"error":"not_found","message":"expected /exact-admin/rollbacks/<project>/<flag>, /exact-admin/overrides/<project>/<flag>, /exact-admin/ramps/<project>/<flag> or /exact-admin/definitions/<project>"}'],
+     '{"error":"not_found","message":"expected /exact-admin/rollbacks/<project>/<flag>, /exact-admin/overrides/<project>/<flag> or /exact-admin/ramps/<project>/<flag>"}'],
 );
 
 for my $m (@messages) {
