@@ -418,22 +418,38 @@ test('a stale version: 412 shown as "someone else changed it", nothing applied; 
     assert.equal(cur.etag, '"v4"', 'nothing applied');
     assert.equal(JSON.parse(cur.text).flags.find((f) => f.name === 'search-v2').rolloutPercentage, 50);
 
-    // reload: version 4's values, then the edit again
+    // reload: version 4's values; the edit again, and another write first:
+    // the dry run is refused as well (it carries If-Match too)
     await page.click('#defs-reload');
     await page.waitForFunction(() => /^Version 4 /.test(document.getElementById('defs-text').textContent),
                                { timeout: 3000 });
     assert.deepEqual((await dialog()).edit, { enabled: true, pct: '50', segments: [['beta', false], ['staff', false]] });
     await typePct('60');
+    assert.equal((await admin('PUT', 'definitions/shop/flags/new-checkout',
+                              { enabled: true, rolloutPercentage: 80 }, 4)).status, 200);
+    await page.click('#defs-preview');
+    await page.waitForFunction(() => !document.getElementById('defs-reload').hidden, { timeout: 3000 });
+    d = await dialog();
+    assert.equal(d.text, 'Someone else changed it: reload the definitions. This page read version 4, ' +
+                 'which is no longer the current one; nothing was applied.');
+    assert.deepEqual([d.buttons, d.diff], [['Reload the definitions'], null]);
+    expected(412);
+    await page.click('#defs-reload');
+    await page.waitForFunction(() => /^Version 5 /.test(document.getElementById('defs-text').textContent),
+                               { timeout: 3000 });
+    await typePct('60');
     await page.click('#defs-preview');
     await page.waitForFunction(() => !document.getElementById('defs-diff').hidden, { timeout: 3000 });
-    assert.deepEqual((await dialog()).diff.lead, ['Applying makes version 5 (now 4):']);
+    assert.deepEqual((await dialog()).diff.lead, ['Applying makes version 6 (now 5):']);
     await page.click('#defs-apply');
-    await page.waitForFunction(() => /version 5 applied/.test(document.getElementById('answer-text').textContent),
+    await page.waitForFunction(() => /version 6 applied/.test(document.getElementById('answer-text').textContent),
                                { timeout: 5000 });
     assert.deepEqual(calls(mark).slice(1), [
         ['GET', '/flags-admin/definitions/shop', null],
         ['PUT', '/flags-admin/definitions/shop/flags/search-v2?dryRun=1', '"v4"'],
-        ['PUT', '/flags-admin/definitions/shop/flags/search-v2', '"v4"'],
+        ['GET', '/flags-admin/definitions/shop', null],
+        ['PUT', '/flags-admin/definitions/shop/flags/search-v2?dryRun=1', '"v5"'],
+        ['PUT', '/flags-admin/definitions/shop/flags/search-v2', '"v5"'],
     ]);
     assert.deepEqual(await answer('search-v2', { rolloutPercentage: 60, segments: [] }), { rolloutPercentage: 60, segments: [] });
     assert.deepEqual(problems, []);
