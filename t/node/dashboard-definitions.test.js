@@ -19,11 +19,16 @@
 
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
 const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LIVE_MS = 2000;
+// the editor's dry run as docs/dashboard.md shows it (written to build/;
+// copied to docs/dashboard-definitions.png by hand when the page changes)
+const SCREENSHOT = path.resolve(__dirname, '..', '..', 'build', 'dashboard-definitions.png');
 const AUTH = 'Basic ' + Buffer.from('alice:secret').toString('base64');
 
 const SHOP = {
@@ -280,6 +285,8 @@ test('edit a percentage and a segment: the dry run names the change and the over
         kept: [KEPT_HEAD],
         keptList: ['dark-mode: override: 5 % for everyone in the split'],
     });
+    await page.screenshot({ path: SCREENSHOT, type: 'png' });
+    assert.ok(fs.statSync(SCREENSHOT).size > 10000);
     // the dry run: the one flag, with If-Match of the version read
     assert.deepEqual(calls(mark), [
         ['GET', '/flags-admin/definitions/shop', null],
