@@ -221,6 +221,13 @@ function expected(code) {
     problems.splice(i, 1);
 }
 
+// a button in the middle of the screen, away from the sticky top line,
+// then clicked as a person does
+async function press(sel) {
+    await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
+    await page.click(sel);
+}
+
 const EDIT = (f) => `article.flag[data-flag="${f}"] button[data-action="edit"]:not([hidden])`;
 const KEPT_HEAD = 'Still in force after applying: a new definition keeps these; clear them from the flag\'s card if they should go.';
 
@@ -263,7 +270,7 @@ test('edit a percentage and a segment: the dry run names the change and the over
     assert.deepEqual(await answer('dark-mode', { rolloutPercentage: 5, segments: ['beta'] }), { rolloutPercentage: 5, segments: ['beta'] });
 
     const mark = requests.length;
-    await page.click(EDIT('dark-mode'));
+    await press(EDIT('dark-mode'));
     await page.waitForFunction(() => !document.getElementById('defs-edit').hidden, { timeout: 3000 });
     let d = await dialog();
     assert.deepEqual([d.open, d.title, d.text, d.buttons], [true, 'Edit shop/dark-mode',
@@ -335,7 +342,7 @@ test('the history lists every version; a revert to version 1 shows its dry run, 
         [1, null, ['dark-mode', 'new-checkout', 'search-v2'], [], []],
     ]);
     const mark = requests.length;
-    await page.click('section.project[data-project="shop"] button[data-action="history"]');
+    await press('section.project[data-project="shop"] button[data-action="history"]');
     await page.waitForFunction(() => !document.getElementById('defs-history').hidden, { timeout: 3000 });
     let d = await dialog();
     assert.equal(d.title, 'Definitions of shop: history');
@@ -390,7 +397,7 @@ test('the history lists every version; a revert to version 1 shows its dry run, 
 test('a stale version: 412 shown as "someone else changed it", nothing applied; reload, then apply', async () => {
     await page.waitForFunction(() => document.querySelector('section.project p.defs > span').textContent
         .startsWith('Definitions: version 3 '), { timeout: LIVE_MS });
-    await page.click(EDIT('search-v2'));
+    await press(EDIT('search-v2'));
     await page.waitForFunction(() => !document.getElementById('defs-edit').hidden, { timeout: 3000 });
     assert.deepEqual((await dialog()).edit, { enabled: true, pct: '50', segments: [['beta', false], ['staff', false]] });
     await typePct('60');
@@ -459,5 +466,39 @@ test('a stale version: 412 shown as "someone else changed it", nothing applied; 
         ['PUT', '/flags-admin/definitions/shop/flags/search-v2', '"v5"'],
     ]);
     assert.deepEqual(await answer('search-v2', { rolloutPercentage: 60, segments: [] }), { rolloutPercentage: 60, segments: [] });
+    assert.deepEqual(problems, []);
+});
+
+test('Escape leaves the editor without a write; a preview that changes nothing cannot be applied', async () => {
+    // the last answer's box sits over the cards' corner
+    await page.click('#answer-close');
+    const mark = requests.length;
+    await press(EDIT('new-checkout'));
+    await page.waitForFunction(() => document.getElementById('defs').open &&
+        /^Version 6 /.test(document.getElementById('defs-text').textContent), { timeout: 3000 });
+    assert.deepEqual((await dialog()).edit, { enabled: true, pct: '80', segments: [['beta', false], ['staff', false]] });
+    await typePct('10');
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.getElementById('defs').open &&
+        document.activeElement === document.querySelector('article.flag[data-flag="new-checkout"] button[data-action="edit"]'),
+                               { timeout: 2000 });
+    assert.deepEqual(calls(mark), [['GET', '/flags-admin/definitions/shop', null]]);
+
+    await press(EDIT('new-checkout'));
+    await page.waitForFunction(() => document.getElementById('defs').open &&
+        /^Version 6 /.test(document.getElementById('defs-text').textContent), { timeout: 3000 });
+    assert.equal((await dialog()).edit.pct, '80', 'the form is the document\'s again');
+    await page.click('#defs-preview');
+    await page.waitForFunction(() => !document.getElementById('defs-diff').hidden, { timeout: 3000 });
+    const d = await dialog();
+    assert.deepEqual([d.text, d.buttons, d.diff.lead, d.diff.lists, d.diff.kept],
+                     ['Nothing to apply.', [], [], [], []]);
+    assert.equal(await page.$eval('#defs-diff', (e) => e.textContent), 'No change: version 6 already says this.');
+    await page.click('#defs-close');
+    assert.deepEqual(calls(mark).slice(1), [
+        ['GET', '/flags-admin/definitions/shop', null],
+        ['PUT', '/flags-admin/definitions/shop/flags/new-checkout?dryRun=1', '"v6"'],
+    ]);
+    assert.equal((await admin('GET', 'definitions/shop')).etag, '"v6"');
     assert.deepEqual(problems, []);
 });
