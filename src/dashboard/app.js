@@ -1034,7 +1034,7 @@
                      : res.statusText || 'failed') };
     }
 
-    function names(list) {
+    function nameList(list) {
         return Array.isArray(list) && list.length ? list.join(', ') : '–';
     }
 
@@ -1183,7 +1183,7 @@
             t.dateTime = String(v.at);
             at.appendChild(t);
             tr.append(el('td', 'num', 'v' + v.version), at, el('td', '', v.by === null || v.by === undefined ? '–' : String(v.by)),
-                      el('td', '', names(v.added)), el('td', '', names(v.changed)), el('td', '', names(v.removed)));
+                      el('td', '', nameList(v.added)), el('td', '', nameList(v.changed)), el('td', '', nameList(v.removed)));
             const act = el('td');
             if (v.version === j.read) {
                 act.textContent = 'current';
@@ -1280,8 +1280,8 @@
         box.appendChild(el('p', 'lead', (j.kind === 'revert' ? 'Reverting to version ' + j.target + ' makes' : 'Applying makes') +
             ' version ' + a.version + ' (now ' + j.read + '):'));
         const ul = el('ul', 'lists');
-        ul.append(el('li', '', 'Added: ' + names(added)), el('li', '', 'Changed: ' + names(changed)),
-                  el('li', '', 'Removed: ' + names(removed)));
+        ul.append(el('li', '', 'Added: ' + nameList(added)), el('li', '', 'Changed: ' + nameList(changed)),
+                  el('li', '', 'Removed: ' + nameList(removed)));
         box.appendChild(ul);
         if (j.kind === 'edit') {
             const nw = JSON.parse(j.body);
@@ -1348,8 +1348,8 @@
             show(what + ': ' + r.why, true);
         } else {
             $('defs').close();
-            show(what + ': version ' + r.json.version + ' applied (added: ' + names(r.json.added) + '; changed: ' +
-                 names(r.json.changed) + '; removed: ' + names(r.json.removed) + ')', false);
+            show(what + ': version ' + r.json.version + ' applied (added: ' + nameList(r.json.added) + '; changed: ' +
+                 nameList(r.json.changed) + '; removed: ' + nameList(r.json.removed) + ')', false);
         }
         soon();
     }
