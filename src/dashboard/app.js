@@ -542,6 +542,9 @@
             c.bRemove = button(box, 'Remove override', 'remove', 'Remove the override of ' + id);
             c.bPause = button(box, 'Pause ramp', 'pause', 'Pause the ramp of ' + id);
             c.bResume = button(box, 'Resume ramp', 'resume', 'Resume the ramp of ' + id);
+            // only in a project whose definitions change at runtime (render)
+            c.bEdit = button(box, 'Edit…', 'edit', 'Edit the definition of ' + id);
+            c.bEdit.hidden = true;
             c.el.appendChild(box);
         }
         return c;
@@ -604,8 +607,17 @@
         h.append(el('span', '', name));
         p.count = el('span', 'muted num');
         h.append(p.count);
+        p.el.dataset.project = name;
+        // where its definitions come from: a file, or versions changed at runtime
+        p.defs = el('p', 'defs');
+        p.defsText = el('span', 'muted');
+        p.defs.append(p.defsText);
+        if (cfg.admin !== null) {
+            p.bHistory = button(p.defs, 'History…', 'history', 'History of the definitions of ' + name);
+            p.bHistory.hidden = true;
+        }
         p.cards = el('div', 'cards');
-        p.el.append(h, p.cards);
+        p.el.append(h, p.defs, p.cards);
         projects.set(name, p);
         const opt = el('option', '', name);
         opt.value = name;
@@ -627,6 +639,14 @@
             seen.add(pj.name);
             const names = new Set();
             let pr = 0;
+            const d = pj.definitions;
+            const runtime = !!d && d.source === 'runtime';
+            p.runtime = runtime;
+            put(p.defsText, !d ? '' : runtime ? 'Definitions: version ' + d.version + ' of ' + clock(d.at) +
+                ', changed at runtime' : 'Definitions in file: edit the file and reload nginx', d ? d.at || '' : '');
+            if (p.bHistory && p.bHistory.hidden === runtime) {
+                p.bHistory.hidden = !runtime;
+            }
             for (const f of pj.flags || []) {
                 names.add(f.name);
                 let c = p.flags.get(f.name);
@@ -635,6 +655,9 @@
                     p.flags.set(f.name, c);
                 }
                 updateCard(c, f, now);
+                if (c.bEdit && c.bEdit.hidden === runtime) {
+                    c.bEdit.hidden = !runtime;
+                }
                 keys.push(pj.name + '\n' + f.name);
                 total++;
                 rolled += f.rolledBack ? 1 : 0;
@@ -967,6 +990,407 @@
         soon();
     }
 
+
+    // ---- definitions changed at runtime (definitions=runtime, with admin) ----
+    //
+    // Edit one flag (enabled, rolloutPercentage, segments) or revert the
+    // project to an old version. Every write is shown first as its dry run
+    // (?dryRun=1: what is added, changed, removed, and the rollbacks and
+    // overrides that stay in force on changed flags), then applied with
+    // If-Match of the version the page read: someone else's write in
+    // between is a 412, and nothing is applied.
+
+    let job = null;               // what the definitions dialog is doing
+    let defsOpener = null;
+
+    function defsUrl(p, rest) {
+        let base = cfg.admin;
+        if (!base.endsWith('/')) {
+            base += '/';
+        }
+        return base + 'definitions/' + encodeURIComponent(p) + (rest || '');
+    }
+
+    // one admin call: its status, body (text and JSON) and version (ETag)
+    async function call(method, url, body, version) {
+        const headers = {};
+        if (body !== undefined) {
+            headers['Content-Type'] = 'application/json';
+        }
+        if (version) {
+            headers['If-Match'] = '"v' + version + '"';
+        }
+        const res = await fetch(url, { method, headers, body, credentials: 'same-origin', cache: 'no-store' });
+        const text = await res.text();
+        let json = null;
+        try {
+            json = text ? JSON.parse(text) : null;
+        } catch {
+            json = null;
+        }
+        const m = /^"v(\d+)"$/.exec(res.headers.get('ETag') || '');
+        return { status: res.status, ok: res.ok, text, json, version: m ? Number(m[1]) : 0,
+                 why: res.status + ' ' + (json && json.error ? json.error + (json.message ? ': ' + json.message : '')
+                     : res.statusText || 'failed') };
+    }
+
+    function nameList(list) {
+        return Array.isArray(list) && list.length ? list.join(', ') : '–';
+    }
+
+    function segText(list) {
+        return Array.isArray(list) && list.length ? list.join(', ') : 'none (everyone)';
+    }
+
+    // the dialog's parts: which are shown, the line that says where it is
+    function stage(text, failed, parts) {
+        put($('defs-text'), text, '');
+        setClass($('defs-text'), failed ? 'bad' : '');
+        for (const id of ['defs-edit', 'defs-history', 'defs-diff', 'defs-reload', 'defs-preview', 'defs-apply']) {
+            $(id).hidden = !parts.includes(id);
+        }
+    }
+
+    function busyDefs(on) {
+        for (const id of ['defs-reload', 'defs-preview', 'defs-apply']) {
+            $(id).disabled = on;
+        }
+    }
+
+    function openDefs(b, j, title) {
+        job = j;
+        defsOpener = b;
+        $('defs-title').textContent = title;
+        $('defs-diff').replaceChildren();
+        stage('Reading the definitions…', false, []);
+        busyDefs(false);
+        if (!$('defs').open) {
+            $('defs').showModal();
+        }
+        $('defs-close').focus();
+    }
+
+    function openEdit(b) {
+        const art = b.closest('.flag');
+        const p = art.dataset.project;
+        const f = art.dataset.flag;
+        openDefs(b, { kind: 'edit', p, f }, 'Edit ' + p + '/' + f);
+        loadEdit(job);
+    }
+
+    async function loadEdit(j) {
+        let r;
+        try {
+            r = await call('GET', defsUrl(j.p));
+        } catch (e) {
+            r = { ok: false, why: 'not sent (' + e.message + ')' };
+        }
+        if (job !== j) {
+            return;
+        }
+        const doc = r.json;
+        const orig = r.ok && doc && Array.isArray(doc.flags)
+            ? doc.flags.find((x) => x && typeof x === 'object' && x.name === j.f) : null;
+        if (!r.ok || !orig || !r.version) {
+            stage(r.ok ? 'Version ' + r.version + ' of ' + j.p + ' has no flag ' + j.f + '.'
+                : 'The definitions were not read: ' + r.why, true, ['defs-reload']);
+            return;
+        }
+        j.read = r.version;
+        j.orig = orig;
+        j.rules = Array.isArray(orig.rules);
+        $('defs-enabled').checked = orig.enabled !== false;
+        $('defs-pct').value = typeof orig.rolloutPercentage === 'number' ? orig.rolloutPercentage : 100;
+        const has = new Set(Array.isArray(orig.segments) ? orig.segments : []);
+        const all = Object.keys(doc.segments && typeof doc.segments === 'object' ? doc.segments : {});
+        for (const s of has) {
+            if (!all.includes(s)) {
+                all.push(s);
+            }
+        }
+        const list = $('defs-seglist');
+        list.replaceChildren();
+        for (const s of all) {
+            const box = el('input');
+            box.type = 'checkbox';
+            box.value = s;
+            box.checked = has.has(s);
+            box.disabled = j.rules;
+            const l = el('label', 'check');
+            l.append(box, ' ' + s);
+            list.appendChild(l);
+        }
+        $('defs-segs').hidden = all.length === 0 && !j.rules;
+        $('defs-segs-legend').textContent = j.rules ? 'Segments: set by the flag\'s rules (edit the document)'
+            : 'Segments (none checked: everyone)';
+        stage('Version ' + j.read + ' of the definitions. Nothing is applied before you see its difference.',
+              false, ['defs-edit', 'defs-preview']);
+        $('defs-pct').focus();
+    }
+
+    // the flag as the form says it: every other field of the document's kept
+    function editedFlag(j) {
+        const f = JSON.parse(JSON.stringify(j.orig));
+        f.enabled = $('defs-enabled').checked;
+        f.rolloutPercentage = Number($('defs-pct').value);
+        if (!j.rules) {
+            const segs = [...$('defs-seglist').querySelectorAll('input:checked')].map((b) => b.value);
+            if (segs.length) {
+                f.segments = segs;
+            } else {
+                delete f.segments;
+            }
+        }
+        return f;
+    }
+
+    // a field changed after the preview: the preview no longer holds
+    function edited() {
+        if (job && job.kind === 'edit' && job.orig && !$('defs-apply').hidden) {
+            stage('Changed since the preview: preview it again.', false, ['defs-edit', 'defs-preview']);
+        }
+    }
+
+    function openHistory(b) {
+        const p = b.closest('section.project').dataset.project;
+        openDefs(b, { kind: 'history', p }, 'Definitions of ' + p + ': history');
+        loadHistory(job);
+    }
+
+    async function loadHistory(j) {
+        let cur;
+        let h;
+        try {
+            [cur, h] = await Promise.all([call('GET', defsUrl(j.p)), call('GET', defsUrl(j.p, '/history'))]);
+        } catch (e) {
+            cur = { ok: false, why: 'not sent (' + e.message + ')' };
+        }
+        if (job !== j) {
+            return;
+        }
+        if (!cur.ok || !h.ok || !cur.version || !h.json || !Array.isArray(h.json.versions)) {
+            stage('The history was not read: ' + (cur.ok ? h.why : cur.why), true, ['defs-reload']);
+            return;
+        }
+        j.kind = 'history';
+        j.read = cur.version;
+        const body = $('defs-versions').tBodies[0];
+        body.replaceChildren();
+        for (const v of h.json.versions) {
+            const tr = el('tr');
+            const at = el('td', 'num');
+            const t = el('time', '', clock(v.at));
+            t.dateTime = String(v.at);
+            at.appendChild(t);
+            tr.append(el('td', 'num', 'v' + v.version), at, el('td', '', v.by === null || v.by === undefined ? '–' : String(v.by)),
+                      el('td', '', nameList(v.added)), el('td', '', nameList(v.changed)), el('td', '', nameList(v.removed)));
+            const act = el('td');
+            if (v.version === j.read) {
+                act.textContent = 'current';
+            } else {
+                const b = el('button', '', 'Revert to v' + v.version);
+                b.type = 'button';
+                b.dataset.revert = String(v.version);
+                b.setAttribute('aria-label', 'Revert ' + j.p + ' to version ' + v.version + ' (see its difference first)');
+                act.appendChild(b);
+            }
+            tr.appendChild(act);
+            body.appendChild(tr);
+        }
+        stage('Version ' + j.read + ' is served. Reverting writes an old version again as a new one, ' +
+              'after its difference is shown.', false, ['defs-history']);
+    }
+
+    async function revert(n) {
+        const j = job;
+        if (!j || j.kind !== 'history') {
+            return;
+        }
+        j.kind = 'revert';
+        j.target = n;
+        $('defs-title').textContent = 'Revert ' + j.p + ' to version ' + n;
+        stage('Reading version ' + n + '…', false, []);
+        let r;
+        try {
+            r = await call('GET', defsUrl(j.p, '/versions/' + n));
+        } catch (e) {
+            r = { ok: false, why: 'not sent (' + e.message + ')' };
+        }
+        if (job !== j) {
+            return;
+        }
+        if (!r.ok) {
+            stage('Version ' + n + ' was not read: ' + r.why, true, ['defs-reload']);
+            return;
+        }
+        j.body = r.text;
+        j.url = defsUrl(j.p);
+        await dryRun(j);
+    }
+
+    async function preview(j) {
+        j.body = JSON.stringify(editedFlag(j));
+        j.url = defsUrl(j.p, '/flags/' + encodeURIComponent(j.f));
+        await dryRun(j);
+    }
+
+    async function dryRun(j) {
+        busyDefs(true);
+        let r;
+        try {
+            r = await call('PUT', j.url + '?dryRun=1', j.body, j.read);
+        } catch (e) {
+            r = { ok: false, status: 0, why: 'not sent (' + e.message + ')' };
+        }
+        if (job !== j) {
+            return;
+        }
+        busyDefs(false);
+        const form = j.kind === 'edit' ? ['defs-edit'] : [];
+        if (r.status === 412) {
+            conflict(j);
+        } else if (!r.ok || !r.json) {
+            stage('Refused: ' + r.why, true, form.concat(j.kind === 'edit' ? ['defs-preview'] : ['defs-reload']));
+        } else {
+            const any = diff(j, r.json);
+            stage(any ? 'Nothing is applied yet: this is the difference.' : 'Nothing to apply.', false,
+                  form.concat(['defs-diff'], any ? ['defs-apply'] : []));
+            $('defs-apply').textContent = j.kind === 'revert' ? 'Revert to version ' + j.target : 'Apply';
+            (any ? $('defs-apply') : $('defs-close')).focus();
+        }
+    }
+
+    function conflict(j) {
+        stage('Someone else changed it: reload the definitions. This page read version ' + j.read +
+              ', which is no longer the current one; nothing was applied.', true, ['defs-reload']);
+        $('defs-reload').focus();
+    }
+
+    // the dry run's answer, as a person reads it; false when nothing changes
+    function diff(j, a) {
+        const box = $('defs-diff');
+        box.replaceChildren();
+        const added = Array.isArray(a.added) ? a.added : [];
+        const changed = Array.isArray(a.changed) ? a.changed : [];
+        const removed = Array.isArray(a.removed) ? a.removed : [];
+        if (!added.length && !changed.length && !removed.length) {
+            box.appendChild(el('p', '', 'No change: version ' + j.read + ' already says this.'));
+            return false;
+        }
+        box.appendChild(el('p', 'lead', (j.kind === 'revert' ? 'Reverting to version ' + j.target + ' makes' : 'Applying makes') +
+            ' version ' + a.version + ' (now ' + j.read + '):'));
+        const ul = el('ul', 'lists');
+        ul.append(el('li', '', 'Added: ' + nameList(added)), el('li', '', 'Changed: ' + nameList(changed)),
+                  el('li', '', 'Removed: ' + nameList(removed)));
+        box.appendChild(ul);
+        if (j.kind === 'edit') {
+            const nw = JSON.parse(j.body);
+            const o = j.orig;
+            const rows = [];
+            if ((o.enabled !== false) !== nw.enabled) {
+                rows.push('enabled: ' + (o.enabled !== false) + ' → ' + nw.enabled);
+            }
+            if (o.rolloutPercentage !== nw.rolloutPercentage) {
+                rows.push('rolloutPercentage: ' + pct(o.rolloutPercentage) + ' → ' + pct(nw.rolloutPercentage));
+            }
+            if (segText(o.segments) !== segText(nw.segments)) {
+                rows.push('segments: ' + segText(o.segments) + ' → ' + segText(nw.segments));
+            }
+            if (rows.length) {
+                const f = el('ul', 'fields');
+                f.setAttribute('aria-label', 'what changes in ' + j.f);
+                for (const t of rows) {
+                    f.appendChild(el('li', '', j.f + ': ' + t));
+                }
+                box.appendChild(f);
+            }
+        }
+        const kept = Array.isArray(a.kept) ? a.kept : [];
+        if (!kept.length) {
+            box.appendChild(el('p', 'kept', 'No rollback or override is in force on the changed flags.'));
+        } else {
+            box.appendChild(el('p', 'kept warn', 'Still in force after applying: a new definition keeps these; ' +
+                'clear them from the flag\'s card if they should go.'));
+            const k = el('ul', 'keptlist');
+            for (const e of kept) {
+                const parts = [];
+                if (e.rolledBack) {
+                    parts.push('rolled back (off for everyone until the rollback is cleared)');
+                }
+                if (e.override) {
+                    parts.push('override: ' + overrideText(e.override));
+                }
+                k.appendChild(el('li', '', String(e.flag) + ': ' + (parts.join('; ') || 'kept')));
+            }
+            box.appendChild(k);
+        }
+        return true;
+    }
+
+    async function apply(j) {
+        busyDefs(true);
+        let r;
+        try {
+            r = await call('PUT', j.url, j.body, j.read);
+        } catch (e) {
+            r = { ok: false, status: 0, why: 'not sent (' + e.message + ')' };
+        }
+        if (job !== j) {
+            return;
+        }
+        busyDefs(false);
+        const what = j.kind === 'revert' ? 'Revert ' + j.p + ' to version ' + j.target : 'Edit ' + j.p + '/' + j.f;
+        if (r.status === 412) {
+            conflict(j);
+            show(what + ': 412 someone else changed it: reload the definitions', true);
+        } else if (!r.ok || !r.json) {
+            stage('Not applied: ' + r.why, true, ['defs-diff', 'defs-reload']);
+            show(what + ': ' + r.why, true);
+        } else {
+            $('defs').close();
+            show(what + ': version ' + r.json.version + ' applied (added: ' + nameList(r.json.added) + '; changed: ' +
+                 nameList(r.json.changed) + '; removed: ' + nameList(r.json.removed) + ')', false);
+        }
+        soon();
+    }
+
+    // Enter in a field submits with the form's first button: the step at
+    // hand is taken, whichever button that is
+    function defsSubmitted(e) {
+        e.preventDefault();
+        const j = job;
+        if (!j || $('defs-preview').disabled) {
+            return;
+        }
+        let step = e.submitter && !e.submitter.hidden ? e.submitter.value : '';
+        if (!step) {
+            step = !$('defs-apply').hidden ? 'apply' : !$('defs-preview').hidden ? 'preview'
+                : !$('defs-reload').hidden ? 'reload' : '';
+        }
+        if (step === 'preview' && j.kind === 'edit' && j.orig) {
+            preview(j);
+        } else if (step === 'apply' && j.body !== undefined) {
+            apply(j);
+        } else if (step === 'reload') {
+            $('defs-diff').replaceChildren();
+            stage('Reading the definitions…', false, []);
+            if (j.kind === 'edit') {
+                loadEdit(j);
+            } else {
+                $('defs-title').textContent = 'Definitions of ' + j.p + ': history';
+                j.kind = 'history';
+                loadHistory(j);
+            }
+        }
+    }
+
+    function defsClosed() {
+        job = null;
+        if (defsOpener && defsOpener.isConnected && document.activeElement !== defsOpener) {
+            defsOpener.focus();
+        }
+    }
+
     let answerTimer = 0;
 
     function show(text, failed) {
@@ -1004,12 +1428,29 @@
         $('filters').addEventListener('submit', (e) => e.preventDefault());
         $('flags').addEventListener('click', (e) => {
             const b = e.target.closest('button[data-action]');
-            if (b && !b.disabled) {
+            if (!b || b.disabled) {
+                return;
+            }
+            if (b.dataset.action === 'edit') {
+                openEdit(b);
+            } else if (b.dataset.action === 'history') {
+                openHistory(b);
+            } else {
                 ask(b);
             }
         });
         $('confirm-form').addEventListener('submit', submitted);
         $('confirm').addEventListener('close', closed);
+        $('defs-form').addEventListener('submit', defsSubmitted);
+        $('defs-close').addEventListener('click', () => $('defs').close());
+        $('defs').addEventListener('close', defsClosed);
+        $('defs-edit').addEventListener('input', edited);
+        $('defs-versions').addEventListener('click', (e) => {
+            const b = e.target.closest('button[data-revert]');
+            if (b && !b.disabled) {
+                revert(Number(b.dataset.revert));
+            }
+        });
         $('answer-close').addEventListener('click', () => {
             $('answer').hidden = true;
         });
