@@ -781,7 +781,9 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
 
     rc = ngx_http_flags_defs_store(r, ctx, old, defs, c, n);
 
-    if (rc != NGX_OK) {
+    /* an error answered by the store returns what sending it returned,
+     * NGX_OK too: only a publication (ctx->seq) is a stored version */
+    if (rc != NGX_OK || ctx->seq == 0) {
         ngx_destroy_pool(defs->pool);
         return rc;
     }
@@ -796,7 +798,8 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
 /*
  * defs is version ctx->version: written durably (the file's version 1
  * first, on the first write), published to the host, applied here.
- * NGX_OK, or the status answered.
+ * NGX_OK with ctx->seq set; else a status, or the error already answered
+ * (ctx->seq still 0).
  */
 
 static ngx_int_t
