@@ -166,8 +166,12 @@ ngx_http_flags_admin_defs_handler(ngx_http_request_t *r, ngx_str_t *route)
                                          "this project; increase flags_zone");
     }
 
-    /* this worker serves what the host serves */
-    ngx_http_flags_versions_refresh(fmcf, project, r->connection->log);
+    /*
+     * this worker serves what the host serves; a snapshot made here
+     * outlives the request (its pool keeps the log it is made with), so
+     * it is made with the worker's log, never the connection's
+     */
+    ngx_http_flags_versions_refresh(fmcf, project, ngx_cycle->log);
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         rc = ngx_http_discard_request_body(r);
@@ -658,7 +662,7 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
     project = ctx->project;
 
     /* what the host serves now, this worker included */
-    ngx_http_flags_versions_refresh(fmcf, project, r->connection->log);
+    ngx_http_flags_versions_refresh(fmcf, project, ngx_cycle->log);
 
     old = ngx_http_flags_defs_pin(r, project);
     if (old == NULL) {
@@ -772,9 +776,10 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
         return ngx_http_flags_defs_answer(r, ctx);
     }
 
+    /* the worker's log: the snapshot's pool outlives the connection */
     defs = ngx_http_flags_defs_make(fmcf, project, doc, len, core,
                                     ctx->version, ngx_http_flags_now_ms(),
-                                    r->connection->log);
+                                    ngx_cycle->log);
     if (defs == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -876,7 +881,7 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
                                          r->connection->log);
 
     /* this worker's acknowledgement, with any other project's */
-    ngx_http_flags_versions_refresh_all(fmcf, r->connection->log);
+    ngx_http_flags_versions_refresh_all(fmcf, ngx_cycle->log);
 
     return NGX_OK;
 }
