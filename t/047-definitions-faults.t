@@ -52,7 +52,9 @@ write_file("$dir/conf/shop.json", doc(0));
 
 sub conf {
     my (%o) = @_;
+    my $zone = $o{zone} ? "flags_zone flags:$o{zone};" : '';
     write_file("$dir/conf/nginx.conf", nginx_conf(log_level => $o{log_level}, http => <<"_H_", server => <<'_S_'));
+    $zone
     flags_state_file $dir/state/state.json;
     flags_project shop token=tok_shop file=shop.json definitions=runtime;
 _H_
@@ -464,6 +466,29 @@ SKIP: {
     is(served($w[1][0])->{gen}, $docno, 'and it is served');
     { local $TODO = $ACK_TODO;
       is(served($w[0][0])->{gen}, $docno, 'by the other worker too'); }
+    nginx_stop($master);
+}
+
+# --- a zone without room for the version: 503 once, the old one served -------
+{
+    rename "$dir/logs/error.log", "$dir/logs/error.log.disk";
+    conf(zone => '128k');
+    $master = nginx_start($dir);
+    @w = two_workers();
+    my $before = served($w[0][0]);
+    is($before->{version}, $version, 'a restart with a small zone serves the newest version');
+
+    my $big = doc(6000, pad => 3000);
+    my ($st, $h, $b) = ka($w[0][0], PUT => $A, $big);
+    is($st, 503, 'a version of ' . length($big) . ' bytes in a 128 KB zone: 503');
+    is(eval { JSON::PP->new->decode($b)->{error} }, 'zone_full', 'zone_full');
+    my $after = served($w[0][0]);
+    is($after->{version}, $version, 'the version served is unchanged');
+    is($after->{body}, $before->{body}, 'the same answer');
+    my @v = glob("$dir/state/state.json.definitions/shop/v" . ($version + 1) . '.json*');
+    is("@v", '', 'nothing of it stored');
+    unlike($log->(), qr/\[alert\]/, 'no alert (answered once)');
+    write_ok($w[0][0], 'a small version then');
     nginx_stop($master);
 }
 
