@@ -7,7 +7,7 @@
 -- * done() prints one machine-readable line that run.sh parses, with exact
 --   integers instead of wrk's rounded human output:
 --     BENCH requests=N duration_us=N p50_us=N p99_us=N non2xx=N
---           connect=N read=N write=N timeout=N
+--           connect=N read=N write=N timeout=N p999_us=N max_us=N
 --   non2xx is wrk's "Non-2xx or 3xx responses" (statuses >= 400).
 
 local body_file = os.getenv("BENCH_BODY_FILE")
@@ -35,8 +35,9 @@ function done(summary, latency, requests)
     local e = summary.errors
     io.write(string.format(
         "BENCH requests=%d duration_us=%d p50_us=%d p99_us=%d non2xx=%d"
-        .. " connect=%d read=%d write=%d timeout=%d\n",
+        .. " connect=%d read=%d write=%d timeout=%d p999_us=%d max_us=%d\n",
         summary.requests, summary.duration,
         latency:percentile(50), latency:percentile(99),
-        e.status, e.connect, e.read, e.write, e.timeout))
+        e.status, e.connect, e.read, e.write, e.timeout,
+        latency:percentile(99.9), latency.max))
 end

@@ -164,8 +164,12 @@ ngx_http_flags_admin_defs_handler(ngx_http_request_t *r, ngx_str_t *route)
                                          "this project; increase flags_zone");
     }
 
-    /* this worker serves what the host serves */
-    ngx_http_flags_versions_refresh(fmcf, project, r->connection->log);
+    /*
+     * this worker serves what the host serves; a snapshot made here
+     * outlives the request (its pool keeps the log it is made with), so
+     * it is made with the worker's log, never the connection's
+     */
+    ngx_http_flags_versions_refresh(fmcf, project, ngx_cycle->log);
 
     if (r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD)) {
         rc = ngx_http_discard_request_body(r);
@@ -661,7 +665,7 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
     project = ctx->project;
 
     /* what the host serves now, this worker included */
-    ngx_http_flags_versions_refresh(fmcf, project, r->connection->log);
+    ngx_http_flags_versions_refresh(fmcf, project, ngx_cycle->log);
 
     old = ngx_http_flags_defs_pin(r, project);
     if (old == NULL) {
@@ -773,16 +777,19 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
         return ngx_http_flags_defs_answer(r, ctx);
     }
 
+    /* the worker's log: the snapshot's pool outlives the connection */
     defs = ngx_http_flags_defs_make(fmcf, project, doc, len, core,
                                     ctx->version, ngx_http_flags_now_ms(),
-                                    r->connection->log);
+                                    ngx_cycle->log);
     if (defs == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     rc = ngx_http_flags_defs_store(r, ctx, old, defs, c, n);
 
-    if (rc != NGX_OK) {
+    /* an error answered by the store returns what sending it returned,
+     * NGX_OK too: only a publication (ctx->seq) is a stored version */
+    if (rc != NGX_OK || ctx->seq == 0) {
         ngx_destroy_pool(defs->pool);
         return rc;
     }
@@ -797,7 +804,8 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
 /*
  * defs is version ctx->version: written durably (the file's version 1
  * first, on the first write), published to the host, applied here.
- * NGX_OK, or the status answered.
+ * NGX_OK with ctx->seq set; else a status, or the error already answered
+ * (ctx->seq still 0).
  */
 
 static ngx_int_t
@@ -874,7 +882,7 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
                                          r->connection->log);
 
     /* this worker's acknowledgement, with any other project's */
-    ngx_http_flags_versions_refresh_all(fmcf, r->connection->log);
+    ngx_http_flags_versions_refresh_all(fmcf, ngx_cycle->log);
 
     return NGX_OK;
 }

@@ -325,6 +325,9 @@ ngx_http_flags_versions_write(ngx_pool_t *pool,
     iov[2].iov_base = doc->data;
     iov[2].iov_len = doc->len;
 
+    /* a short write sets no errno: a stale one (EEXIST of the mkdir)
+     * must not pass for the reason */
+    ngx_set_errno(0);
     n = writev(fd, iov, 3);
     err = ngx_errno;
 
