@@ -28,7 +28,6 @@ my $dir = prefix_dir('definitions-faults');
 # version on its next 50 ms timer.  Proposed to the lead (a sibling's parent
 # is getppid() in a worker); these assertions pass with it.
 our $TODO;
-my $ACK_TODO = 'a 200 before the other worker serves it (ngx_http_flags_proc_alive in a worker)';
 my $log = sub { read_file("$dir/logs/error.log") // '' };
 my $json = JSON::PP->new->canonical;
 mkdir "$dir/state";
@@ -238,7 +237,6 @@ write_ok($w[0][0], 'a valid write after the refused ones');
         my ($g) = $fb =~ /"name":"gen_(\d+)"/;
         push @late, "doc $docno: $st, the other worker served gen " . ($g // '-') if $st != 200 || ($g // -1) != $docno;
     }
-    local $TODO = $ACK_TODO;
     is("@late", '', 'after each 200 the other worker serves the new document at once');
 }
 
@@ -385,8 +383,7 @@ $docno = 2000;
     }
     waitpid($killer, 0);
     ok(@ok >= 5, scalar(@ok) . ' writes answered 200 while three workers were killed');
-    { local $TODO = $ACK_TODO;
-      is("@older", '', 'no GET /flags after a 200 served an older document'); }
+    is("@older", '', 'no GET /flags after a 200 served an older document');
     my @bad = grep { !/^(0 |503 definitions_busy)$/ } @other;
     is("@bad", '', 'the others lost their connection or were 503 definitions_busy (' . scalar(@other) . ')');
     my @vs = map { $_->[1] } @ok;
@@ -464,8 +461,7 @@ SKIP: {
 
     write_ok($w[1][0], 'a smaller version then');
     is(served($w[1][0])->{gen}, $docno, 'and it is served');
-    { local $TODO = $ACK_TODO;
-      is(served($w[0][0])->{gen}, $docno, 'by the other worker too'); }
+    is(served($w[0][0])->{gen}, $docno, 'by the other worker too');
     nginx_stop($master);
 }
 
