@@ -20,14 +20,6 @@ use Time::HiRes qw(sleep time);
 
 my $dir = prefix_dir('definitions-faults');
 
-# A write is answered before the other worker serves it: the wait for the
-# workers' acknowledgements (ngx_http_flags_zone_defs_acked()) asks
-# ngx_http_flags_proc_alive() whether a worker is alive, which in a worker
-# compares the pid's parent with the caller's own pid, so every sibling
-# counts as dead and the writer answers at once; the other worker takes the
-# version on its next 50 ms timer.  Proposed to the lead (a sibling's parent
-# is getppid() in a worker); these assertions pass with it.
-our $TODO;
 my $log = sub { read_file("$dir/logs/error.log") // '' };
 my $json = JSON::PP->new->canonical;
 mkdir "$dir/state";
