@@ -421,6 +421,9 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
         return;
     }
 
+    /* every field starts empty: the runtime definitions' too */
+    ngx_memzero(pv, offsetof(ngx_http_flags_pversion_t, name));
+
     pv->version = 0;
     pv->defs = ngx_http_flags_defs(project)->hash;
     pv->sync_epoch = 0;

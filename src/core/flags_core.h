@@ -1488,6 +1488,11 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
  * docs/sync.md); *len is set to its length. */
 const char *fl_sync_script(size_t *len) FL_NOEXCEPT;
 
+/* The Lua script that keeps a runtime project's definitions in Redis: one
+ * version for the fleet, written by compare-and-set (src/core/
+ * sync_script.cpp, docs/sync.md "One version for the fleet"). */
+const char *fl_sync_defs_script(size_t *len) FL_NOEXCEPT;
+
 /* A host's name in the fleet's records (flags_sync host=, and a name read
  * back from Redis before a log line shows it): 1 to FL_SYNC_HOST_MAX
  * bytes of letters, digits, '.', '-', '_' or ':'.  No space: a space ends

@@ -449,3 +449,59 @@ extern "C" const char *fl_sync_script(size_t *len) noexcept
     *len = sizeof(script) - 1;
     return script;
 }
+
+
+namespace {
+
+/*
+ * The definitions of a runtime project in the fleet (docs/sync.md, "One
+ * version for the fleet"): one hash, KEYS[1] = PREFIX{project}:defs, with
+ * v (the version), at (its time, ms), entry (its history line), doc (the
+ * document), sig (HMAC-SHA256, hex; absent without key_file) and host
+ * (where it was written).  A missing hash is the fleet's version 0:
+ * Redis restarted empty, or no version written yet (every host serves
+ * its flags file as version 1).
+ *
+ *   get  ARGV[2] = the caller's version: {v} when the caller has it or a
+ *        newer one, else {v, at, entry, doc, sig, host};
+ *   cas  ARGV[2] = base, ARGV[3..8] = v, at, entry, doc, sig, host:
+ *        stored when the fleet's version is base (a missing hash is
+ *        version 1's base, the file), {1, v}; else {0, fleet's version};
+ *   seed ARGV[3..8] as cas: stored when the fleet's version is older
+ *        (Redis lost it), {1, v}; else {0, fleet's version}.
+ */
+const char defs_script[] =
+    "local k = KEYS[1]\n"
+    "local cur = tonumber(redis.call('HGET', k, 'v') or '0') or 0\n"
+    "local op = ARGV[1]\n"
+    "if op == 'get' then\n"
+    "  if cur > (tonumber(ARGV[2]) or 0) then\n"
+    "    local f = redis.call('HMGET', k, 'at', 'entry', 'doc', 'sig', "
+    "'host')\n"
+    "    return {cur, f[1] or '0', f[2] or '', f[3] or '', f[4] or '', "
+    "f[5] or ''}\n"
+    "  end\n"
+    "  return {cur}\n"
+    "end\n"
+    "local v = tonumber(ARGV[3]) or 0\n"
+    "local ok\n"
+    "if op == 'cas' then\n"
+    "  local base = tonumber(ARGV[2]) or 0\n"
+    "  ok = cur == base or (cur == 0 and base == 1)\n"
+    "else\n"
+    "  ok = cur < v\n"
+    "end\n"
+    "if not ok or v < 1 then return {0, cur} end\n"
+    "redis.call('DEL', k)\n"
+    "redis.call('HMSET', k, 'v', ARGV[3], 'at', ARGV[4], 'entry', ARGV[5], "
+    "'doc', ARGV[6], 'host', ARGV[8])\n"
+    "if ARGV[7] ~= '' then redis.call('HSET', k, 'sig', ARGV[7]) end\n"
+    "return {1, v}\n";
+
+} // namespace
+
+extern "C" const char *fl_sync_defs_script(size_t *len) noexcept
+{
+    *len = sizeof(defs_script) - 1;
+    return defs_script;
+}
