@@ -802,6 +802,23 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
             return ngx_http_flags_defs_step(r, ctx);
         }
 
+        if (rc == NGX_BUSY) {
+            return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             "fleet_unavailable",
+                                             "flags_sync cannot reach redis: "
+                                             "versions are written to the "
+                                             "fleet only, and every host "
+                                             "keeps serving the current one");
+        }
+
+        if (rc == NGX_ABORT) {
+            return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             "zone_full",
+                                             "the flags zone has no room for "
+                                             "this version; increase "
+                                             "flags_zone");
+        }
+
         return rc;
     }
 
@@ -815,7 +832,9 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
 /*
  * defs is version ctx->version: written durably (the file's version 1
  * first, on the first write), published to the host, applied here.
- * NGX_OK, or the status answered.
+ * NGX_OK, or the status answered.  With flags_sync it goes to the fleet
+ * instead (ngx_http_flags_sync_defs_propose()): NGX_AGAIN, proposed;
+ * NGX_BUSY, Redis is away; NGX_ABORT, no room in the zone.
  */
 
 static ngx_int_t
@@ -869,19 +888,9 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
             return NGX_AGAIN;
         }
 
-        if (rc == NGX_BUSY) {
-            return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                             "fleet_unavailable",
-                                             "flags_sync cannot reach redis: "
-                                             "versions are written to the "
-                                             "fleet only, and every host "
-                                             "serves the current one");
-        }
-
-        return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
-                                         "zone_full",
-                                         "the flags zone has no room for "
-                                         "this version; increase flags_zone");
+        /* Redis away (NGX_BUSY), or no room in the zone: answered by
+         * the caller */
+        return rc == NGX_BUSY ? NGX_BUSY : NGX_ABORT;
     }
 
     /* the zone's memory first: never stored and then not served */

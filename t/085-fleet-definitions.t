@@ -1,0 +1,231 @@
+# One version of the definitions for the fleet (issue 25, "The fleet";
+# docs/sync.md "One version for the fleet"): three nginx hosts of two
+# workers, a definitions=runtime project, flags_sync to a real
+# redis-server with key_file=.  A write on h0 is served by h1 and h2
+# within a few intervals; a flag added at runtime is synced (its override
+# reaches the other hosts: the round's arrays follow the new flag count);
+# two concurrent writes on two hosts: one 200, one 412; a host that starts
+# later (its versions gone) serves the newest; Redis stopped: a write
+# answers 503 and applies nowhere, every host keeps serving, and a host
+# restarted meanwhile serves its last version; Redis restarted empty is
+# reseeded and takes writes again; a tampered version (document changed,
+# signature kept) and an unsigned one are refused by every host: counted,
+# logged at error, the old version kept.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/helper";
+use FlagsTest;
+use JSON::PP ();
+use IO::Socket::INET;
+use Time::HiRes qw(sleep time);
+
+my $redis_bin = `command -v redis-server 2>/dev/null`;
+my $cli_bin = `command -v redis-cli 2>/dev/null`;
+chomp($redis_bin, $cli_bin);
+plan skip_all => 'redis-server or redis-cli is not installed'
+    unless $redis_bin && $cli_bin;
+
+my $rport = unused_port();
+my $rdir = prefix_dir('fleet-defs-redis');
+my @port = map { unused_port() } 0 .. 2;
+my @dir = map { prefix_dir("fleet-defs-$_") } 0 .. 2;
+my @pid;
+my $key = 't085:{shop}:defs';
+
+sub start_redis {
+    my $pid = spawn("$rdir/logs/redis.log", $redis_bin, '--port', $rport,
+                    '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+                    '--daemonize', 'no', '--dir', $rdir);
+    wait_port($rport) or die "redis-server did not listen on $rport\n";
+    return $pid;
+}
+my $redis = start_redis();
+END { local $?; reap($redis) }
+
+sub cli {
+    my (@args) = @_;
+    open my $fh, '-|', $cli_bin, '-p', $rport, '-n', 5, @args or die "redis-cli: $!";
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+    $out =~ s/\s+\z//;
+    return $out;
+}
+
+for my $i (0 .. 2) {
+    local $FlagsTest::Port = $port[$i];
+    write_file("$dir[$i]/conf/shop.json",
+               '{"flags": [{"name": "base", "enabled": true, "rolloutPercentage": 100}]}');
+    write_file("$dir[$i]/conf/fleet.key", "t085-0123456789abcdef-fleet-key\n");
+    write_file("$dir[$i]/conf/nginx.conf", nginx_conf(log_level => 'info', http => <<"_H_", server => <<'_S_'));
+    flags_project shop token=tok_1 file=shop.json definitions=runtime;
+    flags_state_file $dir[$i]/state.json;
+    flags_error_log off;
+    flags_sync redis://127.0.0.1:$rport/5 interval=200ms prefix=t085: host=h$i key_file=fleet.key;
+_H_
+        location = /flags { flags_evaluate; }
+        location = /flags-status { flags_status; }
+        location = /metrics { flags_metrics; }
+        location /flags-admin/ { flags_admin; }
+_S_
+}
+sub start { local $FlagsTest::Port = $port[$_[0]]; return nginx_start($dir[$_[0]]) }
+push @pid, start($_) for 0 .. 2;
+
+sub version {
+    my $s = host_status($port[$_[0]]) or return -1;
+    return $s->{projects}[0]{definitions}{version} // -1;
+}
+# the names GET /flags answers, asked $n times (connections land on both
+# workers); undef unless every answer is the same
+sub names {
+    my ($i, $n) = @_;
+    my %seen;
+    for (1 .. ($n // 1)) {
+        my ($st, undef, $body) = host_request($port[$i], GET => '/flags',
+                                              headers => ['Authorization: Bearer tok_1']);
+        return undef unless $st == 200;
+        $seen{ join ',', sort map { $_->{name} } @{ JSON::PP::decode_json($body)->{flags} } } = 1;
+    }
+    return keys %seen == 1 ? (keys %seen)[0] : undef;
+}
+sub put_flag {
+    my ($i, $flag, $pct, @h) = @_;
+    return host_request($port[$i], PUT => "/flags-admin/definitions/shop/flags/$flag",
+                        body => qq({"enabled": true, "rolloutPercentage": $pct}),
+                        headers => ['Content-Type: application/json', @h]);
+}
+sub rejected {
+    my ($i, $reason) = @_;
+    my (undef, undef, $m) = host_request($port[$i], GET => '/metrics');
+    my ($n) = $m =~ /^flags_definitions_rejected_total\{project="shop",reason="$reason"\} (\d+)$/m;
+    return $n // -1;
+}
+sub errlog { read_file("$dir[$_[0]]/logs/error.log") // '' }
+sub all_at {
+    my ($v, $names, $t) = @_;
+    $names = join ',', sort split /,/, $names;
+    return wait_for(sub { !grep { version($_) != $v || (names($_, 4) // '') ne $names } 0 .. 2 }, $t // 5);
+}
+
+ok(all_at(1, 'base'), 'every host serves version 1, the file');
+
+# --- a write on h0 reaches h1 and h2 -------------------------------------------------------
+my ($st, $h, $body) = put_flag(0, 'fresh', 100);
+my $t0 = time;
+is($st, 200, 'h0: PUT of a new flag: 200');
+is($h->{etag}, '"v2"', '... ETag "v2"');
+like($body, qr/"version":2,"added":\["fresh"\]/, "... the answer: $body");
+is(version(0), 2, 'h0 serves version 2 as it answers');
+is(names(0, 4), 'base,fresh', '... on both workers');
+ok(wait_for(sub { version(1) == 2 && version(2) == 2 }, 2), 'h1 and h2 serve version 2');
+my $took = time - $t0;
+cmp_ok($took, '<', 1.0, sprintf('... within a few 200 ms intervals (%.3f s)', $took));
+ok(all_at(2, 'base,fresh'), 'GET /flags on every host, both workers: base and fresh');
+is(cli('HGET', $key, 'v'), '2', 'redis holds version 2');
+like(cli('HGET', $key, 'sig'), qr/^[0-9a-f]{64}$/, '... signed (HMAC-SHA256, hex)');
+is(cli('HGET', $key, 'host'), 'h0', '... written on h0');
+like(errlog(1), qr/\[notice\] [^\n]*flags: project "shop" has definitions version 2 from the fleet \(written on host "h0"\)/,
+     'h1 logs the version it took');
+
+# the flag added at runtime is synced like the file's: its override on h1
+# reaches h0 and h2 (the syncing workers' arrays grew with the project)
+($st) = host_request($port[1], PUT => '/flags-admin/overrides/shop/fresh',
+                     body => '{"rolloutPercentage": 7}', headers => ['Content-Type: application/json']);
+is($st, 204, 'h1: override of fresh, the runtime flag');
+for my $i (0, 2) {
+    ok(wait_for(sub { ((host_flag($port[$i], 'fresh') // {})->{effectiveRolloutPercentage} // -1) == 7 }, 5),
+       "h$i serves fresh at the fleet's 7 %");
+}
+
+# --- two writes at once on two hosts: one wins ----------------------------------------------
+my @sock;
+for my $i (1, 2) {
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port[$i], Timeout => 10)
+        or die "connect: $!";
+    push @sock, $s;
+}
+my @req = map {
+    my $b = qq({"enabled": true, "rolloutPercentage": 50});
+    "PUT /flags-admin/definitions/shop/flags/from-h$_ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    . "Content-Type: application/json\r\nIf-Match: \"v2\"\r\nContent-Length: " . length($b) . "\r\n\r\n$b"
+} 1, 2;
+print { $sock[$_] } $req[$_] for 0, 1;
+my @status = map { local $/; my $r = readline($_) // ''; $r =~ m{^HTTP/1\.1 (\d+)} ? $1 : 0 } @sock;
+is(join(',', sort @status), '200,412', "two concurrent writes (h1, h2, both If-Match v2): one 200, one 412 (@status)");
+my $winner = $status[0] == 200 ? 'from-h1' : 'from-h2';
+ok(all_at(3, "base,$winner,fresh"), "every host serves version 3, with $winner only");
+
+# --- a host that starts later serves the newest ---------------------------------------------
+nginx_stop($pid[2]);
+system('rm', '-rf', "$dir[2]/state.json", "$dir[2]/state.json.definitions");
+($st) = put_flag(0, 'later', 30);
+is($st, 200, 'h0: version 4 while h2 is down');
+$pid[2] = start(2);
+ok(wait_for(sub { version(2) == 4 }, 3), 'h2, started later with no version of its own, serves version 4');
+ok(all_at(4, "base,$winner,fresh,later"), 'every host serves version 4');
+
+# --- Redis away -------------------------------------------------------------------------------
+reap($redis);
+undef $redis;
+ok(wait_for(sub { !grep { (host_status($port[$_]) // {})->{sync}{connected} } 0 .. 2 }, 5),
+   'redis stopped: no host is connected');
+($st, $h, $body) = put_flag(1, 'lonely', 10);
+is($st, 503, 'h1: a write with redis away: 503');
+like($body, qr/"error":"fleet_unavailable"/, "... fleet_unavailable: $body");
+sleep 0.5;
+ok(all_at(4, "base,$winner,fresh,later", 1), 'every host keeps serving version 4, without the refused flag');
+ok(!-e "$dir[1]/state.json.definitions/shop/v5.json", '... h1 stored no version 5');
+
+# a host restarted while Redis is away serves its last version
+nginx_stop($pid[1]);
+$pid[1] = start(1);
+is(version(1), 4, 'h1 restarted with redis down: serves version 4');
+is(names(1, 4), join(',', sort 'base', $winner, 'fresh', 'later'), '... on both workers');
+
+# --- Redis back, empty: reseeded ---------------------------------------------------------
+$redis = start_redis();
+ok(wait_for(sub { cli('HGET', $key, 'v') eq '4' }, 5), 'redis restarted empty is reseeded with version 4');
+like(cli('HGET', $key, 'sig'), qr/^[0-9a-f]{64}$/, '... signed');
+ok(wait_for(sub { (put_flag(2, 'after', 40))[0] == 200 }, 5), 'h2: a write after the reseed: 200');
+ok(all_at(5, "after,base,$winner,fresh,later"), 'every host serves version 5');
+
+# --- a tampered version: refused everywhere ---------------------------------------------------
+my $doc = cli('HGET', $key, 'doc');
+(my $bad = $doc) =~ s/"rolloutPercentage":\s*40/"rolloutPercentage": 100/ or die "no 40 in $doc";
+my $entry = cli('HGET', $key, 'entry');
+$entry =~ s/"version":5/"version":6/;
+cli('HSET', $key, 'doc', $bad, 'entry', $entry);
+cli('HSET', $key, 'v', 6);
+ok(wait_for(sub { !grep { rejected($_, 'signature') != 1 } 0 .. 2 }, 3),
+   'a tampered version 6 (document changed, signature kept): every host counts one refusal (signature)');
+sleep 0.6;
+for my $i (0 .. 2) {
+    is(version($i), 5, "h$i keeps serving version 5");
+    is(rejected($i, 'signature'), 1, "h$i counted it once, round after round");
+    my @lines = errlog($i) =~ /(\[error\] [^\n]*definitions version 6 in redis \(from host "h2"\) refused: its signature does not verify under key_file=; this host keeps serving version 5)/g;
+    is(scalar @lines, 1, "h$i logged why once, at error");
+}
+is((host_flag($port[0], 'after') // {})->{rolloutPercentage}, 40, 'the tampered percentage is served nowhere (h0: 40)');
+
+# --- an unsigned version: refused under a key -------------------------------------------------
+$entry =~ s/"version":6/"version":7/;
+cli('HSET', $key, 'entry', $entry, 'v', 7);
+cli('HDEL', $key, 'sig');
+ok(wait_for(sub { !grep { rejected($_, 'signature') != 2 } 0 .. 2 }, 3),
+   'version 7 without a signature: every host counts a second refusal');
+for my $i (0 .. 2) {
+    like(errlog($i), qr/\[error\] [^\n]*definitions version 7 in redis \(from host "h2"\) refused: it is not signed, and key_file= is set; this host keeps serving version 5/,
+         "h$i logged it");
+    is(version($i), 5, "h$i keeps serving version 5");
+}
+($st) = put_flag(0, 'blocked', 1);
+is($st, 412, 'a write on version 5 while redis holds the refused 7: 412');
+
+for my $i (0 .. 2) {
+    ok(errlog($i) !~ /\[(?:alert|crit|emerg)\]/, "h$i: no alert, crit or emerg");
+}
+nginx_stop($_) for @pid;
+done_testing();
