@@ -977,9 +977,10 @@ ngx_http_flags_defs_fleet(ngx_http_request_t *r,
     if (rc != NGX_OK) {
         return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
                                          "fleet_unavailable",
-                                         "flags_sync did not reach redis "
-                                         "in time: the version was not "
-                                         "written");
+                                         "flags_sync did not hear back from "
+                                         "redis in time; if redis took the "
+                                         "version, every host serves it at "
+                                         "its next round");
     }
 
     ngx_http_flags_defs_log(r, ctx->project, ctx->version, &ctx->who,
