@@ -582,6 +582,19 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     /* the first tick soon, spread a little between workers */
     ngx_add_timer(&s->tick, 10 + (ngx_pid % 10) * 10);
 
+    /* a runtime project's write goes to the fleet without waiting for
+     * the tick (ngx_http_flags_sync_defs_wake()) */
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (project[i].runtime) {
+            s->defs_wake.handler = ngx_http_flags_sync_defs_wake;
+            s->defs_wake.data = s;
+            s->defs_wake.log = cycle->log;
+            s->defs_wake.cancelable = 1;
+            ngx_add_timer(&s->defs_wake, 10);
+            break;
+        }
+    }
+
     return NGX_OK;
 }
 
@@ -599,6 +612,10 @@ ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf)
     }
 
     ngx_http_flags_sync_close(s);
+
+    if (s->defs_wake.timer_set) {
+        ngx_del_timer(&s->defs_wake);
+    }
 
     old = fmcf->sh->sync_lock;
 

@@ -138,6 +138,7 @@ typedef struct {
     ngx_log_t                      *log;
     ngx_event_t                     tick;
     ngx_event_t                     timeout;
+    ngx_event_t                     defs_wake;   /* a proposal waits */
     ngx_peer_connection_t           pc;
     redisReader                    *reader;
     ngx_uint_t                      state;
@@ -211,6 +212,7 @@ ngx_int_t ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s,
     ngx_uint_t pi, redisReply *reply);
 void ngx_http_flags_sync_defs_lost(ngx_http_flags_sync_t *s);
 void ngx_http_flags_sync_defs_bound(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_defs_wake(ngx_event_t *ev);
 
 
 #endif /* _NGX_HTTP_FLAGS_SYNC_H_INCLUDED_ */

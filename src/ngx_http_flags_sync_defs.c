@@ -38,6 +38,7 @@
 
 #define NGX_HTTP_FLAGS_SYNC_SIG_LEN     64       /* hex of HMAC-SHA256 */
 #define NGX_HTTP_FLAGS_SYNC_STALE_MS    60000    /* a proposal left behind */
+#define NGX_HTTP_FLAGS_SYNC_WAKE_MS     5        /* proposals looked for */
 
 
 static ngx_int_t ngx_http_flags_sync_defs_sign(ngx_http_flags_sync_t *s,
@@ -314,6 +315,67 @@ ngx_http_flags_sync_defs_hold(ngx_http_flags_sync_t *s)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A write does not wait for the next tick: every few milliseconds the
+ * syncing worker (the others: every interval, to see whether they took
+ * the lock), when no round is under way, looks for a proposal (one load a runtime project) and runs a round at
+ * once when it finds one.  The other hosts take the version at their
+ * own next round.
+ */
+
+void
+ngx_http_flags_sync_defs_wake(ngx_event_t *ev)
+{
+    ngx_http_flags_sync_t  *s = ev->data;
+
+    ngx_uint_t                        i;
+    ngx_http_flags_project_t         *project;
+    ngx_http_flags_sync_proposal_t   *p;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    /* a worker that does not sync looks again an interval later */
+    if (!s->owner || !ngx_http_flags_sync_owns(s)) {
+        ngx_add_timer(ev, s->conf->interval);
+        return;
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_FLAGS_SYNC_WAKE_MS);
+
+    if (s->state != NGX_HTTP_FLAGS_SYNC_IDLE) {
+        return;
+    }
+
+    project = s->fmcf->projects.elts;
+
+    for (i = 0; i < s->fmcf->projects.nelts; i++) {
+        if (!project[i].runtime || project[i].pversion == NULL) {
+            continue;
+        }
+
+        p = __atomic_load_n(&project[i].pversion->defs_proposal,
+                            __ATOMIC_ACQUIRE);
+
+        /* a glance without the lock: the round reads it under the lock */
+        if (p && __atomic_load_n(&p->state, __ATOMIC_ACQUIRE)
+                 == NGX_HTTP_FLAGS_SYNC_P_PENDING)
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                           "flags: sync: a write of project \"%V\" waits: "
+                           "the round goes now", &project[i].name);
+
+            if (ngx_http_flags_sync_round(s) != NGX_OK) {
+                ngx_http_flags_sync_fail(s, "could not send", NULL);
+            }
+
+            return;
+        }
+    }
 }
 
 
