@@ -107,7 +107,8 @@ typedef struct {
     ngx_uint_t                  defs_op;      /* this round's, D_* */
     ngx_uint_t                  defs_seed;    /* the fleet lacks ours */
     uint64_t                    defs_refused; /* the fleet's version this
-                                               * host refused (logged) */
+                                               * host refused (logged), */
+    uint64_t                    defs_refused_at;  /* and its time */
     ngx_http_flags_sync_sent_t *defs_sent;    /* CAS or seed in flight */
 } ngx_http_flags_sync_project_t;
 

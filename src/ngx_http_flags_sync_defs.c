@@ -647,6 +647,12 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     case NGX_HTTP_FLAGS_SYNC_D_GET:
         /* ok is the fleet's version here */
+        if (ok < sp->defs_refused) {
+            /* the refused version is gone (deleted, Redis restarted):
+             * its number may come again, written properly */
+            sp->defs_refused = 0;
+        }
+
         if (reply->elements == 1) {
             sp->defs_seed = mine > 1 && ok < mine;
 
@@ -817,7 +823,7 @@ ngx_http_flags_sync_defs_take(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         }
     }
 
-    if (v == sp->defs_refused
+    if ((v == sp->defs_refused && at_ms == sp->defs_refused_at)
         || v <= ngx_http_flags_versions_current(project))
     {
         /* refused already, and logged; or taken meanwhile */
@@ -929,6 +935,7 @@ ngx_http_flags_sync_defs_take(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 refused:
 
     sp->defs_refused = v;
+    sp->defs_refused_at = at_ms;
     ngx_http_flags_versions_rejected(project, reason);
 
     ngx_log_error(NGX_LOG_ERR, s->log, 0,

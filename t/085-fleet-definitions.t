@@ -8,9 +8,12 @@
 # later (its versions gone) serves the newest; Redis stopped: a write
 # answers 503 and applies nowhere, every host keeps serving, and a host
 # restarted meanwhile serves its last version; Redis restarted empty is
-# reseeded and takes writes again; a tampered version (document changed,
-# signature kept) and an unsigned one are refused by every host: counted,
-# logged at error, the old version kept.
+# reseeded and takes writes again; a flag removed at runtime; a version
+# written into Redis by another tool and signed as docs/sync.md says is
+# served; a tampered version (document changed, signature kept), an
+# unsigned one and a signed one that "nginx -t" would refuse are refused
+# by every host: counted, logged at error, the old version kept, and
+# writes answer 412 until the key is deleted and reseeded.
 use strict;
 use warnings;
 use Test::More;
@@ -20,6 +23,7 @@ use FlagsTest;
 use JSON::PP ();
 use IO::Socket::INET;
 use Time::HiRes qw(sleep time);
+use Digest::SHA qw(hmac_sha256_hex);
 
 my $redis_bin = `command -v redis-server 2>/dev/null`;
 my $cli_bin = `command -v redis-cli 2>/dev/null`;
@@ -79,17 +83,17 @@ sub version {
     return $s->{projects}[0]{definitions}{version} // -1;
 }
 # the names GET /flags answers, asked $n times (connections land on both
-# workers); undef unless every answer is the same
+# workers); the answers joined with " | " when they differ
 sub names {
     my ($i, $n) = @_;
     my %seen;
     for (1 .. ($n // 1)) {
         my ($st, undef, $body) = host_request($port[$i], GET => '/flags',
                                               headers => ['Authorization: Bearer tok_1']);
-        return undef unless $st == 200;
-        $seen{ join ',', sort map { $_->{name} } @{ JSON::PP::decode_json($body)->{flags} } } = 1;
+        $seen{ $st == 200 ? join ',', sort map { $_->{name} } @{ JSON::PP::decode_json($body)->{flags} }
+                          : "status $st" } = 1;
     }
-    return keys %seen == 1 ? (keys %seen)[0] : undef;
+    return join ' | ', sort keys %seen;
 }
 sub put_flag {
     my ($i, $flag, $pct, @h) = @_;
@@ -111,6 +115,8 @@ sub all_at {
 }
 
 ok(all_at(1, 'base'), 'every host serves version 1, the file');
+ok(wait_for(sub { !grep { !(host_status($port[$_]) // {})->{sync}{connected} } 0 .. 2 }, 5),
+   'every host is connected to redis');
 
 # --- a write on h0 reaches h1 and h2 -------------------------------------------------------
 my ($st, $h, $body) = put_flag(0, 'fresh', 100);
@@ -192,37 +198,81 @@ like(cli('HGET', $key, 'sig'), qr/^[0-9a-f]{64}$/, '... signed');
 ok(wait_for(sub { (put_flag(2, 'after', 40))[0] == 200 }, 5), 'h2: a write after the reseed: 200');
 ok(all_at(5, "after,base,$winner,fresh,later"), 'every host serves version 5');
 
+# --- a flag removed at runtime: the rounds go on with fewer flags ------------------------------
+($st, undef, $body) = host_request($port[0], DELETE => '/flags-admin/definitions/shop/flags/fresh');
+is($st, 200, "h0: DELETE of fresh: 200 $body");
+ok(all_at(6, "after,base,$winner,later"), 'every host serves version 6, without fresh');
+ok(wait_for(sub { (put_flag(1, 'after', 45))[0] == 200 }, 3), 'h1: a write after the removal: 200');
+ok(all_at(7, "after,base,$winner,later"), 'every host serves version 7');
+is((host_flag($port[2], 'after') // {})->{rolloutPercentage}, 45, '... h2 serves its 45 %');
+
+# --- a version written by another tool, signed as docs/sync.md says ---------------------------
+my $secret = 't085-0123456789abcdef-fleet-key';
+sub sign {
+    my ($v, $at, $entry, $doc) = @_;
+    return hmac_sha256_hex("flags-definitions\nshop\n$v\n$at\n$entry\n$doc", $secret);
+}
+sub put_version {
+    my ($v, $doc, %o) = @_;
+    my $at = int(time * 1000);
+    my $entry = qq({"version":$v,"at":"2026-01-01T00:00:00Z","by":"tool","host":"tool","added":[],"changed":[],"removed":[]});
+    my $sig = sign($v, $at, $entry, $o{signed_doc} // $doc);
+    cli('DEL', $key);
+    cli('HSET', $key, 'v', $v, 'at', $at, 'entry', $entry, 'doc', $doc, 'host', 'tool',
+        $o{unsigned} ? () : ('sig', $sig));
+}
+my $doc7 = cli('HGET', $key, 'doc');
+(my $doc8 = $doc7) =~ s/\]\s*\}\s*\z/,{"name":"outside","enabled":true,"rolloutPercentage":20}]}/ or die "doc: $doc7";
+put_version(8, $doc8);
+ok(all_at(8, "after,base,$winner,later,outside"), 'version 8, signed outside nginx with the key: every host serves it');
+
 # --- a tampered version: refused everywhere ---------------------------------------------------
-my $doc = cli('HGET', $key, 'doc');
-(my $bad = $doc) =~ s/"rolloutPercentage":\s*40/"rolloutPercentage": 100/ or die "no 40 in $doc";
-my $entry = cli('HGET', $key, 'entry');
-$entry =~ s/"version":5/"version":6/;
-cli('HSET', $key, 'doc', $bad, 'entry', $entry);
-cli('HSET', $key, 'v', 6);
+(my $doc9 = $doc8) =~ s/"rolloutPercentage":20/"rolloutPercentage":90/ or die;
+put_version(9, $doc9, signed_doc => $doc8);
 ok(wait_for(sub { !grep { rejected($_, 'signature') != 1 } 0 .. 2 }, 3),
-   'a tampered version 6 (document changed, signature kept): every host counts one refusal (signature)');
+   'a tampered version 9 (document changed, signature kept): every host counts one refusal (signature)');
 sleep 0.6;
 for my $i (0 .. 2) {
-    is(version($i), 5, "h$i keeps serving version 5");
+    is(version($i), 8, "h$i keeps serving version 8");
     is(rejected($i, 'signature'), 1, "h$i counted it once, round after round");
-    my @lines = errlog($i) =~ /(\[error\] [^\n]*definitions version 6 in redis \(from host "h2"\) refused: its signature does not verify under key_file=; this host keeps serving version 5)/g;
+    my @lines = errlog($i) =~ /(\[error\] [^\n]*definitions version 9 in redis \(from host "tool"\) refused: its signature does not verify under key_file=; this host keeps serving version 8)/g;
     is(scalar @lines, 1, "h$i logged why once, at error");
 }
-is((host_flag($port[0], 'after') // {})->{rolloutPercentage}, 40, 'the tampered percentage is served nowhere (h0: 40)');
+is((host_flag($port[0], 'outside') // {})->{rolloutPercentage}, 20, 'the tampered percentage is served nowhere (h0: 20)');
 
 # --- an unsigned version: refused under a key -------------------------------------------------
-$entry =~ s/"version":6/"version":7/;
-cli('HSET', $key, 'entry', $entry, 'v', 7);
-cli('HDEL', $key, 'sig');
+put_version(10, $doc9, unsigned => 1);
 ok(wait_for(sub { !grep { rejected($_, 'signature') != 2 } 0 .. 2 }, 3),
-   'version 7 without a signature: every host counts a second refusal');
+   'version 10 without a signature: every host counts a second refusal');
 for my $i (0 .. 2) {
-    like(errlog($i), qr/\[error\] [^\n]*definitions version 7 in redis \(from host "h2"\) refused: it is not signed, and key_file= is set; this host keeps serving version 5/,
+    like(errlog($i), qr/\[error\] [^\n]*definitions version 10 in redis \(from host "tool"\) refused: it is not signed, and key_file= is set; this host keeps serving version 8/,
          "h$i logged it");
-    is(version($i), 5, "h$i keeps serving version 5");
+    is(version($i), 8, "h$i keeps serving version 8");
 }
-($st) = put_flag(0, 'blocked', 1);
-is($st, 412, 'a write on version 5 while redis holds the refused 7: 412');
+
+# --- a signed version that nginx -t would refuse ----------------------------------------------
+(my $doc11 = $doc8) =~ s/"rolloutPercentage":20/"rolloutPercentage":101/ or die;
+put_version(11, $doc11);
+ok(wait_for(sub { !grep { rejected($_, 'invalid') != 1 } 0 .. 2 }, 3),
+   'a signed version 11 with a percentage of 101: every host counts it invalid');
+for my $i (0 .. 2) {
+    like(errlog($i), qr/\[error\] [^\n]*definitions version 11 in redis \(from host "tool"\) refused: [^\n]*outside[^\n]*; this host keeps serving version 8/,
+         "h$i logged nginx -t's message, naming the flag");
+    is(version($i), 8, "h$i keeps serving version 8");
+}
+($st, undef, $body) = put_flag(0, 'blocked', 1);
+is($st, 412, 'a write on version 8 while redis holds the refused 11: 412 (the compare-and-set)');
+like($body, qr/"error":"version_conflict"/, "... version_conflict: $body");
+
+# deleting the key lets the hosts reseed it, and writes go on
+cli('DEL', $key);
+ok(wait_for(sub { cli('HGET', $key, 'v') eq '8' }, 3), 'the key deleted: reseeded with version 8');
+ok(wait_for(sub { (put_flag(2, 'blocked', 1))[0] == 200 }, 3), 'h2: a write goes through again');
+ok(all_at(9, "after,base,blocked,$winner,later,outside"), 'every host serves version 9');
+is((put_flag(0, 'ten', 10))[0], 200, 'h0: version 10');
+ok(all_at(10, "after,base,blocked,$winner,later,outside,ten"), '... served by every host');
+is((put_flag(1, 'eleven', 11))[0], 200, 'h1: version 11, a number refused before');
+ok(all_at(11, "after,base,blocked,eleven,$winner,later,outside,ten"), '... served by every host');
 
 for my $i (0 .. 2) {
     ok(errlog($i) !~ /\[(?:alert|crit|emerg)\]/, "h$i: no alert, crit or emerg");
