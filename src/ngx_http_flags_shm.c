@@ -469,7 +469,9 @@ ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf)
 /*
  * Is a worker still running?  Called in the master: a worker is its child,
  * so a pid that is gone, a zombie, or now another process's child is not
- * that worker any more.
+ * that worker any more.  Called in a worker (a write of runtime
+ * definitions awaiting every worker's acknowledgement): the other workers
+ * are its siblings, children of its own parent.
  */
 
 static ngx_uint_t
@@ -522,6 +524,10 @@ ngx_http_flags_proc_alive(ngx_pid_t pid)
 
     for (ppid = 0; p < last && *p >= '0' && *p <= '9'; p++) {
         ppid = ppid * 10 + (*p - '0');
+    }
+
+    if (ngx_process == NGX_PROCESS_WORKER) {
+        return ppid == (ngx_int_t) getppid();
     }
 
     return ppid == (ngx_int_t) getpid();
