@@ -75,6 +75,38 @@ _H_
         location /flags-admin/ { flags_admin; }
 _S_
 }
+# --- key_file= at configuration time: the checks of password_file=, 16 bytes at least ------------
+{
+    my $d = prefix_dir('fleet-defs-conf');
+    write_file("$d/conf/shop.json", '{"flags": [{"name": "base", "enabled": true, "rolloutPercentage": 100}]}');
+    write_file("$d/conf/key-empty", "\n");
+    write_file("$d/conf/key-short", "fifteen-bytes!!\n");
+    write_file("$d/conf/key-large", 'k' x 513);
+    write_file("$d/conf/key-ok", "sixteen-bytes!!!\r\n");
+    for my $case (["key_file=$d/conf/none", qr/\[emerg\] [^\n]*flags_sync: cannot open key_file "\Q$d\E\/conf\/none" \(2: No such file or directory\)/],
+                  ['key_file=key-empty', qr/\[emerg\] [^\n]*flags_sync: key_file "\Q$d\E\/conf\/key-empty" is empty/],
+                  ['key_file=key-short', qr/\[emerg\] [^\n]*flags_sync: key_file "\Q$d\E\/conf\/key-short" is shorter than 16 bytes/],
+                  ['key_file=key-large', qr/\[emerg\] [^\n]*flags_sync: key_file "\Q$d\E\/conf\/key-large" is larger than 512 bytes/],
+                  ["key_file=$d/conf", qr/\[emerg\] [^\n]*flags_sync: key_file "\Q$d\E\/conf" is not a regular file/],
+                  ['key_file=key-ok key_file=key-ok', qr/\[emerg\] [^\n]*flags_sync: duplicate key_file=/],
+                  ['key_file=', qr/\[emerg\] [^\n]*flags_sync: key_file= needs a path/],
+                  ['key_file=key-ok', undef]) {
+        my ($param, $want) = @$case;
+        write_file("$d/conf/nginx.conf", nginx_conf(server => '', http => <<"_H_"));
+    flags_project shop token=tok_1 file=shop.json definitions=runtime;
+    flags_state_file $d/state.json;
+    flags_sync redis://127.0.0.1:1 $param;
+_H_
+        my ($rc, $out) = nginx_test($d);
+        if ($want) {
+            isnt($rc, 0, "nginx -t refuses $param");
+            like($out, $want, '... and says why');
+        } else {
+            is($rc, 0, "nginx -t takes $param (16 bytes once its CRLF is dropped)") or diag $out;
+        }
+    }
+}
+
 sub start { local $FlagsTest::Port = $port[$_[0]]; return nginx_start($dir[$_[0]]) }
 push @pid, start($_) for 0 .. 2;
 
