@@ -622,6 +622,7 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 {
     uint64_t                        ok, v, mine;
     ngx_int_t                       rc;
+    ngx_uint_t                      seed;
     ngx_atomic_uint_t               seq;
     ngx_http_flags_sync_sent_t     *sent;
     ngx_http_flags_project_t       *project;
@@ -654,9 +655,9 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
         }
 
         if (reply->elements == 1) {
-            sp->defs_seed = mine > 1 && ok < mine;
+            seed = mine > 1 && ok < mine;
 
-            if (sp->defs_seed) {
+            if (seed && !sp->defs_seed) {
                 ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
                               "flags: sync: project \"%V\": the fleet "
                               "holds definitions version %uL, this host "
@@ -664,6 +665,7 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                               &project->name, ok, mine);
             }
 
+            sp->defs_seed = seed;
             break;
         }
 

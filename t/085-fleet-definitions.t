@@ -227,6 +227,10 @@ is(names(1, 4), join(',', sort 'base', $winner, 'fresh', 'later'), '... on both 
 $redis = start_redis();
 ok(wait_for(sub { cli('HGET', $key, 'v') eq '4' }, 5), 'redis restarted empty is reseeded with version 4');
 like(cli('HGET', $key, 'sig'), qr/^[0-9a-f]{64}$/, '... signed');
+is(scalar(grep { errlog($_) =~ /\[notice\] [^\n]*flags: sync: project "shop": the fleet is seeded with this host's definitions version 4/ } 0 .. 2),
+   1, '... by exactly one host, which logs it');
+cmp_ok(scalar(grep { errlog($_) =~ /\[notice\] [^\n]*flags: sync: project "shop": the fleet holds definitions version 0, this host 4: it seeds the fleet at the next round/ } 0 .. 2),
+       '>=', 1, '... the seeding host said why first (a host whose round came after the seed has nothing to say)');
 ok(wait_for(sub { (put_flag(2, 'after', 40))[0] == 200 }, 5), 'h2: a write after the reseed: 200');
 ok(all_at(5, "after,base,$winner,fresh,later"), 'every host serves version 5');
 
