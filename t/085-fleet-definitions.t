@@ -13,7 +13,9 @@
 # served; a tampered version (document changed, signature kept), an
 # unsigned one and a signed one that "nginx -t" would refuse are refused
 # by every host: counted, logged at error, the old version kept, and
-# writes answer 412 until the key is deleted and reseeded.
+# writes answer 412 until the key is deleted and reseeded.  First,
+# key_file='s nginx -t checks; last, two hosts without key_file=, where a
+# version anyone writes into Redis is served (what docs/sync.md warns of).
 use strict;
 use warnings;
 use Test::More;
@@ -315,4 +317,45 @@ for my $i (0 .. 2) {
     ok(errlog($i) !~ /\[(?:alert|crit|emerg)\]/, "h$i: no alert, crit or emerg");
 }
 nginx_stop($_) for @pid;
+
+# --- without key_file=: versions go unsigned, and whoever writes to Redis decides -------------
+{
+    my @up = map { unused_port() } 0 .. 1;
+    my @ud = map { prefix_dir("fleet-defs-nokey-$_") } 0 .. 1;
+    my @upid;
+    my $ukey = 't085u:{shop}:defs';
+    for my $i (0, 1) {
+        local $FlagsTest::Port = $up[$i];
+        write_file("$ud[$i]/conf/shop.json",
+                   '{"flags": [{"name": "base", "enabled": true, "rolloutPercentage": 100}]}');
+        write_file("$ud[$i]/conf/nginx.conf", nginx_conf(http => <<"_H_", server => <<'_S_'));
+    flags_project shop token=tok_1 file=shop.json definitions=runtime;
+    flags_state_file $ud[$i]/state.json;
+    flags_error_log off;
+    flags_sync redis://127.0.0.1:$rport/5 interval=200ms prefix=t085u: host=u$i;
+_H_
+        location = /flags-status { flags_status; }
+        location /flags-admin/ { flags_admin; }
+_S_
+        push @upid, nginx_start($ud[$i]);
+    }
+    my $uversion = sub { ((host_status($up[$_[0]]) // {})->{projects}[0]{definitions}{version}) // -1 };
+    ok(wait_for(sub { !grep { !(host_status($up[$_]) // {})->{sync}{connected} } 0, 1 }, 5),
+       'no key: both hosts connected');
+    my ($ust) = host_request($up[0], PUT => '/flags-admin/definitions/shop/flags/open',
+                             body => '{"enabled": true, "rolloutPercentage": 5}',
+                             headers => ['Content-Type: application/json']);
+    is($ust, 200, 'no key: a write on u0');
+    ok(wait_for(sub { $uversion->(1) == 2 }, 3), '... served by u1');
+    is(cli('HEXISTS', $ukey, 'sig'), '0', '... stored unsigned');
+    my $evil = '{"flags": [{"name": "base", "enabled": true, "rolloutPercentage": 100}, '
+             . '{"name": "open", "enabled": true, "rolloutPercentage": 100}]}';
+    cli('HSET', $ukey, 'v', 3, 'doc', $evil,
+        'entry', '{"version":3,"at":"2026-01-01T00:00:00Z","by":"anyone","host":"anyone","added":[],"changed":["open"],"removed":[]}');
+    ok(wait_for(sub { !grep { $uversion->($_) != 3 } 0, 1 }, 3),
+       'no key: a version anyone wrote into redis is served by every host');
+    ok(wait_for(sub { ((host_flag($up[1], 'open') // {})->{rolloutPercentage} // -1) == 100 }, 1),
+       '... "open" at their 100 %');
+    nginx_stop($_) for @upid;
+}
 done_testing();
