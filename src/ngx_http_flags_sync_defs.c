@@ -321,9 +321,9 @@ ngx_http_flags_sync_defs_hold(ngx_http_flags_sync_t *s)
 /*
  * A write does not wait for the next tick: every few milliseconds the
  * syncing worker (the others: every interval, to see whether they took
- * the lock), when no round is under way, looks for a proposal (one load a runtime project) and runs a round at
- * once when it finds one.  The other hosts take the version at their
- * own next round.
+ * the lock), when no round is under way, looks for a proposal (one load
+ * a runtime project) and runs a round at once when it finds one.  The
+ * other hosts take the version at their own next round.
  */
 
 void
