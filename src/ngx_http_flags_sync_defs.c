@@ -48,7 +48,7 @@ static ngx_int_t ngx_http_flags_sync_defs_store(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, uint64_t version, uint64_t at_ms,
     ngx_str_t *entry, ngx_str_t *doc, ngx_atomic_uint_t *seq);
 static ngx_int_t ngx_http_flags_sync_defs_take(ngx_http_flags_sync_t *s,
-    ngx_uint_t pi, redisReply *reply);
+    ngx_uint_t pi, redisReply *reply, uint64_t v, uint64_t at_ms);
 static void ngx_http_flags_sync_defs_settle(ngx_http_flags_sync_t *s,
     ngx_http_flags_project_t *project, ngx_uint_t state,
     ngx_atomic_uint_t seq, uint64_t found);
@@ -620,9 +620,8 @@ ngx_int_t
 ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     redisReply *reply)
 {
-    uint64_t                        ok, v, mine;
+    uint64_t                        ok, v, mine, at_ms;
     ngx_int_t                       rc;
-    ngx_uint_t                      seed;
     ngx_atomic_uint_t               seq;
     ngx_http_flags_sync_sent_t     *sent;
     ngx_http_flags_project_t       *project;
@@ -647,17 +646,25 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     switch (sp->defs_op) {
 
     case NGX_HTTP_FLAGS_SYNC_D_GET:
-        /* ok is the fleet's version here */
-        if (ok < sp->defs_refused) {
-            /* the refused version is gone (deleted, Redis restarted):
-             * its number may come again, written properly */
-            sp->defs_refused = 0;
+        /* ok is the fleet's version here; with it, {v, at, entry, doc,
+         * sig, host} when newer than this host's */
+        at_ms = 0;
+
+        if (reply->elements > 1
+            && (reply->elements != 6
+                || ngx_http_flags_sync_defs_number(reply->element[1], &at_ms)
+                   != NGX_OK))
+        {
+            rc = NGX_ERROR;
+            break;
         }
 
-        if (reply->elements == 1) {
-            seed = mine > 1 && ok < mine;
+        switch (fl_sync_defs_get(ok, mine, reply->elements > 1, at_ms,
+                                 &sp->defs_refused, &sp->defs_refused_at))
+        {
 
-            if (seed && !sp->defs_seed) {
+        case FL_SYNC_DEFS_SEED:
+            if (!sp->defs_seed) {
                 ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
                               "flags: sync: project \"%V\": the fleet "
                               "holds definitions version %uL, this host "
@@ -665,12 +672,18 @@ ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
                               &project->name, ok, mine);
             }
 
-            sp->defs_seed = seed;
+            sp->defs_seed = 1;
             break;
+
+        case FL_SYNC_DEFS_CHECK:
+            sp->defs_seed = 0;
+            rc = ngx_http_flags_sync_defs_take(s, pi, reply, ok, at_ms);
+            break;
+
+        default:
+            sp->defs_seed = 0;
         }
 
-        sp->defs_seed = 0;
-        rc = ngx_http_flags_sync_defs_take(s, pi, reply);
         break;
 
     case NGX_HTTP_FLAGS_SYNC_D_CAS:
@@ -794,12 +807,12 @@ ngx_http_flags_sync_defs_lost(ngx_http_flags_sync_t *s)
 
 static ngx_int_t
 ngx_http_flags_sync_defs_take(ngx_http_flags_sync_t *s, ngx_uint_t pi,
-    redisReply *reply)
+    redisReply *reply, uint64_t v, uint64_t at_ms)
 {
     char                           err[1024];
     u_char                        *buf, sig[NGX_HTTP_FLAGS_SYNC_SIG_LEN + 1];
     size_t                         entry_len, doc_off;
-    uint64_t                       v, at_ms, fv;
+    uint64_t                       fv;
     ngx_str_t                      entry, doc, host, detail;
     ngx_uint_t                     i, reason;
     fl_status_t                    st;
@@ -811,25 +824,10 @@ ngx_http_flags_sync_defs_take(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     project = (ngx_http_flags_project_t *) s->fmcf->projects.elts + pi;
     sp = &s->projects[pi];
 
-    if (reply->elements != 6
-        || ngx_http_flags_sync_defs_number(reply->element[0], &v) != NGX_OK
-        || ngx_http_flags_sync_defs_number(reply->element[1], &at_ms)
-           != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
     for (i = 2; i < 6; i++) {
         if (reply->element[i]->type != REDIS_REPLY_STRING) {
             return NGX_ERROR;
         }
-    }
-
-    if ((v == sp->defs_refused && at_ms == sp->defs_refused_at)
-        || v <= ngx_http_flags_versions_current(project))
-    {
-        /* refused already, and logged; or taken meanwhile */
-        return NGX_OK;
     }
 
     entry.data = (u_char *) reply->element[2]->str;
@@ -1044,24 +1042,26 @@ ngx_http_flags_sync_defs_sign(ngx_http_flags_sync_t *s,
         return NGX_OK;
     }
 
-    len = sizeof("flags-definitions\n") + project->name.len
-          + 2 * NGX_INT64_LEN + 3 + entry->len + 1 + doc->len;
+    len = fl_sync_defs_signed_bound(project->name.len, entry->len,
+                                    doc->len);
 
     msg = ngx_alloc(len, s->log);
     if (msg == NULL) {
         return NGX_ERROR;
     }
 
-    p = ngx_sprintf(msg, "flags-definitions\n%V\n%uL\n%uL\n",
-                    &project->name, version, at_ms);
-    p = ngx_cpymem(p, entry->data, entry->len);
-    *p++ = '\n';
-    p = ngx_cpymem(p, doc->data, doc->len);
+    /* the bytes signed: the core's rule, fl_sync_defs_signed() */
+    len = fl_sync_defs_signed((const char *) project->name.data,
+                              project->name.len, version, at_ms,
+                              (const char *) entry->data, entry->len,
+                              (const char *) doc->data, doc->len,
+                              (char *) msg, len);
 
     mac_len = 0;
 
-    if (HMAC(EVP_sha256(), s->conf->key.data, (int) s->conf->key.len, msg,
-             p - msg, mac, &mac_len)
+    if (len == 0
+        || HMAC(EVP_sha256(), s->conf->key.data, (int) s->conf->key.len,
+                msg, len, mac, &mac_len)
         == NULL
         || mac_len * 2 != NGX_HTTP_FLAGS_SYNC_SIG_LEN)
     {

@@ -40,6 +40,9 @@
 
 #include "flags_core.h"
 
+#include <cstdio>
+#include <cstring>
+
 /*
  * The fleet's script.  KEYS[1] is the project's control hash, KEYS[2 + i]
  * the window hash of entry i (i from 0 to n - 1) and KEYS[2 + n + i] its
@@ -504,4 +507,84 @@ extern "C" const char *fl_sync_defs_script(size_t *len) noexcept
 {
     *len = sizeof(defs_script) - 1;
     return defs_script;
+}
+
+
+/* ------------------------------------------------ definitions' decisions */
+
+extern "C" size_t fl_sync_defs_signed_bound(size_t project_len,
+    size_t entry_len, size_t doc_len) noexcept
+{
+    /* the prefix, two numbers of at most 20 digits, four newlines */
+    return sizeof("flags-definitions\n") - 1 + project_len + 2 * 20 + 4
+           + entry_len + doc_len;
+}
+
+extern "C" size_t fl_sync_defs_signed(const char *project,
+    size_t project_len, uint64_t version, uint64_t at_ms, const char *entry,
+    size_t entry_len, const char *doc, size_t doc_len, char *out,
+    size_t cap) noexcept
+{
+    char    num[2][24];
+    int     nl[2];
+    size_t  len, off;
+
+    nl[0] = snprintf(num[0], sizeof(num[0]), "%llu",
+                     (unsigned long long) version);
+    nl[1] = snprintf(num[1], sizeof(num[1]), "%llu",
+                     (unsigned long long) at_ms);
+
+    len = sizeof("flags-definitions\n") - 1 + project_len + 1 + (size_t) nl[0]
+          + 1 + (size_t) nl[1] + 1 + entry_len + 1 + doc_len;
+
+    if (len > cap) {
+        return 0;
+    }
+
+    off = 0;
+
+    auto put = [&](const char *p, size_t n) {
+        if (n) {
+            memcpy(out + off, p, n);
+            off += n;
+        }
+    };
+
+    put("flags-definitions\n", sizeof("flags-definitions\n") - 1);
+    put(project, project_len);
+    put("\n", 1);
+    put(num[0], (size_t) nl[0]);
+    put("\n", 1);
+    put(num[1], (size_t) nl[1]);
+    put("\n", 1);
+    put(entry, entry_len);
+    put("\n", 1);
+    put(doc, doc_len);
+
+    return off;
+}
+
+extern "C" fl_sync_defs_do_t fl_sync_defs_get(uint64_t fleet, uint64_t mine,
+    int carries_version, uint64_t at_ms, uint64_t *refused,
+    uint64_t *refused_at) noexcept
+{
+    /* a refused version gone (deleted, Redis restarted): its number may
+     * come again, written properly */
+    if (fleet < *refused) {
+        *refused = 0;
+        *refused_at = 0;
+    }
+
+    if (!carries_version || fleet <= mine) {
+        /* the fleet lost ours, or holds an older one: seed it, unless
+         * this host serves the file (version 1, every host's) */
+        return (mine > 1 && fleet < mine) ? FL_SYNC_DEFS_SEED
+                                          : FL_SYNC_DEFS_NOTHING;
+    }
+
+    if (fleet == *refused && at_ms == *refused_at) {
+        return FL_SYNC_DEFS_NOTHING;            /* refused, and logged */
+    }
+
+    return FL_SYNC_DEFS_CHECK;
 }
