@@ -48,6 +48,12 @@ typedef struct {
     uint64_t                      version;
     ngx_str_t                     answer;
     ngx_uint_t                    locked;
+    /* flags_sync: the version was proposed to the fleet; what its log
+     * line says once the fleet took it */
+    ngx_uint_t                    proposed;
+    fl_defs_change_t             *changes;
+    size_t                        nchanges;
+    ngx_str_t                     who;
 } ngx_http_flags_defs_ctx_t;
 
 
@@ -75,6 +81,8 @@ static ngx_int_t ngx_http_flags_defs_store(ngx_http_request_t *r,
 static ngx_int_t ngx_http_flags_defs_seed(ngx_http_request_t *r,
     ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old);
 static ngx_int_t ngx_http_flags_defs_answer(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx);
+static ngx_int_t ngx_http_flags_defs_fleet(ngx_http_request_t *r,
     ngx_http_flags_defs_ctx_t *ctx);
 static ngx_int_t ngx_http_flags_defs_first_entry(ngx_http_request_t *r,
     ngx_http_flags_defs_t *defs, ngx_str_t *entry);
@@ -584,6 +592,10 @@ ngx_http_flags_defs_step(ngx_http_request_t *r,
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
+    if (ctx->proposed && ctx->seq == 0) {
+        return ngx_http_flags_defs_fleet(r, ctx);
+    }
+
     if (ctx->seq) {
         /* stored and published: every worker serves it? */
         if (ngx_http_flags_zone_defs_acked(fmcf, ctx->seq)) {
@@ -791,6 +803,30 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
      * NGX_OK too: only a publication (ctx->seq) is a stored version */
     if (rc != NGX_OK || ctx->seq == 0) {
         ngx_destroy_pool(defs->pool);
+
+        if (rc == NGX_AGAIN) {
+            /* the fleet's: the syncing worker stores it, the lock is
+             * held until it has */
+            return ngx_http_flags_defs_step(r, ctx);
+        }
+
+        if (rc == NGX_BUSY) {
+            return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             "fleet_unavailable",
+                                             "flags_sync cannot reach redis: "
+                                             "versions are written to the "
+                                             "fleet only, and every host "
+                                             "keeps serving the current one");
+        }
+
+        if (rc == NGX_ABORT) {
+            return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                             "zone_full",
+                                             "the flags zone has no room for "
+                                             "this version; increase "
+                                             "flags_zone");
+        }
+
         return rc;
     }
 
@@ -805,7 +841,9 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
  * defs is version ctx->version: written durably (the file's version 1
  * first, on the first write), published to the host, applied here.
  * NGX_OK with ctx->seq set; else a status, or the error already answered
- * (ctx->seq still 0).
+ * (ctx->seq still 0).  With flags_sync it goes to the fleet instead
+ * (ngx_http_flags_sync_defs_propose()): NGX_AGAIN, proposed; NGX_BUSY,
+ * Redis is away; NGX_ABORT, no room in the zone.
  */
 
 static ngx_int_t
@@ -846,6 +884,24 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
                                    old->core, defs->core, c, n,
                                    (char *) entry.data, size);
 
+    /* flags_sync: the fleet's compare-and-set first */
+    rc = ngx_http_flags_sync_defs_propose(fmcf, project, old->version, defs,
+                                          &entry, r->connection->log);
+
+    if (rc != NGX_DECLINED) {
+        if (rc == NGX_OK) {
+            ctx->proposed = 1;
+            ctx->changes = c;
+            ctx->nchanges = n;
+            ctx->who = who;
+            return NGX_AGAIN;
+        }
+
+        /* Redis away (NGX_BUSY), or no room in the zone: answered by
+         * the caller */
+        return rc == NGX_BUSY ? NGX_BUSY : NGX_ABORT;
+    }
+
     /* the zone's memory first: never stored and then not served */
     buf = ngx_http_flags_versions_reserve(fmcf, defs->doc_len);
     if (buf == NULL) {
@@ -885,6 +941,67 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
     ngx_http_flags_versions_refresh_all(fmcf, ngx_cycle->log);
 
     return NGX_OK;
+}
+
+
+/*
+ * A version proposed to the fleet: NGX_DONE while the syncing worker has
+ * not heard back (a timer polls), then the acknowledgements awaited as
+ * for a local write, 412 when another host's write won, 503 when the
+ * fleet was not reached.
+ */
+
+static ngx_int_t
+ngx_http_flags_defs_fleet(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx)
+{
+    ngx_int_t                    rc;
+    ngx_atomic_uint_t            seq;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+    seq = 0;
+
+    rc = ngx_http_flags_sync_defs_poll(fmcf, ctx->project, ctx->started, 0,
+                                       &seq);
+
+    if (rc == NGX_AGAIN) {
+        ngx_add_timer(&ctx->wait, NGX_HTTP_FLAGS_DEFS_ACK_POLL);
+        return NGX_DONE;
+    }
+
+    ctx->proposed = 0;
+    ngx_http_flags_versions_unlock(fmcf, ctx->project);
+    ctx->locked = 0;
+
+    if (rc == NGX_DECLINED) {
+        ngx_http_flags_versions_rejected(ctx->project,
+                                         NGX_HTTP_FLAGS_REJECTED_CONFLICT);
+        return ngx_http_flags_send_error(r, NGX_HTTP_PRECONDITION_FAILED,
+                                         "version_conflict",
+                                         "another host wrote a version of "
+                                         "this project first");
+    }
+
+    if (rc != NGX_OK) {
+        return ngx_http_flags_send_error(r, NGX_HTTP_SERVICE_UNAVAILABLE,
+                                         "fleet_unavailable",
+                                         "flags_sync did not hear back from "
+                                         "redis in time; if redis took the "
+                                         "version, every host serves it at "
+                                         "its next round");
+    }
+
+    ngx_http_flags_defs_log(r, ctx->project, ctx->version, &ctx->who,
+                            ctx->changes, ctx->nchanges);
+
+    /* this worker serves it, then every worker */
+    ngx_http_flags_versions_refresh_all(fmcf, r->connection->log);
+
+    ctx->seq = seq;
+    ctx->started = ngx_current_msec;
+
+    return ngx_http_flags_defs_step(r, ctx);
 }
 
 
@@ -1044,8 +1161,16 @@ ngx_http_flags_defs_cleanup(void *data)
 {
     ngx_http_flags_defs_ctx_t  *ctx = data;
 
+    ngx_atomic_uint_t           seq;
+
     if (ctx->wait.timer_set) {
         ngx_del_timer(&ctx->wait);
+    }
+
+    if (ctx->proposed) {
+        /* the request ends first: the proposal is withdrawn */
+        (void) ngx_http_flags_sync_defs_poll(ctx->fmcf, ctx->project, 0, 1,
+                                             &seq);
     }
 
     if (ctx->locked) {

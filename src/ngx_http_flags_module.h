@@ -228,6 +228,9 @@ struct ngx_http_flags_pversion_s {
     uint64_t                    defs_writer_ms;
     /* versions refused, by ngx_http_flags_rejected_e (flags_metrics) */
     ngx_atomic_t                defs_rejected[4];
+    /* flags_sync: a write proposed to the fleet, NULL: none (slab
+     * memory, under the lock: ngx_http_flags_sync_defs.c) */
+    void                       *defs_proposal;
     size_t                      len;
     u_char                      name[1];
 };
@@ -866,6 +869,18 @@ ngx_int_t ngx_http_flags_upstream_init(ngx_conf_t *cf);
 void ngx_http_flags_sync_host(ngx_http_flags_main_conf_t *fmcf,
     ngx_str_t *name);
 char *ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+/* ngx_http_flags_sync_defs.c: a write of a runtime project's definitions
+ * goes to the fleet (NGX_DECLINED: no fleet, write here; NGX_OK: proposed,
+ * poll it; NGX_BUSY: Redis is away; NGX_ERROR: no memory), and how it
+ * went (NGX_AGAIN: not yet; NGX_OK: stored and published here, *seq;
+ * NGX_DECLINED: the fleet holds another version; NGX_ERROR: the fleet was
+ * not reached, nothing applied) */
+ngx_int_t ngx_http_flags_sync_defs_propose(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, uint64_t base,
+    ngx_http_flags_defs_t *defs, ngx_str_t *entry, ngx_log_t *log);
+ngx_int_t ngx_http_flags_sync_defs_poll(ngx_http_flags_main_conf_t *fmcf,
+    ngx_http_flags_project_t *project, ngx_msec_t started,
+    ngx_uint_t give_up, ngx_atomic_uint_t *seq);
 ngx_int_t ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf);

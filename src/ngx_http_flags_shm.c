@@ -421,6 +421,9 @@ ngx_http_flags_bind_pversion(ngx_http_flags_main_conf_t *fmcf,
         return;
     }
 
+    /* every field starts empty: the runtime definitions' too */
+    ngx_memzero(pv, offsetof(ngx_http_flags_pversion_t, name));
+
     pv->version = 0;
     pv->defs = ngx_http_flags_defs(project)->hash;
     pv->sync_epoch = 0;
@@ -466,7 +469,9 @@ ngx_http_flags_zone_current(ngx_http_flags_main_conf_t *fmcf)
 /*
  * Is a worker still running?  Called in the master: a worker is its child,
  * so a pid that is gone, a zombie, or now another process's child is not
- * that worker any more.
+ * that worker any more.  Called in a worker (a write of runtime
+ * definitions awaiting every worker's acknowledgement): the other workers
+ * are its siblings, children of its own parent.
  */
 
 static ngx_uint_t
@@ -519,6 +524,10 @@ ngx_http_flags_proc_alive(ngx_pid_t pid)
 
     for (ppid = 0; p < last && *p >= '0' && *p <= '9'; p++) {
         ppid = ppid * 10 + (*p - '0');
+    }
+
+    if (ngx_process == NGX_PROCESS_WORKER) {
+        return ppid == (ngx_int_t) getppid();
     }
 
     return ppid == (ngx_int_t) getpid();
@@ -1012,11 +1021,9 @@ ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
             continue;
         }
 
-        /* a sibling (ngx_http_flags_proc_alive() asks about the
-         * caller's children): one that died is respawned, and the new
-         * worker takes the newest version when it starts */
-        if (p->pid == ngx_pid || kill(p->pid, 0) == 0 || ngx_errno == EPERM)
-        {
+        /* one that died is respawned, and the new worker takes the
+         * newest version when it starts */
+        if (p->pid == ngx_pid || ngx_http_flags_proc_alive(p->pid)) {
             return 0;
         }
     }

@@ -18,6 +18,7 @@
 
 
 #define NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX 512     /* password_file, bytes */
+#define NGX_HTTP_FLAGS_SYNC_KEY_MIN      16      /* key_file, bytes */
 
 /*
  * A reply's bound (docs/sync.md): the largest legitimate one is a
@@ -25,12 +26,10 @@
  * (rb, ov, cb, ob) and their values.  Allowed: 8 definitions of each flag
  * of this host's largest project, 2048 more fields (flags of the project
  * that other hosts have and this one has not), at most 256 bytes an
- * element.  Past it a reply fails the round and the connection closes.
+ * element (ngx_http_flags_sync_defs_bound(), which also makes room for a
+ * runtime project's version).  Past it a reply fails the round and the
+ * connection closes.
  */
-#define NGX_HTTP_FLAGS_SYNC_ELTS_FLAG    64
-#define NGX_HTTP_FLAGS_SYNC_ELTS_MIN     4096
-#define NGX_HTTP_FLAGS_SYNC_ELT_BYTES    256
-#define NGX_HTTP_FLAGS_SYNC_BYTES_MIN    65536
 
 
 static ngx_http_flags_sync_t  *ngx_http_flags_sync_worker;
@@ -89,14 +88,15 @@ ngx_http_flags_sync_shown(ngx_conf_t *cf, ngx_str_t *url)
 
 
 /*
- * password_file=PATH: read once, by the master, while the configuration
- * is read (so the file may be readable by root only); its trailing
- * newlines are not part of the password.
+ * password_file=PATH and key_file=PATH: read once, by the master, while
+ * the configuration is read (so the file may be readable by root only);
+ * its trailing newlines are not part of the secret.  what names the
+ * parameter in messages; min is the fewest bytes allowed.
  */
 
 static char *
-ngx_http_flags_sync_password_file(ngx_conf_t *cf,
-    ngx_http_flags_sync_conf_t *sc, ngx_str_t *path)
+ngx_http_flags_sync_secret_file(ngx_conf_t *cf, const char *what,
+    size_t min, ngx_str_t *path, ngx_str_t *out)
 {
     u_char           *buf;
     ssize_t           n;
@@ -106,7 +106,7 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
 
     if (path->len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "flags_sync: password_file= needs a path");
+                           "flags_sync: %s= needs a path", what);
         return NGX_CONF_ERROR;
     }
 
@@ -117,8 +117,8 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
     fd = ngx_open_file(path->data, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, ngx_errno,
-                           "flags_sync: cannot open password_file \"%V\"",
-                           path);
+                           "flags_sync: cannot open %s \"%V\"",
+                           what, path);
         return NGX_CONF_ERROR;
     }
 
@@ -132,16 +132,16 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
         err = ngx_errno;
         (void) ngx_close_file(fd);
         ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
-                           "flags_sync: cannot read password_file \"%V\"",
-                           path);
+                           "flags_sync: cannot read %s \"%V\"",
+                           what, path);
         return NGX_CONF_ERROR;
     }
 
     if (!ngx_is_file(&fi)) {
         (void) ngx_close_file(fd);
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "flags_sync: password_file \"%V\" is not "
-                           "a regular file", path);
+                           "flags_sync: %s \"%V\" is not "
+                           "a regular file", what, path);
         return NGX_CONF_ERROR;
     }
 
@@ -152,15 +152,15 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
 
     if (n == -1) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, err,
-                           "flags_sync: cannot read password_file \"%V\"",
-                           path);
+                           "flags_sync: cannot read %s \"%V\"",
+                           what, path);
         return NGX_CONF_ERROR;
     }
 
     if (n > NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "flags_sync: password_file \"%V\" is larger "
-                           "than %d bytes", path,
+                           "flags_sync: %s \"%V\" is larger "
+                           "than %d bytes", what, path,
                            NGX_HTTP_FLAGS_SYNC_PASSWORD_MAX);
         return NGX_CONF_ERROR;
     }
@@ -171,13 +171,19 @@ ngx_http_flags_sync_password_file(ngx_conf_t *cf,
 
     if (n == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "flags_sync: password_file \"%V\" is empty",
-                           path);
+                           "flags_sync: %s \"%V\" is empty", what, path);
         return NGX_CONF_ERROR;
     }
 
-    sc->password.data = buf;
-    sc->password.len = n;
+    if ((size_t) n < min) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: %s \"%V\" is shorter than %uz "
+                           "bytes", what, path, min);
+        return NGX_CONF_ERROR;
+    }
+
+    out->data = buf;
+    out->len = n;
 
     return NGX_CONF_OK;
 }
@@ -274,7 +280,7 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
 static char *
 ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
-    ngx_str_t *value, ngx_str_t *pwfile)
+    ngx_str_t *value, ngx_str_t *pwfile, ngx_str_t *keyfile)
 {
     ngx_str_t  v;
 
@@ -327,6 +333,18 @@ ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
         return NGX_CONF_OK;
     }
 
+    if (ngx_strncmp(value->data, "key_file=", 9) == 0) {
+        if (keyfile->data) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: duplicate key_file=");
+            return NGX_CONF_ERROR;
+        }
+
+        keyfile->data = value->data + 9;
+        keyfile->len = value->len - 9;
+        return NGX_CONF_OK;
+    }
+
     if (ngx_strncmp(value->data, "host=", 5) == 0) {
         sc->name.data = value->data + 5;
         sc->name.len = value->len - 5;
@@ -346,7 +364,8 @@ ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "flags_sync: unknown parameter \"%V\" (expected "
-                       "interval=, prefix=, password_file= or host=)",
+                       "interval=, prefix=, password_file=, key_file= or "
+                       "host=)",
                        value);
     return NGX_CONF_ERROR;
 }
@@ -363,7 +382,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_flags_main_conf_t *fmcf = conf;
 
     char                        *rv;
-    ngx_str_t                   *value, *shown, pwfile;
+    ngx_str_t                   *value, *shown, pwfile, keyfile;
     ngx_uint_t                   i;
     ngx_http_flags_sync_conf_t  *sc;
 
@@ -382,6 +401,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_set(&sc->prefix, "flags:");
     sc->name = cf->cycle->hostname;
     ngx_str_null(&pwfile);
+    ngx_str_null(&keyfile);
 
     /* no message shows the password */
     shown = ngx_http_flags_sync_shown(cf, &value[1]);
@@ -392,7 +412,8 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     for (i = 2; i < cf->args->nelts; i++) {
-        rv = ngx_http_flags_sync_param(cf, sc, &value[i], &pwfile);
+        rv = ngx_http_flags_sync_param(cf, sc, &value[i], &pwfile,
+                                       &keyfile);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
@@ -406,7 +427,18 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return NGX_CONF_ERROR;
         }
 
-        rv = ngx_http_flags_sync_password_file(cf, sc, &pwfile);
+        rv = ngx_http_flags_sync_secret_file(cf, "password_file", 1, &pwfile,
+                                             &sc->password);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    /* the key that signs runtime definitions' versions */
+    if (keyfile.data) {
+        rv = ngx_http_flags_sync_secret_file(cf, "key_file",
+                                             NGX_HTTP_FLAGS_SYNC_KEY_MIN,
+                                             &keyfile, &sc->key);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
@@ -478,7 +510,7 @@ ngx_int_t
 ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t                      i, nflags;
+    ngx_uint_t                      i;
     ngx_http_flags_sync_t          *s;
     ngx_http_flags_project_t       *project;
 
@@ -503,7 +535,7 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     s->cmd = ngx_pcalloc(cycle->pool, fmcf->projects.nelts * sizeof(char *));
     s->cmd_len = ngx_pcalloc(cycle->pool,
                              fmcf->projects.nelts * sizeof(size_t));
-    s->nalloc = 2 * fmcf->projects.nelts + 4;
+    s->nalloc = 3 * fmcf->projects.nelts + 4;
     s->expect = ngx_pcalloc(cycle->pool, s->nalloc * sizeof(ngx_uint_t));
 
     if (s->projects == NULL || s->cmd == NULL || s->cmd_len == NULL
@@ -513,19 +545,18 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     }
 
     project = fmcf->projects.elts;
-    nflags = 0;
+
+    /* the reply's bound; each round's start follows the flag counts */
+    ngx_http_flags_sync_defs_bound(s);
 
     for (i = 0; i < fmcf->projects.nelts; i++) {
-        nflags = ngx_max(nflags, ngx_http_flags_defs(&project[i])->nflags);
-    }
-
-    s->max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
-                      + NGX_HTTP_FLAGS_SYNC_ELTS_FLAG * nflags;
-    s->max_bytes = NGX_HTTP_FLAGS_SYNC_BYTES_MIN
-                   + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
-
-    for (i = 0; i < fmcf->projects.nelts; i++) {
+        /* held until a round takes a newer snapshot */
         s->projects[i].defs = ngx_http_flags_defs(&project[i]);
+
+        if (s->projects[i].defs->pool) {
+            s->projects[i].defs->refs++;
+        }
+
         s->projects[i].flags = ngx_pcalloc(cycle->pool,
                                    (s->projects[i].defs->nflags + 1)
                                    * sizeof(fl_sync_flag_t));
@@ -551,6 +582,19 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     /* the first tick soon, spread a little between workers */
     ngx_add_timer(&s->tick, 10 + (ngx_pid % 10) * 10);
 
+    /* a runtime project's write goes to the fleet without waiting for
+     * the tick (ngx_http_flags_sync_defs_wake()) */
+    for (i = 0; i < fmcf->projects.nelts; i++) {
+        if (project[i].runtime) {
+            s->defs_wake.handler = ngx_http_flags_sync_defs_wake;
+            s->defs_wake.data = s;
+            s->defs_wake.log = cycle->log;
+            s->defs_wake.cancelable = 1;
+            ngx_add_timer(&s->defs_wake, 10);
+            break;
+        }
+    }
+
     return NGX_OK;
 }
 
@@ -568,6 +612,10 @@ ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf)
     }
 
     ngx_http_flags_sync_close(s);
+
+    if (s->defs_wake.timer_set) {
+        ngx_del_timer(&s->defs_wake);
+    }
 
     old = fmcf->sh->sync_lock;
 

@@ -11,6 +11,10 @@
  *   ngx_http_flags_sync_round.c  a round: the zone read into the core's
  *                                fl_sync_flag_t, the command sent, the
  *                                script's answer applied to the zone
+ *   ngx_http_flags_sync_defs.c   a runtime project's definitions in the
+ *                                fleet: a write proposed in the zone and
+ *                                sent as a compare-and-set, the fleet's
+ *                                newest version taken, signed versions
  *
  * The decisions (which flag sends what, how the answer reads, what it does
  * to a flag) are the core's: src/core/sync_round.cpp, sync_reply.cpp.
@@ -34,6 +38,7 @@ struct ngx_http_flags_sync_conf_s {
     ngx_uint_t                  db;
     ngx_msec_t                  interval;
     ngx_str_t                   prefix;
+    ngx_str_t                   key;         /* key_file=: empty, none */
 };
 
 
@@ -48,13 +53,63 @@ struct ngx_http_flags_sync_conf_s {
 #define NGX_HTTP_FLAGS_SYNC_SEEN_BEFORE  2
 
 
+/* a write of a runtime project's definitions proposed to the fleet, in
+ * the zone (ngx_http_flags_pversion_t.defs_proposal, slab memory, its
+ * state under the zone's lock): the request's worker makes it, the
+ * syncing worker sends it as a compare-and-set and says how it went */
+#define NGX_HTTP_FLAGS_SYNC_P_PENDING    1
+#define NGX_HTTP_FLAGS_SYNC_P_SENT       2
+#define NGX_HTTP_FLAGS_SYNC_P_DONE       3   /* stored here: seq */
+#define NGX_HTTP_FLAGS_SYNC_P_CONFLICT   4   /* the fleet had another */
+#define NGX_HTTP_FLAGS_SYNC_P_FAILED     5   /* Redis went away */
+#define NGX_HTTP_FLAGS_SYNC_P_ABANDONED  6   /* the request gave up */
+
+typedef struct {
+    ngx_uint_t                  state;
+    ngx_pid_t                   pid;         /* the request's worker */
+    uint64_t                    made_ms;
+    uint64_t                    base;
+    uint64_t                    version;
+    uint64_t                    at_ms;
+    ngx_atomic_uint_t           seq;         /* DONE: the publication */
+    uint64_t                    found;       /* CONFLICT: the fleet's */
+    size_t                      entry_len;
+    size_t                      doc_len;
+    u_char                      data[1];     /* entry, then document */
+} ngx_http_flags_sync_proposal_t;
+
+
+/* what a round asked of the definitions script */
+#define NGX_HTTP_FLAGS_SYNC_D_NONE   0
+#define NGX_HTTP_FLAGS_SYNC_D_GET    1
+#define NGX_HTTP_FLAGS_SYNC_D_CAS    2
+#define NGX_HTTP_FLAGS_SYNC_D_SEED   3
+
+/* a version sent (CAS, seed), kept by the syncing worker until answered */
+typedef struct {
+    uint64_t                    version;
+    uint64_t                    at_ms;
+    ngx_str_t                   entry;
+    ngx_str_t                   doc;
+} ngx_http_flags_sync_sent_t;
+
+
 typedef struct {
     /* the definitions its flags are of: taken when a round starts, held
-     * until the next (ngx_http_flags_defs_hold()) */
+     * (refs) until the next round takes another
+     * (ngx_http_flags_sync_defs_hold()) */
     ngx_http_flags_defs_t      *defs;
     fl_sync_flag_t             *flags;
+    ngx_uint_t                  flags_heap;   /* flags is ngx_alloc()'s */
     ngx_msec_t                  refused_log;  /* a ramp's item refused:
                                                * when last logged */
+    /* definitions=runtime in the fleet (ngx_http_flags_sync_defs.c) */
+    ngx_uint_t                  defs_op;      /* this round's, D_* */
+    ngx_uint_t                  defs_seed;    /* the fleet lacks ours */
+    uint64_t                    defs_refused; /* the fleet's version this
+                                               * host refused (logged), */
+    uint64_t                    defs_refused_at;  /* and its time */
+    ngx_http_flags_sync_sent_t *defs_sent;    /* CAS or seed in flight */
 } ngx_http_flags_sync_project_t;
 
 
@@ -72,7 +127,9 @@ typedef enum {
     NGX_HTTP_FLAGS_SYNC_R_SELECT,
     NGX_HTTP_FLAGS_SYNC_R_LOAD,
     NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index: EVALSHA;
-                                              * + projects + index: EVAL */
+                                              * + projects + index: EVAL;
+                                              * + 2 * projects + index:
+                                              * the definitions' EVAL */
 } ngx_http_flags_sync_reply_e;
 
 
@@ -82,6 +139,7 @@ typedef struct {
     ngx_log_t                      *log;
     ngx_event_t                     tick;
     ngx_event_t                     timeout;
+    ngx_event_t                     defs_wake;   /* a proposal waits */
     ngx_peer_connection_t           pc;
     redisReader                    *reader;
     ngx_uint_t                      state;
@@ -146,6 +204,16 @@ ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
 ngx_int_t ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s,
     ngx_uint_t pi, redisReply *reply);
 void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);
+
+/* ngx_http_flags_sync_defs.c */
+ngx_int_t ngx_http_flags_sync_defs_hold(ngx_http_flags_sync_t *s);
+ngx_int_t ngx_http_flags_sync_defs_queue(ngx_http_flags_sync_t *s,
+    ngx_uint_t pi);
+ngx_int_t ngx_http_flags_sync_defs_answer(ngx_http_flags_sync_t *s,
+    ngx_uint_t pi, redisReply *reply);
+void ngx_http_flags_sync_defs_lost(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_defs_bound(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_defs_wake(ngx_event_t *ev);
 
 
 #endif /* _NGX_HTTP_FLAGS_SYNC_H_INCLUDED_ */

@@ -346,6 +346,9 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
         }
     }
 
+    /* a compare-and-set of definitions awaiting its answer fails */
+    ngx_http_flags_sync_defs_lost(s);
+
     s->state = NGX_HTTP_FLAGS_SYNC_OFF;
     s->nexpect = 0;
     s->head = 0;
@@ -792,7 +795,10 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
 
     default:
         /* the script's answer: the round applies it */
-        if (ngx_http_flags_sync_answer(s, pi, reply) != NGX_OK) {
+        if (kind >= NGX_HTTP_FLAGS_SYNC_R_EVAL + 2 * nprojects
+            ? ngx_http_flags_sync_defs_answer(s, pi, reply) != NGX_OK
+            : ngx_http_flags_sync_answer(s, pi, reply) != NGX_OK)
+        {
             detail.data = (u_char *) "unexpected reply";
             detail.len = sizeof("unexpected reply") - 1;
             ngx_http_flags_sync_fail(s, "the sync script failed", &detail);

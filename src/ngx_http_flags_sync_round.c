@@ -45,8 +45,15 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
     /* the deltas read the windows: this worker's memo answers first */
     ngx_http_flags_memo_fold();
 
+    /* each project's definitions now (a runtime version changes them) */
+    if (ngx_http_flags_sync_defs_hold(s) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK) {
+        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK
+            || ngx_http_flags_sync_defs_queue(s, i) != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }

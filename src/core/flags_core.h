@@ -1488,6 +1488,39 @@ fl_status_t fl_sdk_parse_message(const char *data, size_t len,
  * docs/sync.md); *len is set to its length. */
 const char *fl_sync_script(size_t *len) FL_NOEXCEPT;
 
+/* The Lua script that keeps a runtime project's definitions in Redis: one
+ * version for the fleet, written by compare-and-set (src/core/
+ * sync_script.cpp, docs/sync.md "One version for the fleet"). */
+const char *fl_sync_defs_script(size_t *len) FL_NOEXCEPT;
+
+/* The bytes a runtime version's signature (HMAC-SHA256 under flags_sync
+ * key_file=) covers: "flags-definitions\n" project "\n" version "\n"
+ * at_ms "\n" entry "\n" document (numbers in decimal).  Returns the
+ * length written, or 0 when cap is less than it; the bound is enough. */
+size_t fl_sync_defs_signed_bound(size_t project_len, size_t entry_len,
+    size_t doc_len) FL_NOEXCEPT;
+size_t fl_sync_defs_signed(const char *project, size_t project_len,
+    uint64_t version, uint64_t at_ms, const char *entry, size_t entry_len,
+    const char *doc, size_t doc_len, char *out, size_t cap) FL_NOEXCEPT;
+
+/* What the definitions script's "get" answer means to a host serving
+ * version mine: fleet is the fleet's version (0: none), carries_version
+ * whether the answer holds it (the fleet's is newer), at_ms its time.
+ * *refused / *refused_at: the fleet's version this host last refused,
+ * forgotten once the fleet holds an older one.  CHECK: verify it (the
+ * signature, the entry, the document) and serve it; SEED: send this
+ * host's version at the next round (the fleet lacks it; never for
+ * version 1, the file); NOTHING: up to date, or refused already. */
+typedef enum {
+    FL_SYNC_DEFS_NOTHING = 0,
+    FL_SYNC_DEFS_CHECK,
+    FL_SYNC_DEFS_SEED
+} fl_sync_defs_do_t;
+
+fl_sync_defs_do_t fl_sync_defs_get(uint64_t fleet, uint64_t mine,
+    int carries_version, uint64_t at_ms, uint64_t *refused,
+    uint64_t *refused_at) FL_NOEXCEPT;
+
 /* A host's name in the fleet's records (flags_sync host=, and a name read
  * back from Redis before a log line shows it): 1 to FL_SYNC_HOST_MAX
  * bytes of letters, digits, '.', '-', '_' or ':'.  No space: a space ends

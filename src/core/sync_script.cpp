@@ -40,6 +40,9 @@
 
 #include "flags_core.h"
 
+#include <cstdio>
+#include <cstring>
+
 /*
  * The fleet's script.  KEYS[1] is the project's control hash, KEYS[2 + i]
  * the window hash of entry i (i from 0 to n - 1) and KEYS[2 + n + i] its
@@ -448,4 +451,140 @@ extern "C" const char *fl_sync_script(size_t *len) noexcept
 {
     *len = sizeof(script) - 1;
     return script;
+}
+
+
+namespace {
+
+/*
+ * The definitions of a runtime project in the fleet (docs/sync.md, "One
+ * version for the fleet"): one hash, KEYS[1] = PREFIX{project}:defs, with
+ * v (the version), at (its time, ms), entry (its history line), doc (the
+ * document), sig (HMAC-SHA256, hex; absent without key_file) and host
+ * (where it was written).  A missing hash is the fleet's version 0:
+ * Redis restarted empty, or no version written yet (every host serves
+ * its flags file as version 1).
+ *
+ *   get  ARGV[2] = the caller's version: {v} when the caller has it or a
+ *        newer one, else {v, at, entry, doc, sig, host};
+ *   cas  ARGV[2] = base, ARGV[3..8] = v, at, entry, doc, sig, host:
+ *        stored when the fleet's version is base (a missing hash is
+ *        version 1's base, the file), {1, v}; else {0, fleet's version};
+ *   seed ARGV[3..8] as cas: stored when the fleet's version is older
+ *        (Redis lost it), {1, v}; else {0, fleet's version}.
+ */
+const char defs_script[] =
+    "local k = KEYS[1]\n"
+    "local cur = tonumber(redis.call('HGET', k, 'v') or '0') or 0\n"
+    "local op = ARGV[1]\n"
+    "if op == 'get' then\n"
+    "  if cur > (tonumber(ARGV[2]) or 0) then\n"
+    "    local f = redis.call('HMGET', k, 'at', 'entry', 'doc', 'sig', "
+    "'host')\n"
+    "    return {cur, f[1] or '0', f[2] or '', f[3] or '', f[4] or '', "
+    "f[5] or ''}\n"
+    "  end\n"
+    "  return {cur}\n"
+    "end\n"
+    "local v = tonumber(ARGV[3]) or 0\n"
+    "local ok\n"
+    "if op == 'cas' then\n"
+    "  local base = tonumber(ARGV[2]) or 0\n"
+    "  ok = cur == base or (cur == 0 and base == 1)\n"
+    "else\n"
+    "  ok = cur < v\n"
+    "end\n"
+    "if not ok or v < 1 then return {0, cur} end\n"
+    "redis.call('DEL', k)\n"
+    "redis.call('HMSET', k, 'v', ARGV[3], 'at', ARGV[4], 'entry', ARGV[5], "
+    "'doc', ARGV[6], 'host', ARGV[8])\n"
+    "if ARGV[7] ~= '' then redis.call('HSET', k, 'sig', ARGV[7]) end\n"
+    "return {1, v}\n";
+
+} // namespace
+
+extern "C" const char *fl_sync_defs_script(size_t *len) noexcept
+{
+    *len = sizeof(defs_script) - 1;
+    return defs_script;
+}
+
+
+/* ------------------------------------------------ definitions' decisions */
+
+extern "C" size_t fl_sync_defs_signed_bound(size_t project_len,
+    size_t entry_len, size_t doc_len) noexcept
+{
+    /* the prefix, two numbers of at most 20 digits, four newlines */
+    return sizeof("flags-definitions\n") - 1 + project_len + 2 * 20 + 4
+           + entry_len + doc_len;
+}
+
+extern "C" size_t fl_sync_defs_signed(const char *project,
+    size_t project_len, uint64_t version, uint64_t at_ms, const char *entry,
+    size_t entry_len, const char *doc, size_t doc_len, char *out,
+    size_t cap) noexcept
+{
+    char    num[2][24];
+    int     nl[2];
+    size_t  len, off;
+
+    nl[0] = snprintf(num[0], sizeof(num[0]), "%llu",
+                     (unsigned long long) version);
+    nl[1] = snprintf(num[1], sizeof(num[1]), "%llu",
+                     (unsigned long long) at_ms);
+
+    len = sizeof("flags-definitions\n") - 1 + project_len + 1 + (size_t) nl[0]
+          + 1 + (size_t) nl[1] + 1 + entry_len + 1 + doc_len;
+
+    if (len > cap) {
+        return 0;
+    }
+
+    off = 0;
+
+    auto put = [&](const char *p, size_t n) {
+        if (n) {
+            memcpy(out + off, p, n);
+            off += n;
+        }
+    };
+
+    put("flags-definitions\n", sizeof("flags-definitions\n") - 1);
+    put(project, project_len);
+    put("\n", 1);
+    put(num[0], (size_t) nl[0]);
+    put("\n", 1);
+    put(num[1], (size_t) nl[1]);
+    put("\n", 1);
+    put(entry, entry_len);
+    put("\n", 1);
+    put(doc, doc_len);
+
+    return off;
+}
+
+extern "C" fl_sync_defs_do_t fl_sync_defs_get(uint64_t fleet, uint64_t mine,
+    int carries_version, uint64_t at_ms, uint64_t *refused,
+    uint64_t *refused_at) noexcept
+{
+    /* a refused version gone (deleted, Redis restarted): its number may
+     * come again, written properly */
+    if (fleet < *refused) {
+        *refused = 0;
+        *refused_at = 0;
+    }
+
+    if (!carries_version || fleet <= mine) {
+        /* the fleet lost ours, or holds an older one: seed it, unless
+         * this host serves the file (version 1, every host's) */
+        return (mine > 1 && fleet < mine) ? FL_SYNC_DEFS_SEED
+                                          : FL_SYNC_DEFS_NOTHING;
+    }
+
+    if (fleet == *refused && at_ms == *refused_at) {
+        return FL_SYNC_DEFS_NOTHING;            /* refused, and logged */
+    }
+
+    return FL_SYNC_DEFS_CHECK;
 }

@@ -1490,10 +1490,71 @@ static void test_ramp_copy_rolled(void **state)
     assert_true(fl_sync_ramp_unknown_milli(NULL, 30000) == FL_RAMP_NONE);
 }
 
+/* A runtime version's signed bytes (docs/sync.md, "Signing"), exactly. */
+static void test_defs_signed(void **state)
+{
+    (void) state;
+    char out[256];
+    const char want[] = "flags-definitions\nshop\n5\n1700000000123\n{\"version\":5}\n{\"flags\":[]}";
+    size_t bound = fl_sync_defs_signed_bound(4, 13, 12);
+    size_t n = fl_sync_defs_signed("shop", 4, 5, 1700000000123ULL, "{\"version\":5}", 13,
+                                   "{\"flags\":[]}", 12, out, sizeof(out));
+
+    assert_int_equal(n, sizeof(want) - 1);
+    assert_memory_equal(out, want, n);
+    assert_true(bound >= n);
+    /* too small: nothing written past cap, 0 */
+    assert_int_equal(fl_sync_defs_signed("shop", 4, 5, 1700000000123ULL, "{\"version\":5}", 13,
+                                         "{\"flags\":[]}", 12, out, n - 1), 0);
+    assert_int_equal(fl_sync_defs_signed("shop", 4, 5, 1700000000123ULL, "{\"version\":5}", 13,
+                                         "{\"flags\":[]}", 12, out, n), n);
+    /* the largest numbers fit the bound */
+    n = fl_sync_defs_signed("p", 1, UINT64_MAX, UINT64_MAX, "", 0, "", 0, out, sizeof(out));
+    assert_int_equal(n, sizeof("flags-definitions\np\n18446744073709551615\n18446744073709551615\n\n") - 1);
+    assert_true(fl_sync_defs_signed_bound(1, 0, 0) >= n);
+    /* another project or number is other bytes */
+    n = fl_sync_defs_signed("shoq", 4, 5, 1700000000123ULL, "{\"version\":5}", 13,
+                            "{\"flags\":[]}", 12, out, sizeof(out));
+    assert_memory_not_equal(out, want, n);
+}
+
+/* What a host does with the fleet's answer to "get". */
+static void test_defs_get(void **state)
+{
+    (void) state;
+    uint64_t refused = 0, at = 0;
+
+    /* an empty fleet: a host on the file says nothing, a newer one seeds */
+    assert_int_equal(fl_sync_defs_get(0, 1, 0, 0, &refused, &at), FL_SYNC_DEFS_NOTHING);
+    assert_int_equal(fl_sync_defs_get(0, 4, 0, 0, &refused, &at), FL_SYNC_DEFS_SEED);
+    /* an older fleet (restarted from an old dump): seeded too */
+    assert_int_equal(fl_sync_defs_get(3, 4, 0, 0, &refused, &at), FL_SYNC_DEFS_SEED);
+    /* up to date */
+    assert_int_equal(fl_sync_defs_get(4, 4, 0, 0, &refused, &at), FL_SYNC_DEFS_NOTHING);
+    /* newer: checked */
+    assert_int_equal(fl_sync_defs_get(5, 4, 1, 100, &refused, &at), FL_SYNC_DEFS_CHECK);
+    /* newer but no longer than ours by the time the answer came */
+    assert_int_equal(fl_sync_defs_get(5, 5, 1, 100, &refused, &at), FL_SYNC_DEFS_NOTHING);
+    /* refused already: not again, round after round */
+    refused = 5;
+    at = 100;
+    assert_int_equal(fl_sync_defs_get(5, 4, 1, 100, &refused, &at), FL_SYNC_DEFS_NOTHING);
+    assert_int_equal(refused, 5);
+    /* the same number written again, at another time: checked */
+    assert_int_equal(fl_sync_defs_get(5, 4, 1, 101, &refused, &at), FL_SYNC_DEFS_CHECK);
+    /* the refused version gone (the fleet behind it): forgotten */
+    assert_int_equal(fl_sync_defs_get(4, 4, 0, 0, &refused, &at), FL_SYNC_DEFS_NOTHING);
+    assert_int_equal(refused, 0);
+    assert_int_equal(at, 0);
+    assert_int_equal(fl_sync_defs_get(5, 4, 1, 100, &refused, &at), FL_SYNC_DEFS_CHECK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_valid),
+        cmocka_unit_test(test_defs_signed),
+        cmocka_unit_test(test_defs_get),
         cmocka_unit_test(test_control_encoding),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_known_unmoved),
