@@ -118,6 +118,7 @@ static void test_exact(void **state)
     (void) state;
     memset(s, 0, sizeof(s));
     memset(&m, 0, sizeof(m));
+    memset(&mp, 0, sizeof(mp));
 
     s[0].evaluations = 10;
     s[0].enabled_evaluations = 3;
@@ -149,6 +150,8 @@ static void test_exact(void **state)
     mp.project = p;
     mp.snapshots = s;
     mp.counted = counted;
+    mp.defs_version = 7;
+    mp.defs_rejected[3] = 2;     /* signature */
 
     m.refused[FL_REFUSED_INVALID_JSON] = 3;
     m.refused[FL_REFUSED_UNKNOWN_FLAG] = 1;
@@ -211,8 +214,14 @@ static void test_exact(void **state)
 
     /* one HELP and one TYPE per family, and 18 samples of a family with
      * a third label for three flags (3 x 2 + ...) */
-    assert_int_equal(count(out, "# HELP "), 28);
-    assert_int_equal(count(out, "# TYPE "), 28);
+    /* a project's definitions: its version, its refusals by reason */
+    assert_line(out, "flags_definitions_version{project=\"shop\"} 7");
+    assert_line(out, "flags_definitions_rejected_total{project=\"shop\",reason=\"invalid\"} 0");
+    assert_line(out, "flags_definitions_rejected_total{project=\"shop\",reason=\"signature\"} 2");
+    assert_int_equal(count(out, "\nflags_definitions_rejected_total{"), FL_DEFS_REJECTED_MAX);
+
+    assert_int_equal(count(out, "# HELP "), 30);
+    assert_int_equal(count(out, "# TYPE "), 30);
     assert_int_equal(count(out, "# TYPE flags_rolled_back gauge\n"), 1);
     assert_int_equal(count(out, "\nflags_evaluations_total{"), 6);
     assert_int_equal(count(out, "\nflags_reports_refused_total{"),
@@ -252,6 +261,7 @@ static void test_escape(void **state)
     /* a project name with every byte to escape, in every label set */
     memset(s, 0, sizeof(s));
     memset(&m, 0, sizeof(m));
+    memset(&mp, 0, sizeof(mp));
     m.push_connections = -1;
     mp.name = "a\"b\\c\nd";
     mp.name_len = 7;
@@ -261,7 +271,8 @@ static void test_escape(void **state)
 
     text = render(&mp, 1, &m, &n);
     assert_line(text, "flags_rollbacks_total{project=\"a\\\"b\\\\c\\nd\",flag=\"checkout\",by=\"rule\"} 0");
-    assert_int_equal(count(text, "project=\"a\\\"b\\\\c\\nd\""), 3 * 24);
+    /* 24 a flag, and the project's definitions: 1 + 4 */
+    assert_int_equal(count(text, "project=\"a\\\"b\\\\c\\nd\""), 3 * 24 + 5);
     assert_line(text, "flags_zone_uncounted_flags 0");
     free(text - 16);
     fl_project_free(p);
