@@ -54,6 +54,11 @@ typedef struct {
     fl_defs_change_t             *changes;
     size_t                        nchanges;
     ngx_str_t                     who;
+    /* a local write whose files a thread writes: the new snapshot, its
+     * document's room in the zone, the job */
+    ngx_http_flags_defs_t        *defs;
+    u_char                       *buf;
+    ngx_http_flags_versions_job_t *job;
 } ngx_http_flags_defs_ctx_t;
 
 
@@ -79,7 +84,14 @@ static ngx_int_t ngx_http_flags_defs_store(ngx_http_request_t *r,
     ngx_http_flags_defs_ctx_t *ctx, ngx_http_flags_defs_t *old,
     ngx_http_flags_defs_t *defs, fl_defs_change_t *c, size_t n);
 static ngx_int_t ngx_http_flags_defs_seed(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old);
+    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old,
+    ngx_http_flags_versions_job_t *job);
+static ngx_int_t ngx_http_flags_defs_stored(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx);
+#if (NGX_THREADS)
+static void ngx_http_flags_defs_disk(void *data, ngx_log_t *log);
+static void ngx_http_flags_defs_disk_done(ngx_event_t *ev);
+#endif
 static ngx_int_t ngx_http_flags_defs_answer(ngx_http_request_t *r,
     ngx_http_flags_defs_ctx_t *ctx);
 static ngx_int_t ngx_http_flags_defs_fleet(ngx_http_request_t *r,
@@ -799,6 +811,11 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
 
     rc = ngx_http_flags_defs_store(r, ctx, old, defs, c, n);
 
+    if (rc == NGX_DONE) {
+        /* a thread writes the files: ngx_http_flags_defs_disk_done() */
+        return NGX_DONE;
+    }
+
     /* an error answered by the store returns what sending it returned,
      * NGX_OK too: only a publication (ctx->seq) is a stored version */
     if (rc != NGX_OK || ctx->seq == 0) {
@@ -851,25 +868,22 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
     ngx_http_flags_defs_ctx_t *ctx, ngx_http_flags_defs_t *old,
     ngx_http_flags_defs_t *defs, fl_defs_change_t *c, size_t n)
 {
-    u_char                      *buf;
-    size_t                       size;
-    ngx_int_t                    rc;
-    ngx_str_t                    entry, doc, who, host;
-    ngx_http_flags_project_t    *project;
-    ngx_http_flags_main_conf_t  *fmcf;
+    u_char                         *buf;
+    size_t                          size;
+    ngx_int_t                       rc;
+    ngx_str_t                       entry, doc, who, host;
+#if (NGX_THREADS)
+    ngx_thread_task_t              *task;
+#endif
+    ngx_http_flags_project_t       *project;
+    ngx_http_flags_main_conf_t     *fmcf;
+    ngx_http_flags_versions_job_t  *job;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
     project = ctx->project;
 
     ngx_http_flags_defs_who(r, &who);
     ngx_http_flags_sync_host(fmcf, &host);
-
-    if (ngx_http_flags_defs_seed(r, project, old) != NGX_OK) {
-        return ngx_http_flags_send_error(r, NGX_HTTP_INSUFFICIENT_STORAGE,
-                                         "insufficient_storage",
-                                         "the version could not be stored "
-                                         "(see the error log)");
-    }
 
     size = fl_defs_entry_json_bound(who.len, host.len, old->core, defs->core,
                                     c, n);
@@ -885,6 +899,15 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
                                    (char *) entry.data, size);
 
     /* flags_sync: the fleet's compare-and-set first */
+    if (fmcf->sync
+        && ngx_http_flags_defs_seed(r, project, old, NULL) != NGX_OK)
+    {
+        return ngx_http_flags_send_error(r, NGX_HTTP_INSUFFICIENT_STORAGE,
+                                         "insufficient_storage",
+                                         "the version could not be stored "
+                                         "(see the error log)");
+    }
+
     rc = ngx_http_flags_sync_defs_propose(fmcf, project, old->version, defs,
                                           &entry, r->connection->log);
 
@@ -914,10 +937,129 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
     doc.data = defs->doc;
     doc.len = defs->doc_len;
 
-    rc = ngx_http_flags_versions_write(r->pool, fmcf, project, defs->version,
-                                       &entry, &doc, r->connection->log);
-    if (rc != NGX_OK) {
+    job = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_versions_job_t));
+
+    if (job == NULL
+        || ngx_http_flags_defs_seed(r, project, old, job) != NGX_OK
+        || ngx_http_flags_versions_job(r->pool, fmcf, project, job,
+                                       defs->version, &entry, &doc)
+           != NGX_OK)
+    {
         ngx_slab_free(fmcf->shpool, buf);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->defs = defs;
+    ctx->buf = buf;
+    ctx->job = job;
+    ctx->changes = c;
+    ctx->nchanges = n;
+    ctx->who = who;
+
+#if (NGX_THREADS)
+
+    /* the disk's part in a thread: the worker goes on answering while
+     * the files are written and synced */
+    if (fmcf->state_thread_pool) {
+        task = ngx_thread_task_alloc(r->pool, 0);
+
+        if (task) {
+            task->ctx = ctx;
+            task->handler = ngx_http_flags_defs_disk;
+            task->event.handler = ngx_http_flags_defs_disk_done;
+            task->event.data = r;
+
+            if (ngx_thread_task_post(fmcf->state_thread_pool, task)
+                == NGX_OK)
+            {
+                return NGX_DONE;
+            }
+        }
+
+        /* the queue is full: here, then */
+    }
+
+#endif
+
+    ngx_http_flags_versions_run(job);
+
+    return ngx_http_flags_defs_stored(r, ctx);
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_http_flags_defs_disk(void *data, ngx_log_t *log)
+{
+    ngx_http_flags_defs_ctx_t  *ctx = data;
+
+    ngx_http_flags_versions_run(ctx->job);
+}
+
+
+/* In the event loop: the thread wrote the files (or failed). */
+
+static void
+ngx_http_flags_defs_disk_done(ngx_event_t *ev)
+{
+    ngx_int_t                   rc;
+    ngx_connection_t           *c;
+    ngx_http_request_t         *r;
+    ngx_http_flags_defs_ctx_t  *ctx;
+
+    r = ev->data;
+    c = r->connection;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
+
+    rc = ngx_http_flags_defs_stored(r, ctx);
+
+    if (rc != NGX_OK || ctx->seq == 0) {
+        ngx_destroy_pool(ctx->defs->pool);
+        ctx->defs = NULL;
+
+    } else {
+        ngx_http_flags_versions_unlock(ctx->fmcf, ctx->project);
+        ctx->locked = 0;
+
+        rc = ngx_http_flags_defs_step(r, ctx);
+    }
+
+    if (rc != NGX_DONE) {
+        /* r may be gone after this */
+        ngx_http_finalize_request(r, rc);
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+#endif
+
+
+/*
+ * The files are written (ctx->job ran): the version published to the
+ * host, logged and applied here; NGX_OK with ctx->seq set.  A failure
+ * frees the zone's room and is answered: 507 when the disk had no room
+ * (the version is not stored: the current one is still served).
+ */
+
+static ngx_int_t
+ngx_http_flags_defs_stored(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx)
+{
+    ngx_int_t                    rc;
+    ngx_http_flags_defs_t       *defs;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ctx->fmcf;
+    project = ctx->project;
+    defs = ctx->defs;
+
+    rc = ngx_http_flags_versions_done(r->pool, fmcf, project, ctx->job,
+                                      r->connection->log);
+    if (rc != NGX_OK) {
+        ngx_slab_free(fmcf->shpool, ctx->buf);
 
         if (rc == NGX_DECLINED) {
             return ngx_http_flags_send_error(r, NGX_HTTP_INSUFFICIENT_STORAGE,
@@ -930,9 +1072,11 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->seq = ngx_http_flags_versions_publish(fmcf, project, defs, buf);
+    ctx->seq = ngx_http_flags_versions_publish(fmcf, project, defs,
+                                               ctx->buf);
 
-    ngx_http_flags_defs_log(r, project, defs->version, &who, c, n);
+    ngx_http_flags_defs_log(r, project, defs->version, &ctx->who,
+                            ctx->changes, ctx->nchanges);
 
     (void) ngx_http_flags_versions_apply(fmcf, project, defs, NULL,
                                          r->connection->log);
@@ -1031,7 +1175,8 @@ ngx_http_flags_defs_answer(ngx_http_request_t *r,
 
 static ngx_int_t
 ngx_http_flags_defs_seed(ngx_http_request_t *r,
-    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old)
+    ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old,
+    ngx_http_flags_versions_job_t *job)
 {
     uint64_t                     v[1];
     ngx_str_t                    entry, doc;
@@ -1051,6 +1196,12 @@ ngx_http_flags_defs_seed(ngx_http_request_t *r,
 
     doc.data = old->doc;
     doc.len = old->doc_len;
+
+    if (job) {
+        /* written before the new version, by the same job */
+        return ngx_http_flags_versions_job(r->pool, fmcf, project, job, 1,
+                                           &entry, &doc);
+    }
 
     return ngx_http_flags_versions_write(r->pool, fmcf, project, 1, &entry,
                                          &doc, r->connection->log);

@@ -559,6 +559,32 @@ ngx_int_t ngx_http_flags_versions_read(ngx_pool_t *pool,
 ngx_int_t ngx_http_flags_versions_write(ngx_pool_t *pool,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
     uint64_t version, ngx_str_t *entry, ngx_str_t *doc, ngx_log_t *log);
+/* the same in three steps, the middle one for a thread */
+typedef struct {
+    u_char                     *tmp;
+    u_char                     *path;
+    uint64_t                    version;
+    ngx_str_t                   entry;
+    ngx_str_t                   doc;
+} ngx_http_flags_versions_file_t;
+typedef struct {
+    u_char                     *dir;
+    ngx_http_flags_versions_file_t  files[2];
+    ngx_uint_t                  nfiles;
+    uint64_t                    newest;
+    ngx_uint_t                  written;
+    ngx_err_t                   err;         /* of the step that failed */
+    const char                 *failed;      /* NULL: none */
+    u_char                     *name;        /* the file it failed on */
+} ngx_http_flags_versions_job_t;
+ngx_int_t ngx_http_flags_versions_job(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    ngx_http_flags_versions_job_t *job, uint64_t version, ngx_str_t *entry,
+    ngx_str_t *doc);
+void ngx_http_flags_versions_run(ngx_http_flags_versions_job_t *job);
+ngx_int_t ngx_http_flags_versions_done(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    ngx_http_flags_versions_job_t *job, ngx_log_t *log);
 ngx_int_t ngx_http_flags_versions_conf(ngx_conf_t *cf,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project);
 u_char *ngx_http_flags_versions_reserve(ngx_http_flags_main_conf_t *fmcf,

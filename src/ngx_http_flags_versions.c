@@ -39,10 +39,6 @@
 static ngx_int_t ngx_http_flags_versions_path(ngx_pool_t *pool,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
     uint64_t version, ngx_str_t *path);
-static ngx_int_t ngx_http_flags_versions_mkdir(ngx_str_t *dir,
-    ngx_log_t *log);
-static ngx_int_t ngx_http_flags_versions_sync_dir(u_char *dir,
-    ngx_log_t *log);
 static ngx_int_t ngx_http_flags_versions_read_file(ngx_pool_t *pool,
     ngx_str_t *path, ngx_str_t *content, time_t *mtime, ngx_log_t *log);
 static void ngx_http_flags_versions_prune(ngx_pool_t *pool,
@@ -276,8 +272,10 @@ ngx_http_flags_versions_read_file(ngx_pool_t *pool, ngx_str_t *path,
 /*
  * Version N, durably: written to a temporary file, synced, renamed to its
  * name, the directory synced; older versions beyond the last KEEP go.
- * NGX_OK; NGX_DECLINED when the disk is full (or over quota): nothing was
- * stored; NGX_ERROR on any other failure, logged.
+ * NGX_OK; NGX_DECLINED when the disk is full (or over quota, or over a
+ * file size limit): nothing was stored; NGX_ERROR on any other failure,
+ * logged.  The three steps below do the same with the disk's part in a
+ * thread (ngx_http_flags_admin_defs.c).
  */
 
 ngx_int_t
@@ -285,12 +283,40 @@ ngx_http_flags_versions_write(ngx_pool_t *pool,
     ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
     uint64_t version, ngx_str_t *entry, ngx_str_t *doc, ngx_log_t *log)
 {
-    u_char     *tmp;
-    ssize_t     n;
-    ngx_fd_t    fd;
-    ngx_err_t   err;
-    ngx_str_t   dir, path;
-    struct iovec iov[3];
+    ngx_http_flags_versions_job_t  job;
+
+    ngx_memzero(&job, sizeof(ngx_http_flags_versions_job_t));
+
+    if (ngx_http_flags_versions_job(pool, fmcf, project, &job, version,
+                                    entry, doc)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_flags_versions_run(&job);
+
+    return ngx_http_flags_versions_done(pool, fmcf, project, &job, log);
+}
+
+
+/*
+ * A file for the job to write (at most two: the file's version 1 goes
+ * before the first version written): its names, in pool, and its bytes.
+ */
+
+ngx_int_t
+ngx_http_flags_versions_job(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    ngx_http_flags_versions_job_t *job, uint64_t version, ngx_str_t *entry,
+    ngx_str_t *doc)
+{
+    ngx_str_t                        dir, path;
+    ngx_http_flags_versions_file_t  *f;
+
+    if (job->nfiles == 2) {
+        return NGX_ERROR;
+    }
 
     if (ngx_http_flags_versions_path(pool, fmcf, project, 0, &dir) != NGX_OK
         || ngx_http_flags_versions_path(pool, fmcf, project, version, &path)
@@ -299,158 +325,175 @@ ngx_http_flags_versions_write(ngx_pool_t *pool,
         return NGX_ERROR;
     }
 
-    if (ngx_http_flags_versions_mkdir(&dir, log) != NGX_OK) {
-        return ngx_errno == NGX_ENOSPC ? NGX_DECLINED : NGX_ERROR;
-    }
+    f = &job->files[job->nfiles];
 
-    tmp = ngx_pnalloc(pool, path.len + sizeof(".tmp"));
-    if (tmp == NULL) {
+    f->tmp = ngx_pnalloc(pool, path.len + sizeof(".tmp"));
+    if (f->tmp == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_sprintf(tmp, "%V.tmp%Z", &path);
+    ngx_sprintf(f->tmp, "%V.tmp%Z", &path);
 
-    fd = ngx_open_file(tmp, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE, 0600);
-    if (fd == NGX_INVALID_FILE) {
-        err = ngx_errno;
-        ngx_log_error(NGX_LOG_ERR, log, err,
-                      ngx_open_file_n " \"%s\" failed", tmp);
-        return err == NGX_ENOSPC ? NGX_DECLINED : NGX_ERROR;
-    }
+    f->path = path.data;
+    f->version = version;
+    f->entry = *entry;
+    f->doc = *doc;
 
-    iov[0].iov_base = entry->data;
-    iov[0].iov_len = entry->len;
-    iov[1].iov_base = (void *) "\n";
-    iov[1].iov_len = 1;
-    iov[2].iov_base = doc->data;
-    iov[2].iov_len = doc->len;
-
-    /* a short write sets no errno: a stale one (EEXIST of the mkdir)
-     * must not pass for the reason */
-    ngx_set_errno(0);
-    n = writev(fd, iov, 3);
-    err = ngx_errno;
-
-    if (n != (ssize_t) (entry->len + 1 + doc->len) || fsync(fd) == -1) {
-        if (n == (ssize_t) (entry->len + 1 + doc->len)) {
-            err = ngx_errno;
-        }
-
-        if (n >= 0 && n != (ssize_t) (entry->len + 1 + doc->len)
-            && err == 0)
-        {
-            err = NGX_ENOSPC;       /* a short write: the disk is full */
-        }
-
-        ngx_log_error(NGX_LOG_ERR, log, err,
-                      "flags: writing version %uL of project \"%V\" to "
-                      "\"%s\" failed", version, &project->name, tmp);
-        ngx_close_file(fd);
-        (void) ngx_delete_file(tmp);
-
-        /* no room for it: a full disk, a quota, a file size limit */
-        return (err == NGX_ENOSPC || err == EFBIG
-#ifdef EDQUOT
-                || err == EDQUOT
-#endif
-               ) ? NGX_DECLINED : NGX_ERROR;
-    }
-
-    ngx_close_file(fd);
-
-    if (ngx_rename_file(tmp, path.data) == NGX_FILE_ERROR) {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                      ngx_rename_file_n " \"%s\" to \"%V\" failed",
-                      tmp, &path);
-        (void) ngx_delete_file(tmp);
-        return NGX_ERROR;
-    }
-
-    if (ngx_http_flags_versions_sync_dir(dir.data, log) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    ngx_http_flags_versions_prune(pool, fmcf, project, version, log);
+    job->dir = dir.data;
+    job->newest = version;
+    job->nfiles++;
 
     return NGX_OK;
 }
 
 
-static ngx_int_t
-ngx_http_flags_versions_mkdir(ngx_str_t *dir, ngx_log_t *log)
+/*
+ * The job's files written in order, stopping at the first failure (its
+ * step, file and errno in the job).  No log, no pool, no zone: it runs in
+ * a thread of flags_state_thread_pool as well as in the event loop.
+ */
+
+void
+ngx_http_flags_versions_run(ngx_http_flags_versions_job_t *job)
 {
-    u_char  *slash;
+    u_char                          *slash;
+    ssize_t                          n, want;
+    ngx_fd_t                         fd;
+    ngx_uint_t                       i;
+    struct iovec                     iov[3];
+    ngx_http_flags_versions_file_t  *f;
 
-    if (ngx_create_dir(dir->data, 0700) == NGX_FILE_ERROR) {
-        if (ngx_errno == NGX_EEXIST) {
-            return NGX_OK;
-        }
+    job->err = 0;
+    job->failed = NULL;
+    job->written = 0;
+    job->name = job->dir;
 
-        if (ngx_errno != NGX_ENOENT) {
-            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                          ngx_create_dir_n " \"%V\" failed", dir);
-            return NGX_ERROR;
-        }
+    /* "<state file>.definitions/<project>", its parent first if need be */
+    if (ngx_create_dir(job->dir, 0700) == NGX_FILE_ERROR
+        && ngx_errno != NGX_EEXIST)
+    {
+        slash = job->dir + ngx_strlen(job->dir) - 1;
 
-        /* "<state file>.definitions" first */
-        slash = ngx_strlchr(dir->data, dir->data + dir->len, '/');
-
-        while (slash && ngx_strlchr(slash + 1, dir->data + dir->len, '/')) {
-            slash = ngx_strlchr(slash + 1, dir->data + dir->len, '/');
-        }
-
-        if (slash == NULL) {
-            return NGX_ERROR;
+        while (slash > job->dir && *slash != '/') {
+            slash--;
         }
 
         *slash = '\0';
 
-        if (ngx_create_dir(dir->data, 0700) == NGX_FILE_ERROR
+        if (ngx_create_dir(job->dir, 0700) == NGX_FILE_ERROR
             && ngx_errno != NGX_EEXIST)
         {
-            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                          ngx_create_dir_n " \"%s\" failed", dir->data);
+            job->err = ngx_errno;
             *slash = '/';
-            return NGX_ERROR;
+            job->failed = ngx_create_dir_n;
+            return;
         }
 
         *slash = '/';
 
-        if (ngx_create_dir(dir->data, 0700) == NGX_FILE_ERROR
+        if (ngx_create_dir(job->dir, 0700) == NGX_FILE_ERROR
             && ngx_errno != NGX_EEXIST)
         {
-            ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                          ngx_create_dir_n " \"%V\" failed", dir);
-            return NGX_ERROR;
+            job->err = ngx_errno;
+            job->failed = ngx_create_dir_n;
+            return;
         }
     }
 
-    return NGX_OK;
-}
+    for (i = 0; i < job->nfiles; i++) {
+        f = &job->files[i];
+        job->name = f->tmp;
 
+        fd = ngx_open_file(f->tmp, NGX_FILE_WRONLY, NGX_FILE_TRUNCATE, 0600);
+        if (fd == NGX_INVALID_FILE) {
+            job->err = ngx_errno;
+            job->failed = ngx_open_file_n;
+            return;
+        }
 
-/* The directory's entries (a rename, a new file) made durable. */
+        iov[0].iov_base = f->entry.data;
+        iov[0].iov_len = f->entry.len;
+        iov[1].iov_base = (void *) "\n";
+        iov[1].iov_len = 1;
+        iov[2].iov_base = f->doc.data;
+        iov[2].iov_len = f->doc.len;
+        want = (ssize_t) (f->entry.len + 1 + f->doc.len);
 
-static ngx_int_t
-ngx_http_flags_versions_sync_dir(u_char *dir, ngx_log_t *log)
-{
-    ngx_fd_t  fd;
+        /* a short write sets no errno: a stale one (EEXIST of the mkdir)
+         * must not pass for the reason, a full disk is */
+        ngx_set_errno(0);
+        n = writev(fd, iov, 3);
 
-    fd = ngx_open_file(dir, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+        if (n != want) {
+            job->err = (n >= 0 || ngx_errno == 0) ? NGX_ENOSPC : ngx_errno;
+            job->failed = "writev()";
+
+        } else if (fsync(fd) == -1) {
+            job->err = ngx_errno;
+            job->failed = "fsync()";
+        }
+
+        ngx_close_file(fd);
+
+        if (job->failed) {
+            (void) ngx_delete_file(f->tmp);
+            return;
+        }
+
+        if (ngx_rename_file(f->tmp, f->path) == NGX_FILE_ERROR) {
+            job->err = ngx_errno;
+            job->failed = ngx_rename_file_n;
+            (void) ngx_delete_file(f->tmp);
+            return;
+        }
+
+        job->written++;
+    }
+
+    /* the renames made durable */
+    job->name = job->dir;
+
+    fd = ngx_open_file(job->dir, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                      ngx_open_file_n " \"%s\" failed", dir);
-        return NGX_ERROR;
+        job->err = ngx_errno;
+        job->failed = ngx_open_file_n;
+        return;
     }
 
     if (fsync(fd) == -1 && ngx_errno != NGX_EINVAL) {
-        ngx_log_error(NGX_LOG_ERR, log, ngx_errno,
-                      "fsync() of \"%s\" failed", dir);
-        ngx_close_file(fd);
-        return NGX_ERROR;
+        job->err = ngx_errno;
+        job->failed = "fsync()";
     }
 
     ngx_close_file(fd);
+}
+
+
+/*
+ * In the event loop, once the job ran: its failure logged, or the old
+ * versions pruned.  NGX_OK; NGX_DECLINED, no room for it; NGX_ERROR.
+ */
+
+ngx_int_t
+ngx_http_flags_versions_done(ngx_pool_t *pool,
+    ngx_http_flags_main_conf_t *fmcf, ngx_http_flags_project_t *project,
+    ngx_http_flags_versions_job_t *job, ngx_log_t *log)
+{
+    if (job->failed) {
+        ngx_log_error(NGX_LOG_ERR, log, job->err,
+                      "flags: storing version %uL of project \"%V\": %s "
+                      "\"%s\" failed", job->newest, &project->name,
+                      job->failed, job->name);
+
+        /* no room for it: a full disk, a quota, a file size limit */
+        return (job->err == NGX_ENOSPC || job->err == EFBIG
+#ifdef EDQUOT
+                || job->err == EDQUOT
+#endif
+               ) ? NGX_DECLINED : NGX_ERROR;
+    }
+
+    ngx_http_flags_versions_prune(pool, fmcf, project, job->newest, log);
 
     return NGX_OK;
 }

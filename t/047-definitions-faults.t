@@ -447,7 +447,7 @@ SKIP: {
     my @tmp = glob("$dir/state/state.json.definitions/shop/*.tmp");
     is("@tmp", '', 'no temporary file is left');
     ok(!-e "$dir/state/state.json.definitions/shop/v" . ($version + 1) . '.json', 'no file of the refused version');
-    my @fails = $log->() =~ /writing version \d+ of project "shop"/g;
+    my @fails = $log->() =~ /storing version \d+ of project "shop"/g;
     is(scalar @fails, 1, 'the write was tried once');
     unlike($log->(), qr/\[alert\]/, 'no alert (nothing answered twice)');
 
