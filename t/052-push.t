@@ -373,7 +373,9 @@ sub fresh_ws {
     ok($c->closed(3), '... closed');
 
     $c = fresh_ws();
-    print $s join '', map { Ws::frame_bytes(1, '{"type":"x","p":"' . ('y' x 2000) . '"}') } 1 .. 600
+    # 3 MB at once: more than 1 MiB falls in one second even when a slow
+    # (sanitized) worker takes two seconds to read them
+    print $s join '', map { Ws::frame_bytes(1, '{"type":"x","p":"' . ('y' x 2000) . '"}') } 1 .. 1500
         for $s = $c->{s};
     is($c->close_code(5), 1008, 'more than 1 MiB in a second: close 1008');
 
