@@ -125,7 +125,20 @@ bool regex_search(const fl_project_s &p, const Rule &r, const char *a,
 
 bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
 {
-    const fl_trait_t *t = fl_user_trait(u, r.trait.data(), r.trait.size());
+    fl_trait_t        id;
+    const fl_trait_t *t;
+
+    if (r.user_id) {
+        /* "$userId": the caller's id, absent when it has none */
+        id.name = r.trait.data();
+        id.name_len = r.trait.size();
+        id.value = u ? u->user_id : nullptr;
+        id.value_len = u ? u->user_id_len : 0;
+        t = (u != nullptr && u->user_id != nullptr) ? &id : nullptr;
+
+    } else {
+        t = fl_user_trait(u, r.trait.data(), r.trait.size());
+    }
 
     if (t == nullptr) {
         return r.op == Op::not_exists || r.op == Op::neq

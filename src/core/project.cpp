@@ -427,6 +427,7 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
         return false;
     }
     r.trait = str(*t);
+    r.user_id = r.trait == "$userId";
 
     const jval *o = need(v, "op", K_STRING, "must be a string", why);
     if (o == nullptr) {

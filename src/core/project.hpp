@@ -57,6 +57,9 @@ using RegexPtr = std::unique_ptr<pcre2_code, Pcre2CodeFree>;
 
 struct Rule {
     std::string               trait;
+    /* "trait": "$userId": the caller's id (the userId parameter, OFREP's
+     * targetingKey, flags_context's user=), not a trait of that name */
+    bool                      user_id = false;
     Op                        op = Op::eq;
     /* ignoreCase of string operators (eq neq in not_in contains
      * starts_with ends_with) folds ASCII letters only, so the comparison is

@@ -383,7 +383,9 @@ enum class Shape { match, any_of, resolved };
 
 Shape shape(const fl::Rule &r)
 {
-    if (r.ignore_case) {
+    /* the caller's id ("$userId") is known here, not a trait the SDK
+     * holds: decided for the request's user */
+    if (r.ignore_case || r.user_id) {
         return Shape::resolved;
     }
     if (r.op == fl::Op::eq && !r.value.empty()) {

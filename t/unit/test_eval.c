@@ -117,6 +117,41 @@ static void test_eq_neq(void **state)
     check_rules(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
+/* "trait": "$userId" tests the caller's id (issue 26): the userId
+ * parameter, never a trait that calls itself so */
+static void test_user_id(void **state)
+{
+    (void) state;
+    const char *in = "{\"trait\":\"$userId\",\"op\":\"in\","
+                     "\"values\":[\"u1\",\"u7\"]}";
+    const char *ex = "{\"trait\":\"$userId\",\"op\":\"exists\"}";
+    const char *sw = "{\"trait\":\"$userId\",\"op\":\"starts_with\","
+                     "\"value\":\"staff-\"}";
+    const char *nin = "{\"trait\":\"$userId\",\"op\":\"not_in\","
+                      "\"values\":[\"u1\"]}";
+
+    const struct rule_case cases[] = {
+        { in, "userId=u1", 1 },
+        { in, "userId=u7", 1 },
+        { in, "userId=u2", 0 },
+        { in, "", 0 },
+        /* a trait of that name is not the caller's id */
+        { in, "trait_%24userId=u1", 0 },
+        { in, "userId=u2&trait_%24userId=u1", 0 },
+        { in, "trait_userId=u1", 0 },
+        { ex, "userId=x", 1 },
+        { ex, "", 0 },
+        { sw, "userId=staff-42", 1 },
+        { sw, "userId=guest", 0 },
+        /* no id: not in any list */
+        { nin, "", 1 },
+        { nin, "userId=u1", 0 },
+        { nin, "userId=u2", 1 },
+    };
+
+    check_rules(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
 static void test_in_not_in(void **state)
 {
     (void) state;
@@ -764,6 +799,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_eq_neq, arena_teardown),
+        cmocka_unit_test_teardown(test_user_id, arena_teardown),
         cmocka_unit_test_teardown(test_in_not_in, arena_teardown),
         cmocka_unit_test_teardown(test_contains_starts_ends, arena_teardown),
         cmocka_unit_test_teardown(test_regex, arena_teardown),
