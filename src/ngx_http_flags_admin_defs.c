@@ -88,6 +88,8 @@ static ngx_int_t ngx_http_flags_defs_seed(ngx_http_request_t *r,
     ngx_http_flags_versions_job_t *job);
 static ngx_int_t ngx_http_flags_defs_stored(ngx_http_request_t *r,
     ngx_http_flags_defs_ctx_t *ctx);
+static ngx_int_t ngx_http_flags_defs_written(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx, ngx_int_t rc);
 #if (NGX_THREADS)
 static void ngx_http_flags_defs_disk(void *data, ngx_log_t *log);
 static void ngx_http_flags_defs_disk_done(ngx_event_t *ev);
@@ -675,7 +677,6 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
     u_char                      *doc;
     size_t                       len, n, size;
     uint64_t                     current;
-    ngx_int_t                    rc;
     fl_alloc_t                   alloc;
     fl_status_t                  st;
     fl_project_t                *core;
@@ -809,8 +810,25 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    rc = ngx_http_flags_defs_store(r, ctx, old, defs, c, n);
+    ctx->defs = defs;
 
+    return ngx_http_flags_defs_written(r, ctx,
+                                       ngx_http_flags_defs_store(r, ctx, old,
+                                                                 defs, c, n));
+}
+
+
+/*
+ * After the store (rc: what ngx_http_flags_defs_store() or, once a thread
+ * wrote the files, ngx_http_flags_defs_stored() returned): a version
+ * published is awaited on every worker, the lock released; anything else
+ * frees the new snapshot and is answered (or waits for the fleet).
+ */
+
+static ngx_int_t
+ngx_http_flags_defs_written(ngx_http_request_t *r,
+    ngx_http_flags_defs_ctx_t *ctx, ngx_int_t rc)
+{
     if (rc == NGX_DONE) {
         /* a thread writes the files: ngx_http_flags_defs_disk_done() */
         return NGX_DONE;
@@ -819,7 +837,8 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
     /* an error answered by the store returns what sending it returned,
      * NGX_OK too: only a publication (ctx->seq) is a stored version */
     if (rc != NGX_OK || ctx->seq == 0) {
-        ngx_destroy_pool(defs->pool);
+        ngx_destroy_pool(ctx->defs->pool);
+        ctx->defs = NULL;
 
         if (rc == NGX_AGAIN) {
             /* the fleet's: the syncing worker stores it, the lock is
@@ -847,7 +866,7 @@ ngx_http_flags_defs_write(ngx_http_request_t *r,
         return rc;
     }
 
-    ngx_http_flags_versions_unlock(fmcf, project);
+    ngx_http_flags_versions_unlock(ctx->fmcf, ctx->project);
     ctx->locked = 0;
 
     return ngx_http_flags_defs_step(r, ctx);
@@ -949,7 +968,6 @@ ngx_http_flags_defs_store(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    ctx->defs = defs;
     ctx->buf = buf;
     ctx->job = job;
     ctx->changes = c;
@@ -1012,18 +1030,8 @@ ngx_http_flags_defs_disk_done(ngx_event_t *ev)
     c = r->connection;
     ctx = ngx_http_get_module_ctx(r, ngx_http_flags_module);
 
-    rc = ngx_http_flags_defs_stored(r, ctx);
-
-    if (rc != NGX_OK || ctx->seq == 0) {
-        ngx_destroy_pool(ctx->defs->pool);
-        ctx->defs = NULL;
-
-    } else {
-        ngx_http_flags_versions_unlock(ctx->fmcf, ctx->project);
-        ctx->locked = 0;
-
-        rc = ngx_http_flags_defs_step(r, ctx);
-    }
+    rc = ngx_http_flags_defs_written(r, ctx,
+                                     ngx_http_flags_defs_stored(r, ctx));
 
     if (rc != NGX_DONE) {
         /* r may be gone after this */
