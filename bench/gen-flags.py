@@ -2,6 +2,7 @@
 """gen-flags.py - generate a deterministic flags file (docs/flags-file.md) for the benchmarks.
 
     gen-flags.py --flags 30 [--seed 42] [--name-prefix p30] > flags.json
+    gen-flags.py --flags 1000 --targeting 3 --named-users 1000 > flags.json
 
 The project mixes rollout percentages (0, fractional, 100), disabled flags,
 flags without segments and flags gated by one or two segments. The segments
@@ -15,6 +16,27 @@ ignoreCase), semver_gt and gte, on the traits the benchmark user sends
 so that most rules really run: some segments match the user, some fail on
 their first rule and some on their last one. The same seed always gives the
 same file; a bigger project is built the same way with more flags.
+
+--targeting N (issue 26, docs/flags-file.md "rules" and "targets") turns
+every Nth flag (the first, the (N+1)th, ...) into a flag with three rules
+and named users, and changes nothing else: the same seed with and without
+--targeting gives the same names, switches, percentages and segments of
+every other flag, so the two files are the bench's pair (bench/run.sh,
+key "targeting"). Such a flag has, instead of its "segments":
+
+    rules   [{"segments": ["staff-ids"], "rolloutPercentage": 100},
+             {"segments": <its own segments, or one segment the bench
+                           user's traits decide when it had none>,
+              "rolloutPercentage": 50},
+             {"segments": [], "rolloutPercentage": 20}]
+    targets {"on": [2/3 of --named-users ids], "off": [the other 1/3]}
+
+and keeps its "rolloutPercentage" as the fallthrough. "staff-ids" tests the
+caller's id ("trait": "$userId", op "in") against --staff ids. Named users
+and staff are drawn from the ids the bench's distinct-user runs send
+(bench-user-1 ... bench-user-N, N = --user-space), so some requests hit them;
+the draws use a generator of their own (seeded from --seed), which is
+what leaves the rest of the file as it is without --targeting.
 """
 import argparse
 import json
@@ -59,7 +81,8 @@ WORDS = ["checkout", "search", "banner", "cart", "promo", "login", "export",
          "chat", "theme", "billing", "upload", "wizard", "reports", "invite"]
 
 
-def project(n, seed, prefix):
+def project(n, seed, prefix, targeting=0, named=1000, staff=50,
+            user_space=100000):
     rnd = random.Random(seed)
     seg_names = list(SEGMENTS)
     flags = []
@@ -75,7 +98,35 @@ def project(n, seed, prefix):
             flag["segments"] = rnd.sample(seg_names, k)
         flags.append(flag)
     used = sorted({s for f in flags for s in f.get("segments", [])})
-    return {"flags": flags, "segments": {s: SEGMENTS[s] for s in used}}
+    segments = {s: SEGMENTS[s] for s in used}
+    if targeting:
+        add_targeting(flags, segments, seed, targeting, named, staff,
+                      user_space)
+    return {"flags": flags, "segments": segments}
+
+
+def add_targeting(flags, segments, seed, every, named, staff, user_space):
+    """Rules and named users on every `every`th flag (in place)."""
+    trnd = random.Random("targeting:%d" % seed)
+    ids = ["bench-user-%d" % k for k in range(1, user_space + 1)]
+    segments["staff-ids"] = {"rules": [
+        {"trait": "$userId", "op": "in",
+         "values": sorted(trnd.sample(ids, min(staff, len(ids))))}]}
+    # the trait segments a rule may use when its flag had none
+    trait_segs = list(SEGMENTS)
+    for i in range(0, len(flags), every):
+        f = flags[i]
+        own = f.pop("segments", None) or [trnd.choice(trait_segs)]
+        for s in own:
+            segments[s] = SEGMENTS[s]
+        f["rules"] = [
+            {"segments": ["staff-ids"], "rolloutPercentage": 100},
+            {"segments": own, "rolloutPercentage": 50},
+            {"segments": [], "rolloutPercentage": 20},
+        ]
+        users = trnd.sample(ids, min(named, len(ids)))
+        cut = (2 * len(users) + 2) // 3
+        f["targets"] = {"on": users[:cut], "off": users[cut:]}
 
 
 def main():
@@ -83,8 +134,24 @@ def main():
     ap.add_argument("--flags", type=int, required=True, help="number of flags")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--name-prefix", default="ff")
+    ap.add_argument("--targeting", type=int, default=0, metavar="N",
+                    help="rules and named users on every Nth flag (0: none)")
+    ap.add_argument("--named-users", type=int, default=1000,
+                    help="named users (targets) of such a flag")
+    ap.add_argument("--staff", type=int, default=50,
+                    help="user ids in the \"staff-ids\" segment")
+    ap.add_argument("--user-space", type=int, default=100000,
+                    help="ids bench-user-1..N the named users are drawn from")
     a = ap.parse_args()
-    json.dump(project(a.flags, a.seed, a.name_prefix), sys.stdout, indent=1)
+    if a.targeting < 0 or a.named_users < 0 or a.staff < 0 or a.user_space < 1:
+        ap.error("--targeting, --named-users, --staff must be >= 0, --user-space >= 1")
+    flags = project(a.flags, a.seed, a.name_prefix, a.targeting,
+                    a.named_users, a.staff, a.user_space)
+    if a.targeting:
+        # the file holds a 5 MB project: no indentation
+        json.dump(flags, sys.stdout, separators=(",", ":"))
+    else:
+        json.dump(flags, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
 

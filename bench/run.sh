@@ -24,6 +24,13 @@
 #   GET  /flags-status   (every flag of the four projects: the 1000 of p1000
 #                        and 61 more; what flags_dashboard's page loads)
 #                        vs  /status-static  that body from a file
+#   GET  /flags of 1000 flags, a third with three rules and 1000 named users
+#                        each (docs/flags-file.md "rules", "targets"), a new
+#                        user each request  vs  GET /flags of the same 1000
+#                        flags without rules and targets (p1000), the same
+#                        users (key "targeting"; only when it is selected is
+#                        that project configured, and then flags_status
+#                        holds its 1000 flags too)
 #
 # The operator's page itself (src/dashboard/index.html, app.js, app.css) is
 # only sized, raw and gzipped: it is sent once per page load.
@@ -81,6 +88,7 @@ TOKEN1=pub_bench_1
 TOKEN1000=pub_bench_1000
 TOKEN30R=pub_bench_30_ramped
 TOKEN30N=pub_bench_30_unramped
+TOKEN1000T=pub_bench_1000_targeting
 # The benchmark user: a userId and 5 traits that the generated segments test
 # (bench/gen-flags.py): in, eq/ignoreCase, regex, semver_gt, gte.
 QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
@@ -93,6 +101,9 @@ fi
 
 say()  { printf '==> %s\n' "$*" >&2; }
 die()  { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
+
+# selected KEY: the comparison keyed KEY runs (BENCH_ONLY unset or naming it)
+selected() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 
 FAILURES=()                          # real failures found while running
 fail() { printf 'bench: FAILURE: %s\n' "$*" >&2; FAILURES+=("$*"); }
@@ -193,6 +204,15 @@ mkdir -p "$PREFIX/conf/flags" "$PREFIX/logs" "$PREFIX/html" "$PREFIX/modules"
 cp "$MODULE" "$PREFIX/modules/ngx_http_flags_module.so"
 python3 "$BENCH_DIR/gen-flags.py" --flags 30 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p30.json"
 python3 "$BENCH_DIR/gen-flags.py" --flags 1000 --seed 42 --name-prefix ff >"$PREFIX/conf/flags/p1000.json"
+# The same 1000 flags, every third (334) with three rules and 1000 named
+# users instead of its segments (bench/gen-flags.py --targeting): every
+# other flag, name, percentage and segment as in p1000.
+TARGETING_PROJECT=
+if selected targeting; then
+    python3 "$BENCH_DIR/gen-flags.py" --flags 1000 --seed 42 --name-prefix ff \
+        --targeting 3 --named-users 1000 >"$PREFIX/conf/flags/p1000t.json"
+    TARGETING_PROJECT="flags_project  p1000t token=$TOKEN1000T file=flags/p1000t.json;"
+fi
 # One flag of the 30 with two segments, alone in a project of its own: an
 # OFREP single evaluation against GET /flags of exactly that flag.
 python3 - "$PREFIX/conf/flags/p30.json" >"$PREFIX/conf/flags/p1.json" <<'EOF'
@@ -283,6 +303,7 @@ http {
     flags_project  p1    token=$TOKEN1    file=flags/p1.json;
     flags_project  p30r  token=$TOKEN30R  file=flags/p30r.json;
     flags_project  p30n  token=$TOKEN30N  file=flags/p30n.json;
+    $TARGETING_PROJECT
     flags_rollback off;                     # the reported flag must stay on
     flags_error_log $PREFIX/logs/reports.log;
 
@@ -410,6 +431,25 @@ STATUS_FLAGS=$(python3 -c 'import json,sys; print(sum(len(p["flags"]) for p in j
 curl -s "$BASE/status-static" -o "$OUT/status-static.out"
 cmp -s "$OUT/status-static.out" "$PREFIX/html/status.json" || die "/status-static does not return the flags_status body"
 
+# The targeting project must answer as its rules and targets say, else its
+# row measures something else: for the first switched-on flag with rules,
+# a user named on gets it and a user named off does not, whatever the rules.
+if selected targeting; then
+    python3 - "$PREFIX/conf/flags/p1000t.json" "$BASE/flags1000" "$TOKEN1000T" "$QUERY" <<'EOF' \
+        || die "the targeting project does not answer as its targets say"
+import json, sys, urllib.request
+proj, url, token, query = sys.argv[1:]
+f = next(f for f in json.load(open(proj))["flags"] if f["enabled"] and "rules" in f)
+for user, want in ((f["targets"]["on"][0], True), (f["targets"]["off"][0], False)):
+    q = query.replace("userId=bench-user-7", "userId=" + user)
+    req = urllib.request.Request(url + "?" + q, headers={"Authorization": "Bearer " + token})
+    got = {x["name"]: x["enabled"] for x in json.load(urllib.request.urlopen(req))["flags"]}
+    if got.get(f["name"]) is not want:
+        sys.exit("flag %s, user %s named %s: answered %r" % (
+            f["name"], user, "on" if want else "off", got.get(f["name"])))
+EOF
+fi
+
 say "nginx master $NGX_PID, worker $WORKER_PID on CPU $SERVER_CPU; wrk on CPU $CLIENT_CPU"
 say "GET /flags body: $BODY30_LEN bytes (30 flags), GET /flags1000 body: $BODY1000_LEN bytes (1000 flags)"
 say "report body: $(stat -c %s "$OUT/report.json") bytes; baseline /static1000 is a static file"
@@ -501,6 +541,7 @@ AUTH30=(-H "Authorization: Bearer $TOKEN30")
 AUTH1000=(-H "Authorization: Bearer $TOKEN1000")
 AUTH30R=(-H "Authorization: Bearer $TOKEN30R")
 AUTH30N=(-H "Authorization: Bearer $TOKEN30N")
+AUTH1000T=(-H "Authorization: Bearer $TOKEN1000T")
 AUTH1=(-H "Authorization: Bearer $TOKEN1")
 OFREP=$OUT/ofrep.json
 # the benchmark user's ETag, for the 304 runs
@@ -539,6 +580,10 @@ SC[flagsramp]='scenario flagsramp "GET /flagsramp (30 flags, each with a running
 SC[flags30r]='scenario flags30r "GET /flags (the same 30 flags at the same percentages, no ramps)" "/flags?$QUERY" "" "${AUTH30N[@]}"'
 SC[flagsrampusers]='BENCH_USERS=100000 scenario flagsrampusers "GET /flagsramp (30 ramped flags, a new user each time)" "/flagsramp?$QUERY" "" "${AUTH30R[@]}"'
 SC[flags30rusers]='BENCH_USERS=100000 scenario flags30rusers "GET /flags (the same 30 flags at the same percentages, no ramps, a new user each time)" "/flags?$QUERY" "" "${AUTH30N[@]}"'
+# the same URLs (location, users, traits) on both sides: only the token,
+# so the project, differs
+SC[targeting]='BENCH_USERS=100000 scenario targeting "GET /flags1000 (a third with rules and named users, a new user each time)" "/flags1000?$QUERY" "" "${AUTH1000T[@]}"'
+SC[targetingbase]='BENCH_USERS=100000 scenario targetingbase "GET /flags1000 (the same flags without rules and targets, a new user each time)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[status]='scenario status "GET /flags-status ($STATUS_FLAGS flags)" "/flags-status" ""'
 SC[statusstatic]='scenario statusstatic "GET /status-static (baseline, static file)" "/status-static" ""'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
@@ -585,6 +630,7 @@ compare ingestramp   ingest30n
 compare flagsrampusers flags30rusers
 compare flags30users    static30users
 compare flags1000users  static1000users
+compare targeting       targetingbase
 compare status          statusstatic
 
 # median of the numbers in $1 (space-separated); "-" when there are none
@@ -722,6 +768,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     row_ratio ingestramp   ingest30n     0.95 "POST /ingest/errors for a ramped flag (witness, backstop) vs the same flag without a ramp"
     row_ratio flags30users static30users -    "GET /flags (30 flags), a new user each request (memo misses) vs return 200"
     row_ratio flags1000users static1000users - "GET /flags1000, a new user each request (memo misses) vs static file"
+    row_ratio targeting    targetingbase -    "GET /flags1000, a third of the flags with 3 rules and 1000 named users, a new user each request vs the same flags without rules and targets"
     row_ratio status       statusstatic  -    "GET /flags-status ($STATUS_FLAGS flags: the page's data) vs static file same size"
     echo
     echo "ratio = module req/s / baseline req/s of the same round, median of the rounds (the targets apply"
