@@ -61,7 +61,12 @@
 # alternating rounds of each comparison; the median is reported),
 # BENCH_SETTLE (5: seconds of unmeasured load before the first comparison),
 # BENCH_ONLY (the module keys of the comparisons to run, e.g. "flagsramp
-# flags30"; the others print NOT MEASURED).
+# flags30"; the others print NOT MEASURED), MODULE (the .so to load;
+# build/nginx/ngx_http_flags_module.so keeps its symbols), BENCH_PERF (scenario
+# keys, e.g. "targeting targetingbase": perf record of the worker, with call
+# graphs, during each measured run of those scenarios, into
+# build/bench/perf-KEY-ROUND.data; perf costs the worker CPU, so the ratios
+# of such a run are not comparable with others: profile in a run of its own).
 # Everything is written under build/bench/; results in build/bench/results.md.
 set -euo pipefail
 
@@ -69,7 +74,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH_DIR=$ROOT/bench
 OUT=$ROOT/build/bench
 PREFIX=$OUT/nginx                     # nginx -p prefix
-MODULE=$ROOT/build/ngx_http_flags_module.so
+MODULE=${MODULE:-$ROOT/build/ngx_http_flags_module.so}
 NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 PORT=${BENCH_PORT:-18080}
 DURATION=${DURATION:-5}
@@ -108,7 +113,7 @@ selected() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 FAILURES=()                          # real failures found while running
 fail() { printf 'bench: FAILURE: %s\n' "$*" >&2; FAILURES+=("$*"); }
 
-for tool in wrk curl taskset python3 "$NGINX_BIN"; do
+for tool in wrk curl taskset python3 "$NGINX_BIN" ${BENCH_PERF:+perf}; do
     command -v "$tool" >/dev/null || die "$tool not found (./build.sh bench installs wrk)"
 done
 [ -f "$MODULE" ] || die "$MODULE missing: run ./build.sh first"
@@ -487,9 +492,23 @@ scenario() {
     local url=$BASE$path out=$OUT/wrk-$key.txt t0 t1 n dur
     printf '%-44s ' "$label" >&2
     run_wrk "$WARMUP" "$OUT/wrk-$key.warmup.txt" "$body" "$url" "$@" || return 0
+    local perf_pid=
+    if [[ " ${BENCH_PERF:-} " == *" $key "* ]]; then
+        perf record -q -e cpu-clock -F 4999 --call-graph dwarf,16384 -p "$WORKER_PID" \
+            -o "$OUT/perf-$key-${ROUND:-0}.data" >/dev/null 2>&1 &
+        perf_pid=$!
+        sleep 0.5
+    fi
     t0=$(worker_ticks) q0=$(worker_runq_ns) w0=$(date +%s%N)
-    run_wrk "$DURATION" "$out" "$body" "$url" "$@" || return 0
+    if ! run_wrk "$DURATION" "$out" "$body" "$url" "$@"; then
+        [ -z "$perf_pid" ] || { kill -INT "$perf_pid" 2>/dev/null; wait "$perf_pid"; } || true
+        return 0
+    fi
     t1=$(worker_ticks) q1=$(worker_runq_ns) w1=$(date +%s%N)
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" || true
+    fi
     if [ -z "$t0" ] || [ -z "$t1" ]; then
         echo >&2
         grep -E '\[(alert|crit|emerg)\]' "$PREFIX/logs/error.log" | head -3 >&2 || true

@@ -6,7 +6,7 @@
 #   fuzz/run.sh 0               build and replay the regressions only
 #
 # Targets (fuzz/fuzz_<target>.cc): report, query, loader, evaluate,
-# override_state, sync_reply, defs.  FUZZ_TARGETS="query loader" limits the run
+# override_state, sync_reply, defs, targeting.  FUZZ_TARGETS="query loader" limits the run
 # to some.
 #
 # The core (src/core/core.mk lists its sources) is compiled again by clang++
@@ -34,7 +34,7 @@ OUT=$ROOT/build/fuzz
 SECONDS_PER_TARGET=${1:-30}
 JOBS=${JOBS:-$(nproc)}
 CXX=${CXX_FUZZ:-clang++}
-ALL_TARGETS=(report query loader evaluate override_state sync_reply defs)
+ALL_TARGETS=(report query loader evaluate override_state sync_reply defs targeting)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -108,6 +108,7 @@ build() {
 max_len() {
     case $1 in
         query|evaluate) echo 8192 ;;
+        targeting) echo 512 ;;          # a byte program: ~200 bytes say all
         *) echo 65536 ;;
     esac
 }
@@ -116,6 +117,7 @@ dict_for() {
     case $1 in
         query|evaluate) echo "$FUZZ/dict/query.dict" ;;
         sync_reply) echo "$FUZZ/dict/sync.dict" ;;
+        targeting) echo "" ;;           # bytes, not text: no dictionary
         *) echo "$FUZZ/dict/json.dict" ;;
     esac
 }
