@@ -404,6 +404,11 @@ start_nginx
 fetch_body /flags "$TOKEN30" "$OUT/body30.json"
 fetch_body /flags1000 "$TOKEN1000" "$OUT/body1000.json"
 cp "$OUT/body1000.json" "$PREFIX/html/static1000.json"
+BODY1000T_LEN=-
+if selected targeting; then
+    fetch_body /flags1000 "$TOKEN1000T" "$OUT/body1000t.json"
+    BODY1000T_LEN=$(stat -c %s "$OUT/body1000t.json")
+fi
 stop_nginx
 
 BODY30_LEN=$(stat -c %s "$OUT/body30.json")
@@ -771,6 +776,10 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
          "${WARMUP}s warm-up + ${DURATION}s per run, $ROUNDS alternating rounds per comparison (module first), medians."
     echo "GET bodies: $BODY30_LEN bytes (30 flags), $BODY1000_LEN bytes (1000 flags); the 1000-flag baseline is a"
     echo "static file (open_file_cache, sendfile) because a config token is limited to ~4 KB."
+    if selected targeting; then
+        echo "The targeting project (a third of the 1000 flags with rules and named users): $BODY1000T_LEN bytes"
+        echo "for the benchmark user (its rule flags list the segments their rules name), flags file $(stat -c %s "$PREFIX/conf/flags/p1000t.json") bytes."
+    fi
     echo
     echo "| Module vs baseline | module req/s | baseline req/s | ratio (median) | each round | target | result | CPU us/req module / baseline | CPU/req ratio |"
     echo "|---|---:|---:|---:|---|---:|---|---:|---:|"
