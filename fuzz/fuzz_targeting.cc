@@ -59,14 +59,21 @@ public:
     bool bit() { return byte() & 1; }
     uint32_t u16() { uint32_t a = byte(); return a << 8 | byte(); }
 
-    /* a percentage in thousandths, edges often */
-    uint32_t milli()
+    /* a percentage in thousandths of flag `name`: edges often, and
+     * sometimes exactly at a pool user's bucket or one above it (where
+     * "bucket < percentage" decides) */
+    uint32_t milli(const std::string &name)
     {
         static const uint32_t edge[] = {0, 1, 999, 1000, 10000, 33333,
                                         50000, 99999, 100000, 100000};
         uint8_t b = byte();
-        if (b < 160) {
+        if (b < 140) {
             return edge[b % 10];
+        }
+        if (b < 180) {
+            std::string id = "u" + std::to_string(b % 8);
+            return fl_bucket(name.data(), name.size(), id.data(), id.size())
+                   + ((b >> 3) & 1);
         }
         uint32_t v = (uint32_t(b) << 16 | u16()) % (FL_MILLI_MAX + 1);
         return v;
@@ -630,7 +637,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t b = in.byte();
         f.enabled = (b & 7) != 0;
         f.stickiness = int((b >> 3) % 5) - 1;  /* -1 none, 0 userId, 1..3 trait */
-        f.milli = in.milli();
+        f.milli = in.milli(f.name);
         uint8_t shape = in.byte();
         f.has_rules = shape % 3 != 0;
         if (f.has_rules) {
@@ -638,7 +645,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (Rule &r : f.rules) {
                 size_t ns = in.below(3);
                 for (size_t k = 0; k < ns; k++) r.segs.push_back(in.below(segs.size()));
-                r.milli = in.milli();
+                r.milli = in.milli(f.name);
             }
         } else {
             size_t ns = in.below(3);
@@ -686,13 +693,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned ov = (b >> 4) % 3;             /* none, off, percent */
         uint32_t stage = 0, pct = 0;
         if (ramp) {
-            stage = in.milli();
+            stage = in.milli(f.name);
             fl_control_set_ramp(&c, stage);
         }
         if (ov == 1) {
             fl_control_set_override(&c, FL_OVERRIDE_OFF, 0);
         } else if (ov == 2) {
-            pct = in.milli();
+            pct = in.milli(f.name);
             fl_control_set_override(&c, FL_OVERRIDE_PERCENT, pct);
         }
         if (rb) {
