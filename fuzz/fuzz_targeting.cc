@@ -38,6 +38,9 @@
  * fallthrough: 0 < eff < 100 SPLIT else DEFAULT.  A flag with neither, and
  * a flag with targets but no rules whose caller is not named: the old
  * table (the design leaves that last case open; see reference()).
+ * Where the design is silent, the reference reads as the core does:
+ * "rules": [] is a flag with rules (everyone falls through), and targets
+ * without a single id ("on": [], "off": []) are no targets.
  */
 
 #include "fuzz_common.h"
@@ -121,7 +124,8 @@ struct Flag {
     bool                   has_rules;
     std::vector<unsigned>  segs;            /* top-level (no rules) */
     std::vector<Rule>      rules;
-    bool                   has_targets;
+    bool                   has_targets;     /* named users: at least one id */
+    bool                   empty_lists;     /* write "on": [] / "off": [] */
     std::vector<std::string> on, off;       /* as written (may repeat) */
 
     /* runtime */
@@ -185,12 +189,12 @@ std::string project_json(const std::vector<Seg> &segs,
         } else if (!f.segs.empty()) {
             j += ",\"segments\":" + seg_list(segs, f.segs);
         }
-        if (f.has_targets) {
+        if (f.has_targets || f.empty_lists) {
             j += ",\"targets\":{";
             bool comma = false;
             for (int side = 0; side < 2; side++) {
                 const std::vector<std::string> &l = side ? f.off : f.on;
-                if (l.empty()) continue;
+                if (l.empty() && !f.empty_lists) continue;
                 j += comma ? "," : "";
                 j += side ? "\"off\":[" : "\"on\":[";
                 for (size_t k = 0; k < l.size(); k++) {
@@ -641,7 +645,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t shape = in.byte();
         f.has_rules = shape % 3 != 0;
         if (f.has_rules) {
-            f.rules.resize(1 + in.below(4));
+            /* "rules": [] now and then: a flag with rules, none of which
+             * can match (the core's reading: everyone gets the fallthrough) */
+            f.rules.resize(((shape >> 4) & 7) == 0 ? 0 : 1 + in.below(4));
             for (Rule &r : f.rules) {
                 size_t ns = in.below(3);
                 for (size_t k = 0; k < ns; k++) r.segs.push_back(in.below(segs.size()));
@@ -657,6 +663,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
         f.has_targets = (shape >> 2) & 1;
+        /* empty lists written out; without a single id ("targets": {} or
+         * both lists empty) the flag has no named users, which the core
+         * reads as a flag without targets, and so does the reference */
+        f.empty_lists = (shape >> 5) & 1;
         if (f.has_targets) {
             uint16_t who = static_cast<uint16_t>(in.u16());
             for (size_t k = 0; k < user_pool.size(); k++) {
