@@ -1,5 +1,5 @@
-# Targeting that people use (issue 26, /tmp design of the lead, SPEC
-# "Targeting that people use"): rules with their own rollout, named users
+# Targeting that people use (issue 26; docs/flags-file.md, docs/evaluation.md,
+# docs/ofrep.md, docs/sdk.md): rules with their own rollout, named users
 # (targets) and a ramp's stage as the fallthrough, over HTTP with two
 # workers and keep-alive connections.  What it proves, each with exact
 # values:
@@ -10,8 +10,9 @@
 #  2. the first rule that matches decides (both orders).
 #  3. widening a rule and the fallthrough (by a reload, read while the old
 #     workers drain, and by a runtime definitions PUT) turns nobody off.
-#  4. targets: named users win over rules and the fallthrough; enabled
-#     false, a rollback and the overrides win over named users.
+#  4. targets: named users win over rules and the fallthrough, by their
+#     userId (never the stickiness trait); enabled false, a rollback and
+#     the overrides win over named users.
 #  5. OFREP reasons and metadata (single and bulk), the SDK's POST
 #     {loc}flags shape of a flag with rules and of a named user.
 #  6. a rule on "$userId" inside "rules" through flags_context user=.
@@ -104,6 +105,8 @@ sub shop_file {
   {"name": "named-rb", "enabled": true, "rolloutPercentage": 0,
    "targets": {"on": ["t-on1"]},
    "rollback": {"minErrors": 1, "rate": 1, "window": 60}},
+  {"name": "named-sticky", "enabled": true, "rolloutPercentage": 0, "stickiness": "accountId",
+   "targets": {"on": ["t-on1", "acc-1"]}},
   {"name": "split-rule", "enabled": true, "rolloutPercentage": 100,
    "rules": [{"segments": ["beta"], "rolloutPercentage": 50}]},
   {"name": "mixed", "enabled": true, "rolloutPercentage": 0,
@@ -316,6 +319,9 @@ is(both('named-hi', 'userId=t-off2'), 'off', 'named-hi: t-off2 is off against th
 is(both('named-hi', 'userId=u5&trait_plan=beta'), 'on', 'named-hi: an unnamed beta user: on');
 is(both('named-hi', 'userId=u5'), 'on', 'named-hi: an unnamed user: on');
 is(both('named', 'trait_userId=t-on1'), 'off', 'named: a trait named userId is not the caller\'s id');
+is(both('named-sticky', 'userId=t-on1&trait_accountId=acc-9'), 'on', 'named-sticky: t-on1 is named by its userId, whatever its stickiness trait');
+is(both('named-sticky', 'userId=zz&trait_accountId=acc-1'), 'off', 'named-sticky: a stickiness trait that is a named id names nobody');
+is(both('named-sticky', 'userId=&trait_accountId=t-on1'), 'off', 'named-sticky: an empty userId is no user');
 is(both('named-killed', 'userId=t-on1'), 'off', 'named-killed: enabled false turns the named-on user off');
 is(both('named-rb', 'userId=t-on1'), 'on', 'named-rb: t-on1 is on (named) before the rollback');
 is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
