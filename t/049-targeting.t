@@ -408,6 +408,8 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
         ['named', { targetingKey => 't-on1' }, $ans->('named', 1, 'TARGETING_MATCH', $md->(0, targeted => JSON::PP::true)), 'a named on user'],
         ['named', { targetingKey => 'u5' }, $ans->('named', 0, 'DEFAULT', $md->(0)), 'the fallthrough at 0 %: DEFAULT'],
         ['named-hi', { targetingKey => 't-off1', plan => 'beta' }, $ans->('named-hi', 0, 'TARGETING_MATCH', $md->(100, targeted => JSON::PP::true)), 'a named off user'],
+        ['named-sticky', { targetingKey => 't-on1' }, $ans->('named-sticky', 1, 'TARGETING_MATCH', $md->(0, targeted => JSON::PP::true)), 'targets without rules, a named user'],
+        ['named-sticky', { targetingKey => 'u5', accountId => 'acc-1' }, $ans->('named-sticky', 0, 'DEFAULT', $md->(0)), 'targets without rules, the fallthrough at 0 %: DEFAULT'],
         ['named-killed', { targetingKey => 't-on1' }, $ans->('named-killed', 0, 'DISABLED', $md->(100)), 'enabled false: DISABLED'],
         ['named-rb', { targetingKey => 't-on1' }, $ans->('named-rb', 0, 'DISABLED', { rolloutPercentage => 0, rolledBack => JSON::PP::true }), 'rolled back: DISABLED'],
         ['plain', { targetingKey => 'u5', plan => 'free' }, $ans->('plain', 0, 'TARGETING_MATCH', $md->(30, segmentMatched => JSON::PP::false)), 'a flag without rules: the old table'],
@@ -605,6 +607,8 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
         ['a rule a number', $x->('"rules": [1]'), '"rules" must be an array of objects'],
         ['segments a string', $x->(qq("rules": [$ok_rule, {"segments": "staff", "rolloutPercentage": 1}])),
          'rules[1]: "segments" must be an array of strings'],
+        ['segments missing', $x->(qq("rules": [$ok_rule, {"rolloutPercentage": 1}])),
+         'rules[1]: "segments" is missing'],
         ['segments of numbers', $x->(qq("rules": [$ok_rule, {"segments": [1], "rolloutPercentage": 1}])),
          'rules[1]: "segments" must be an array of strings'],
         ['unknown segment', $x->(qq("rules": [$ok_rule, {"segments": ["staff", "nope"], "rolloutPercentage": 1}])),
@@ -636,7 +640,7 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
         ['one user on and off', $x->('"targets": {"on": ["u0", "u1"], "off": ["u1"]}'),
          'user "u1" is in both targets.on and targets.off'],
     );
-    write_file("$t/conf/nginx.conf", nginx_conf(http => "    flags_project shop token=tok_t file=bad.json;\n"));
+    write_file("$t/conf/nginx.conf", nginx_conf(http => "    flags_project shop token=tok_t file=bad.json;\n", server => ''));
     for my $c (@bad) {
         my ($what, $flag, $text) = @$c;
         write_file("$t/conf/bad.json", qq({"flags": [$flag], $segs}));
@@ -656,7 +660,7 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
         ['1,000 rules', $x->('"rules": [' . join(',', ('{"segments": [], "rolloutPercentage": 1}') x 1000) . ']')],
         ['10,000 named users, duplicates counted once',
          $x->('"targets": {"on": [' . $ids->('on', 6000) . ',"on1","on2"], "off": [' . $ids->('off', 4000) . ',"off9"]}')],
-        ['an id of 1,024 bytes, a percentage of 12.345, targets without rules',
+        ['an id of 1,024 bytes and a rule at 12.345 %',
          $x->('"targets": {"on": ["' . ('i' x 1024) . '"]}, "rules": [{"segments": ["staff"], "rolloutPercentage": 12.345}]')],
     );
     for my $c (@good) {
