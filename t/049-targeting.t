@@ -14,7 +14,8 @@
 #     userId (never the stickiness trait); enabled false, a rollback and
 #     the overrides win over named users.
 #  5. OFREP reasons and metadata (single and bulk), the SDK's POST
-#     {loc}flags shape of a flag with rules and of a named user.
+#     {loc}flags shape of a flag with rules and of a named user, and the
+#     same flags in the WebSocket's flags_refreshed (live refresh).
 #  6. a rule on "$userId" inside "rules" through flags_context user=.
 #  7. nginx -t names the file and the flag for every error text of the
 #     design, and the runtime definitions PUT refuses the same definitions
@@ -30,6 +31,7 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use JSON::PP;
 use IO::Socket::INET;
+use FlagsPush;
 
 # ---------------------------------------------------------------- buckets
 # murmur3_x86_32, written from the algorithm; 32-bit products in two
@@ -144,6 +146,7 @@ _H_
         location /flags-admin/ { flags_admin; allow 127.0.0.1; deny all; }
         location /ofrep/ { add_header X-Worker $pid; flags_ofrep; }
         location /api/sdk/ { add_header X-Worker $pid; flags_sdk; }
+        location = /ws { flags_websocket; }
         location = /var {
             add_header X-Worker $pid;
             flags_context shop user=$arg_u;
@@ -498,6 +501,45 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
     is($f->{named}, $flag->('named', 'true', $r->('named', 'u7', 50)),
        'SDK, named overridden to 50 %: no segments, the override resolved for u7');
     admin(DELETE => 'overrides/shop/named');
+}
+
+# ------------------------------------------------- 5. the SDK's live refresh
+{
+    my $post = sub {
+        my (undef, undef, $b) = http_request(POST => '/api/sdk/flags', body => $_[0],
+            headers => ['Authorization: Bearer tok_shop', 'Content-Type: application/json']);
+        $b =~ s/^\{/{"type":"flags_refreshed",/;
+        return $b;
+    };
+    my $batch = sub {
+        my ($user, $plan) = @_;
+        return qq({"type":"evaluation_batch","evaluations":[{"type":"evaluation","flagName":"named","result":true,)
+             . qq("traits":{) . ($plan ? qq("plan":"$plan") : '') . qq(},"userId":"$user","timestamp":1700000000000}]});
+    };
+    my $ws = Ws->open('/ws?token=tok_shop');
+    is($ws->{status}, 101, 'an SDK WebSocket');
+    my $m = $ws->message(2);
+    is_deeply($m, [1, $post->('{}')], 'WS: the first flags_refreshed (no user) is POST {loc}flags\'s');
+    $ws->text($batch->('s1'));
+    $m = $ws->message(2);
+    is_deeply($m, [1, $post->('{"userId":"s1","traits":{}}')], 'WS: for s1, POST {loc}flags\'s flags');
+    like($m->[1] // '', qr/\{"name":"staff-plus-10","enabled":true,"rolloutPercentage":\d+,"value":null,"segments":\[\{"segmentId":"staff","condition":\{"type":"and","conditions":\[\]\},"rolloutPercentage":100,/,
+         '... staff-plus-10 with the staff segment always true');
+    $ws->text($batch->('t-on1', 'beta'));
+    $m = $ws->message(2);
+    is_deeply($m, [1, $post->('{"userId":"t-on1","traits":{"plan":"beta"}}')], 'WS: for t-on1, POST {loc}flags\'s flags');
+    like($m->[1] // '', qr/\{"name":"named","enabled":true,"rolloutPercentage":100,"value":null,"segments":\[\],/,
+         '... named: t-on1 is named on');
+    my ($st) = admin(PUT => 'overrides/shop/named', '{"rolloutPercentage": 0}');
+    is($st, 204, 'override named {"rolloutPercentage": 0}');
+    $m = $ws->message(3);
+    like($m->[1] // '', qr/\{"name":"named","enabled":true,"rolloutPercentage":0,"value":null,"segments":\[\],/,
+         'WS: the change is pushed: named is off for t-on1');
+    is_deeply($m, [1, $post->('{"userId":"t-on1","traits":{"plan":"beta"}}')], '... the same as POST {loc}flags');
+    ($st) = admin(DELETE => 'overrides/shop/named');
+    $m = $ws->message(3);
+    like($m->[1] // '', qr/\{"name":"named","enabled":true,"rolloutPercentage":100,/, 'WS: override removed: named is on again for t-on1');
+    close $ws->{s};
 }
 
 # ------------------------------------------------- 8. a ramp's stage as the fallthrough
