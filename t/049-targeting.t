@@ -156,6 +156,7 @@ _S_
 
 my ($rc, $out) = nginx_test($dir);
 is($rc, 0, 'nginx -t: the flags files with rules and targets are valid') or diag $out;
+unlike($out, qr/\[warn\]/, '... without a warning');
 my $master = nginx_start($dir);
 is(scalar(worker_pids($master)), 2, 'two workers');
 
@@ -713,6 +714,12 @@ is(both('named-rb', 'userId=u5'), 'off', 'named-rb: others are off (0 %)');
         my ($st, $b) = admin(PUT => 'definitions/live/flags/x?dryRun=1', $flag);
         is($st, 200, "definitions PUT (dry run): $what: 200") or diag $b;
     }
+    # an unknown member of a rule: loaded, with a warning naming the flag and the rule
+    write_file("$t/conf/bad.json", qq({"flags": [) . $x->('"rules": [{"segments": [], "rolloutPercentage": 1, "colour": "red"}]') . "], $segs}");
+    my ($wrc, $wout) = nginx_test($t);
+    is($wrc, 0, 'nginx -t: an unknown member of a rule is no error');
+    like($wout, qr/\[warn\] [^\n]*\/conf\/bad\.json: flag "x": rules\[0\]: unknown field "colour" ignored in \S+nginx\.conf:\d+\n/,
+         '... but a warning naming the flag and the rule') or diag $wout;
     my (undef, undef, $h) = admin(GET => 'definitions/live');
     is($h->{etag}, '"v2"', 'live is still at version 2 after the refusals');
 }
