@@ -171,10 +171,15 @@
         if (ramping(f)) {
             return ['ramping', 'ramp ' + f.ramp.state];
         }
-        if (f.effectiveRolloutPercentage >= 100) {
+        // a flag with rules or named users is on (off) for everyone only
+        // when every rule, the fallthrough and the named users say so
+        const rules = Array.isArray(f.rules) ? f.rules : [];
+        const t = f.targets || {};
+        const all = (p) => rules.every((r) => r && p(r.rolloutPercentage)) && p(f.effectiveRolloutPercentage);
+        if (!t.off && all((p) => p >= 100)) {
             return ['on', 'on'];
         }
-        if (f.effectiveRolloutPercentage <= 0) {
+        if (!t.on && all((p) => p <= 0)) {
             return ['off', 'off'];
         }
         return ['partial', 'partial'];
@@ -642,7 +647,10 @@
         c.full.hidden = !f.zoneFull;
 
         put(c.servedPct, pct(killed(f) ? 0 : f.effectiveRolloutPercentage));
-        put(c.servedOf, 'configured ' + pct(f.rolloutPercentage) + (f.enabled === false ? ', off in the file' : ''));
+        // with rules, the one percentage flags_status serves is the fallthrough's
+        const fall = Array.isArray(f.rules) && !f.override && !f.rolledBack && f.enabled !== false;
+        put(c.servedOf, (fall ? 'fallthrough, ' : '') + 'configured ' + pct(f.rolloutPercentage) +
+            (f.enabled === false ? ', off in the file' : ''));
         put(c.override, overrideText(f.override));
         sample(c, f, now);
         put(c.sources, sources(f), 'the on cohort\'s errors since the counters began, by where they came from: ' +

@@ -217,7 +217,20 @@ test('flags_status gives the rules and the named users\' counts; the cards read 
     assert.equal(await targeting('everyone'), 'everyone (no segment)');
     // the card's other rows are unchanged: the ramp's own row, the served percentage
     const text = await page.$eval('article.flag[data-flag="search"]', (a) => a.textContent);
-    assert.match(text, /Served5 % configured 10 %/);
+    assert.match(text, /Served5 % fallthrough, configured 10 %/);
+    // on or off for everyone only when every rule, the fallthrough and the
+    // named users are: checkout's fallthrough of 0 % is no "off"
+    const badges = await page.$$eval('article.flag', (as) => as.map((a) => [a.dataset.flag,
+        a.querySelector('.badge:not(.full)').textContent,
+        a.querySelector('dd .pct').parentNode.textContent]));
+    assert.deepEqual(badges, [
+        ['checkout', 'partial', '0 % fallthrough, configured 0 %'],
+        ['search', 'ramp running', '5 % fallthrough, configured 10 %'],
+        ['later', 'ramp holding', '20 % fallthrough, configured 20 %'],
+        ['named', 'partial', '25 % configured 25 %'],
+        ['plain', 'partial', '50 % configured 50 %'],
+        ['everyone', 'on', '100 % configured 100 %'],
+    ]);
     assert.match(text, /stage 0 of 3 \(5 %\), running/);
     // every line is whole
     const cut = await page.$$eval('article.flag dd', (dds) => dds
