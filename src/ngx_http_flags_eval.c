@@ -71,7 +71,8 @@ ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
                            a->detail);
 
     } else {
-        fl_evaluate_values(defs->core, user, a->effective, a->detail);
+        fl_evaluate_values(defs->core, user, a->effective, a->sw,
+                           a->detail);
     }
 
     if (counted != NGX_HTTP_FLAGS_COUNTED) {

@@ -234,66 +234,196 @@ FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
     return false;
 }
 
-/* The value of flag f for u (docs/evaluation.md), the one rule of
- * fl_evaluate_detail() and fl_evaluate_flag_detail(); *matched: f has segments and
- * one of them matched. */
-FL_HOT_INLINE bool flag_value(const fl_project_s &p, const fl::Flag &f,
-    uint32_t eff, const fl_user_t *u, uint8_t *cache, bool *matched)
-{
-    bool on = f.enabled;
+/* What decided a flag for a caller, beside the value. */
+struct Decision {
+    bool      value;
+    bool      matched;     /* no rules: one of the segments matched */
+    bool      targeted;    /* a named user */
+    uint16_t  rule;        /* 1 + the rule that decided; 0 none */
+};
 
-    *matched = false;
-    if (on && !f.segments.empty()) {
-        on = *matched = any_segment(p, f, u, cache);
+/* The caller's id hashed for the named users, once an evaluation. */
+struct CallerId {
+    bool      done = false;
+    uint64_t  hash = 0;
+};
+
+/* Whether rule r of a flag with rules matches: one of its segments does,
+ * or it names none. */
+FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
+    const fl::TargetingRule &r, const fl_user_t *u, uint8_t *cache)
+{
+    if (r.segments.empty()) {
+        return true;
     }
-    return on && in_rollout(f, eff, u);
+    for (uint32_t si : r.segments) {
+        bool m;
+        if (cache != nullptr && si < cache_size && cache[si] != unknown) {
+            m = cache[si] == yes;
+        } else {
+            m = segment_matches(p, p.segments[si], u);
+            if (cache != nullptr && si < cache_size) {
+                cache[si] = m ? yes : no;
+            }
+        }
+        if (m) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
- * OFREP's reason (docs/ofrep.md), from what decided the value, first rule
- * that applies:
+ * The value of flag f for u (docs/evaluation.md), the one rule of
+ * fl_evaluate_detail(), fl_evaluate_values() and fl_evaluate_flag_detail().
+ * The first line that applies decides:
+ *   1. off in the file, rolled back, overridden off         -> off
+ *   2. overridden with a percentage: it replaces every percentage and
+ *      sets the named users aside (without rules: the segments still
+ *      gate, as before rules existed)
+ *   3. a named user                                         -> on / off
+ *   4. rules: the first that matches, with its percentage
+ *   5. rules, none matched: the fallthrough, eff (a ramp's stage)
+ *   6. no rules: the segments gate, then eff
+ * Every percentage is tried against the flag's one bucket.
+ */
+FL_HOT_INLINE Decision flag_value(const fl_project_s &p, const fl::Flag &f,
+    uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
+    CallerId *id)
+{
+    Decision d{false, false, false, 0};
+
+    if (!f.enabled || sw == FL_SWITCH_ROLLED_BACK
+        || sw == FL_SWITCH_OVERRIDE_OFF)
+    {
+        if (f.enabled && !f.has_rules && !f.segments.empty()) {
+            /* as before: the match is reported, the value is off */
+            d.matched = any_segment(p, f, u, cache);
+        }
+        return d;
+    }
+
+    if (sw != FL_SWITCH_OVERRIDE_PERCENT && !f.targets.empty()
+        && u != nullptr && u->user_id != nullptr && u->user_id_len != 0)
+    {
+        CallerId local;
+        CallerId &c = id != nullptr ? *id : local;
+        if (!c.done) {
+            c.hash = fl::named_hash(u->user_id, u->user_id_len);
+            c.done = true;
+        }
+        int named = f.targets.find(u->user_id, u->user_id_len, c.hash);
+        if (named >= 0) {
+            d.value = named == 1;
+            d.targeted = true;
+            return d;
+        }
+    }
+
+    if (!f.has_rules) {
+        bool gate = true;
+        if (!f.segments.empty()) {
+            gate = d.matched = any_segment(p, f, u, cache);
+        }
+        d.value = gate && in_rollout(f, eff, u);
+        return d;
+    }
+
+    if (sw != FL_SWITCH_OVERRIDE_PERCENT) {
+        for (size_t k = 0; k < f.rules.size(); k++) {
+            const fl::TargetingRule &r = f.rules[k];
+            if (targeting_rule_matches(p, r, u, cache)) {
+                d.rule = static_cast<uint16_t>(k + 1);
+                d.value = in_rollout(f, r.rollout_milli, u);
+                return d;
+            }
+        }
+    }
+
+    d.value = in_rollout(f, eff, u);
+    return d;
+}
+
+/*
+ * OFREP's reason (docs/ofrep.md), from what decided the value.
+ *
+ * A flag without rules or named users, first line that applies:
  *   switched off in the file, rolled back or overridden off  -> DISABLED
  *   effective percentage 0                                   -> STATIC
  *   segments, none matched                                   -> TARGETING_MATCH
  *   0 < effective < 100                                      -> SPLIT
  *   segments, one matched (effective 100)                    -> TARGETING_MATCH
  *   otherwise (100 %, no segments)                           -> STATIC
- * The value is flag_value()'s.
+ *
+ * A flag with rules or named users:
+ *   switched off in the file, rolled back or overridden off  -> DISABLED
+ *   overridden with a percentage P: 0 < P < 100 SPLIT, else     STATIC
+ *   a named user                                             -> TARGETING_MATCH
+ *   a rule decided: 0 < its percentage < 100 SPLIT, else        TARGETING_MATCH
+ *   the fallthrough: 0 < effective < 100 SPLIT, else            DEFAULT
  */
 FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
     uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
-    fl_detail_t *out)
+    CallerId *id, fl_detail_t *out)
 {
-    bool segs = !f.segments.empty();
-    bool matched;
-    bool value = flag_value(p, f, eff, u, cache, &matched);
+    Decision d = flag_value(p, f, eff, sw, u, cache, id);
+    bool off = !f.enabled || sw == FL_SWITCH_ROLLED_BACK
+               || sw == FL_SWITCH_OVERRIDE_OFF;
+    bool split = eff > 0 && eff < FL_MILLI_MAX;
     uint8_t reason;
 
-    if (!f.enabled || sw != FL_SWITCH_NONE) {
+    if (!f.has_rules && f.targets.empty()) {
+        bool segs = !f.segments.empty();
+        if (off) {
+            reason = FL_REASON_DISABLED;
+        } else if (eff == 0) {
+            reason = FL_REASON_STATIC;
+        } else if (segs && !d.matched) {
+            reason = FL_REASON_TARGETING_MATCH;
+        } else if (split) {
+            reason = FL_REASON_SPLIT;
+        } else if (segs) {
+            reason = FL_REASON_TARGETING_MATCH;
+        } else {
+            reason = FL_REASON_STATIC;
+        }
+
+    } else if (off) {
         reason = FL_REASON_DISABLED;
-    } else if (eff == 0) {
-        reason = FL_REASON_STATIC;
-    } else if (segs && !matched) {
+    } else if (sw == FL_SWITCH_OVERRIDE_PERCENT) {
+        reason = split ? FL_REASON_SPLIT : FL_REASON_STATIC;
+    } else if (d.targeted) {
         reason = FL_REASON_TARGETING_MATCH;
-    } else if (eff < FL_MILLI_MAX) {
-        reason = FL_REASON_SPLIT;
-    } else if (segs) {
-        reason = FL_REASON_TARGETING_MATCH;
+    } else if (d.rule != 0) {
+        uint32_t rp = f.rules[d.rule - 1].rollout_milli;
+        reason = rp > 0 && rp < FL_MILLI_MAX ? FL_REASON_SPLIT
+                                             : FL_REASON_TARGETING_MATCH;
+    } else if (!f.has_rules) {
+        /* named users only: the one implicit rule of the segments */
+        bool segs = !f.segments.empty();
+        reason = eff == 0 ? FL_REASON_STATIC
+               : segs && !d.matched ? FL_REASON_TARGETING_MATCH
+               : split ? FL_REASON_SPLIT
+               : segs ? FL_REASON_TARGETING_MATCH : FL_REASON_STATIC;
     } else {
-        reason = FL_REASON_STATIC;
+        reason = split ? FL_REASON_SPLIT : FL_REASON_DEFAULT;
     }
 
-    out->enabled = value;
+    out->enabled = d.value;
     out->reason = reason;
-    out->has_segments = segs;
-    out->segment_matched = matched;
+    out->has_segments = !f.has_rules && !f.segments.empty();
+    out->segment_matched = d.matched;
     out->rolled_back = sw == FL_SWITCH_ROLLED_BACK;
+    out->sw = sw;
+    out->targeted = d.targeted;
+    out->rule = d.rule;
     out->rollout_milli = eff;
 }
 
 /* Every flag of p in file order with its effective percentage (the
- * configured one when effective_milli is NULL) and the call's cache of
- * segment results: the loop both evaluations share. */
+ * configured one when effective_milli is NULL), its switch, the call's
+ * cache of segment results and the caller's id hashed at most once: the
+ * loop both evaluations share. */
 template <class F>
 FL_HOT_INLINE void each_flag(const fl_project_t *p,
     const uint32_t *effective_milli, fl_detail_t *out, F one)
@@ -306,11 +436,12 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     std::memset(cache, unknown,
                 p->segments.size() < cache_size ? p->segments.size()
                                                 : cache_size);
+    CallerId id;
 
     for (size_t i = 0; i < p->flags.size(); i++) {
         const fl::Flag &f = p->flags[i];
         one(i, f, effective_milli ? effective_milli[i] : f.rollout_milli,
-            cache);
+            cache, &id);
     }
 }
 
@@ -327,26 +458,33 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     noexcept
 {
     each_flag(p, effective_milli, out,
-        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache) {
+        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
+            CallerId *id) {
             detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u,
-                       cache, &out[i]);
+                       cache, id, &out[i]);
         });
 }
 
-/* The values alone: detail_one()'s value and percentage, without the
+/* The values alone: flag_value()'s value and percentage, without the
  * reason (GET /flags and the SDK's answer write no reason). */
 void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, fl_detail_t *out) noexcept
+    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
+    noexcept
 {
     each_flag(p, effective_milli, out,
-        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache) {
-            bool matched;
+        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
+            CallerId *id) {
+            uint8_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+            Decision d = flag_value(*p, f, eff, s, u, cache, id);
 
-            out[i].enabled = flag_value(*p, f, eff, u, cache, &matched);
+            out[i].enabled = d.value;
             out[i].reason = FL_REASON_STATIC;
             out[i].has_segments = 0;
-            out[i].segment_matched = matched;
-            out[i].rolled_back = 0;
+            out[i].segment_matched = d.matched;
+            out[i].rolled_back = s == FL_SWITCH_ROLLED_BACK;
+            out[i].sw = s;
+            out[i].targeted = d.targeted;
+            out[i].rule = d.rule;
             out[i].rollout_milli = eff;
         });
 }
@@ -358,7 +496,8 @@ int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
     if (p == nullptr || out == nullptr || i >= p->flags.size()) {
         return -1;
     }
-    detail_one(*p, p->flags[i], effective_milli, sw, u, nullptr, out);
+    detail_one(*p, p->flags[i], effective_milli, sw, u, nullptr, nullptr,
+               out);
     return 0;
 }
 

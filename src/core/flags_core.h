@@ -55,6 +55,8 @@ typedef struct {
 /* A flag's key in the shared zone: "project\0flag". */
 #define FL_KEY_LEN  (FL_MAX_PROJECT_NAME_LEN + 1 + FL_MAX_FLAG_NAME_LEN)
 #define FL_WINDOW_MAX         3600u     /* seconds */
+#define FL_MAX_FLAG_RULES     1000u     /* a flag's "rules" */
+#define FL_MAX_FLAG_TARGETS   10000u    /* a flag's named users, on and off */
 #define FL_MAX_FLAGS_FILE_SIZE  (32u * 1024 * 1024)   /* bytes; larger is refused */
 
 
@@ -182,6 +184,15 @@ int fl_project_flag_info(const fl_project_t *p, size_t i,
 const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
     size_t j, size_t *len) FL_NOEXCEPT;
 
+/* Flag i's targeting as flags_status shows it (docs/http-api.md), the
+ * members it has: `,"rules":[{"segments":[...],"rolloutPercentage":P},
+ * ...]` and `,"targets":{"on":N,"off":M}` (counts, never the ids); nothing
+ * for a flag with neither.  The bound is 0 for such a flag. */
+size_t fl_project_flag_targeting_json_bound(const fl_project_t *p, size_t i)
+    FL_NOEXCEPT;
+size_t fl_project_flag_targeting_json(const fl_project_t *p, size_t i,
+    char *buf) FL_NOEXCEPT;
+
 /* Index of the flag with that name, or -1. */
 long fl_project_find_flag(const fl_project_t *p, const char *name,
     size_t len) FL_NOEXCEPT;
@@ -267,14 +278,19 @@ fl_status_t fl_user_from_values(const char *user_id, size_t user_id_len,
 typedef enum {
     FL_SWITCH_NONE = 0,
     FL_SWITCH_ROLLED_BACK,      /* rolled back (wins over an override) */
-    FL_SWITCH_OVERRIDE_OFF      /* overridden {"enabled": false} */
+    FL_SWITCH_OVERRIDE_OFF,     /* overridden {"enabled": false} */
+    FL_SWITCH_OVERRIDE_PERCENT  /* overridden {"rolloutPercentage": N}: N
+                                   replaces every percentage of the flag
+                                   and sets its named users aside */
 } fl_switch_t;
 
 typedef enum {
     FL_REASON_STATIC = 0,
     FL_REASON_TARGETING_MATCH,
     FL_REASON_SPLIT,
-    FL_REASON_DISABLED
+    FL_REASON_DISABLED,
+    FL_REASON_DEFAULT           /* a flag with rules or targets: its
+                                   fallthrough at 0 or 100 % decided */
 } fl_reason_t;
 
 typedef struct {
@@ -283,6 +299,10 @@ typedef struct {
     uint8_t     has_segments;
     uint8_t     segment_matched;    /* has segments and one matched */
     uint8_t     rolled_back;        /* sw was FL_SWITCH_ROLLED_BACK */
+    uint8_t     sw;                 /* the fl_switch_t evaluated with */
+    uint8_t     targeted;           /* a named user: targets decided */
+    uint16_t    rule;               /* 1 + the index of the rule that
+                                       decided; 0: none did */
     uint32_t    rollout_milli;      /* the effective percentage */
 } fl_detail_t;
 
@@ -297,10 +317,11 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     FL_NOEXCEPT;
 
 /* The values alone, for answers that show no reason (GET /flags, the
- * SDK's): out[i].enabled and .rollout_milli as fl_evaluate_detail() gives
- * them; the reason members are not meaningful. */
+ * SDK's): out[i].enabled, .rollout_milli, .sw, .targeted and .rule as
+ * fl_evaluate_detail() gives them; the reason is not meaningful. */
 void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, fl_detail_t *out) FL_NOEXCEPT;
+    const uint32_t *effective_milli, const uint8_t *sw, fl_detail_t *out)
+    FL_NOEXCEPT;
 
 /* The same for flag i alone; -1 when i is out of range. */
 int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,

@@ -298,7 +298,7 @@ fl_status_t parse_context(const char *body, size_t len, size_t max_traits,
 /* ------------------------------------------------------------ answers */
 
 const char *const reason_names[] = {
-    "STATIC", "TARGETING_MATCH", "SPLIT", "DISABLED"
+    "STATIC", "TARGETING_MATCH", "SPLIT", "DISABLED", "DEFAULT"
 };
 
 const char *reason_name(uint8_t r)
@@ -312,8 +312,9 @@ const char *reason_name(uint8_t r)
 constexpr size_t flag_fixed =
     sizeof("{\"key\":,\"value\":false,\"reason\":\"TARGETING_MATCH\","
            "\"variant\":\"off\",\"metadata\":{\"rolloutPercentage\":"
-           ",\"rolledBack\":false,\"segmentMatched\":false}}")
-    + 8;
+           ",\"rolledBack\":false,\"segmentMatched\":false"
+           ",\"targeted\":true,\"ruleIndex\":}}")
+    + 8 + 5;
 
 char *put_flag(char *o, const fl::Flag &f, const fl_detail_t &d)
 {
@@ -335,6 +336,13 @@ char *put_flag(char *o, const fl::Flag &f, const fl_detail_t &d)
     if (d.has_segments) {
         o = d.segment_matched ? fl::put_lit(o, ",\"segmentMatched\":true")
                               : fl::put_lit(o, ",\"segmentMatched\":false");
+    }
+    /* what decided a flag with rules or named users (docs/ofrep.md) */
+    if (d.targeted) {
+        o = fl::put_lit(o, ",\"targeted\":true");
+    } else if (d.rule != 0) {
+        o = fl::put_lit(o, ",\"ruleIndex\":");
+        o += fl::put_u64(static_cast<uint64_t>(d.rule - 1), o);
     }
     return fl::put_lit(o, "}}");
 }

@@ -323,6 +323,12 @@ private:
                    const std::string &where);
     bool load_rollback(const jval &v, fl_rollback_policy_t &rb,
         std::string &why, const std::string &where);
+    bool load_percent(const jval *v, uint32_t &milli, std::string &why);
+    bool load_segment_list(const jval &v, std::vector<uint32_t> &out,
+                           std::string &why);
+    bool load_rules(const jval &v, Flag &f, std::string &why,
+                    const std::string &where);
+    bool load_targets(const jval &v, NamedUsers &t, std::string &why);
     void finish_flag(Flag &f);
 
     const std::string   &source_;
@@ -824,6 +830,185 @@ bool Loader::load_rollback(const jval &v, fl_rollback_policy_t &rb,
     return true;
 }
 
+/* A "rolloutPercentage": 0 to 100, at most 3 decimals, in thousandths. */
+bool Loader::load_percent(const jval *v, uint32_t &milli, std::string &why)
+{
+    if (v == nullptr) {
+        why = "\"rolloutPercentage\" is missing";
+        return false;
+    }
+    switch (v->kind != J_NUMBER ? FL_MILLI_SYNTAX
+            : parse_milli(v->str, v->len, &milli))
+    {
+    case FL_MILLI_OK:
+        return true;
+    case FL_MILLI_SYNTAX:
+        why = "\"rolloutPercentage\" must be a number";
+        return false;
+    case FL_MILLI_RANGE:
+        why = "\"rolloutPercentage\" must be between 0 and 100";
+        return false;
+    case FL_MILLI_DECIMALS:
+        why = "\"rolloutPercentage\" has more than 3 decimals";
+        return false;
+    }
+    return false;
+}
+
+/* "segments": names of segments defined in the file, as indices. */
+bool Loader::load_segment_list(const jval &v, std::vector<uint32_t> &out,
+    std::string &why)
+{
+    if (v.kind != J_ARRAY) {
+        why = "\"segments\" must be an array of strings";
+        return false;
+    }
+    for (const jval &s : children(v)) {
+        if (s.kind != J_STRING) {
+            why = "\"segments\" must be an array of strings";
+            return false;
+        }
+        auto it = segment_index_.find(str(s));
+        if (it == segment_index_.end()) {
+            why = "unknown segment " + quoted(str(s));
+            return false;
+        }
+        out.push_back(it->second);
+    }
+    return true;
+}
+
+/* "rules": [{"segments": [...], "rolloutPercentage": P}, ...]; f.segments
+ * becomes every segment they name, in order, once. */
+bool Loader::load_rules(const jval &v, Flag &f, std::string &why,
+    const std::string &where)
+{
+    if (v.kind != J_ARRAY) {
+        why = "\"rules\" must be an array of objects";
+        return false;
+    }
+    if (v.count > FL_MAX_FLAG_RULES) {
+        why = "more than " + std::to_string(FL_MAX_FLAG_RULES) + " rules";
+        return false;
+    }
+
+    f.has_rules = true;
+    f.rules.resize(v.count);
+    size_t k = 0;
+    for (const jval &rv : children(v)) {
+        TargetingRule &r = f.rules[k];
+        std::string at = "rules[" + std::to_string(k++) + "]: ";
+        if (rv.kind != J_OBJECT) {
+            why = "\"rules\" must be an array of objects";
+            return false;
+        }
+        warn_unknown(rv, {"segments", "rolloutPercentage"}, where + at);
+
+        const jval *segs = get(rv, "segments");
+        if (segs == nullptr) {
+            why = at + "\"segments\" is missing";
+            return false;
+        }
+        if (!load_segment_list(*segs, r.segments, why)
+            || !load_percent(get(rv, "rolloutPercentage"), r.rollout_milli,
+                             why))
+        {
+            why = at + why;
+            return false;
+        }
+        for (uint32_t si : r.segments) {
+            if (std::find(f.segments.begin(), f.segments.end(), si)
+                == f.segments.end())
+            {
+                f.segments.push_back(si);
+            }
+        }
+    }
+    return true;
+}
+
+/* "targets": {"on": [ids], "off": [ids]} into the flag's table. */
+bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
+{
+    static const char shape[] = "\"targets\" must be an object with \"on\""
+                                " and \"off\" lists of user ids";
+    if (v.kind != J_OBJECT) {
+        why = shape;
+        return false;
+    }
+    warn_unknown(v, {"on", "off"}, "targets: ");
+
+    /* id -> on, the first list an id is in */
+    std::unordered_map<std::string_view, bool> ids;
+    for (bool on : {true, false}) {
+        const char *list = on ? "on" : "off";
+        const jval *l = get(v, list);
+        if (l == nullptr) {
+            continue;
+        }
+        if (l->kind != J_ARRAY) {
+            why = shape;
+            return false;
+        }
+        size_t k = 0;
+        for (const jval &id : children(*l)) {
+            if (id.kind != J_STRING || id.len == 0
+                || id.len > FL_MAX_VALUE_LEN)
+            {
+                why = std::string("targets.") + list + "["
+                      + std::to_string(k) + "]: a user id must be a"
+                      " non-empty string of at most "
+                      + std::to_string(FL_MAX_VALUE_LEN) + " bytes";
+                return false;
+            }
+            k++;
+            auto in = ids.emplace(str(id), on);
+            if (!in.second && in.first->second != on) {
+                why = "user " + quoted(str(id))
+                      + " is in both targets.on and targets.off";
+                return false;
+            }
+            if (ids.size() > FL_MAX_FLAG_TARGETS) {
+                why = "more than " + std::to_string(FL_MAX_FLAG_TARGETS)
+                      + " named users in \"targets\"";
+                return false;
+            }
+        }
+    }
+
+    /* sorted, so the table and the definition hash do not depend on
+     * the order the file lists them */
+    std::vector<std::pair<std::string_view, bool>> sorted(ids.begin(),
+                                                          ids.end());
+    std::sort(sorted.begin(), sorted.end());
+
+    size_t nslots = 16;
+    while (nslots < sorted.size() * 2) {
+        nslots *= 2;
+    }
+    t.slots.assign(sorted.empty() ? 0 : nslots, NamedUsers::Slot{0, 0});
+    t.entries.reserve(sorted.size());
+    for (const auto &e : sorted) {
+        NamedUsers::Entry en;
+        en.offset = static_cast<uint32_t>(t.bytes.size());
+        en.len = static_cast<uint32_t>(e.first.size());
+        en.on = e.second;
+        t.bytes.append(e.first.data(), e.first.size());
+        t.entries.push_back(en);
+        (e.second ? t.on : t.off)++;
+
+        uint64_t h = named_hash(e.first.data(), e.first.size());
+        size_t mask = nslots - 1;
+        size_t i = static_cast<size_t>(h) & mask;
+        while (t.slots[i].entry != 0) {
+            i = (i + 1) & mask;
+        }
+        t.slots[i].tag = static_cast<uint32_t>(h >> 32);
+        t.slots[i].entry = static_cast<uint32_t>(t.entries.size());
+    }
+    return true;
+}
+
 bool Loader::load_flag(const jval &v, size_t index, Flag &f)
 {
     std::string where = "flags[" + std::to_string(index) + "]: ";
@@ -843,7 +1028,8 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     f.name = str(*name);
     where = "flag " + quoted(f.name) + ": ";
     warn_unknown(v, {"name", "enabled", "rolloutPercentage", "segments",
-                     "stickiness", "rollback", "ramp"}, where);
+                     "rules", "targets", "stickiness", "rollback", "ramp"},
+                 where);
 
     const jval *en = need(v, "enabled", K_BOOL, "must be a boolean", why);
     if (en == nullptr) {
@@ -851,37 +1037,33 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     }
     f.enabled = (en->kind == J_TRUE);
 
-    const jval *rp = get(v, "rolloutPercentage");
-    if (rp == nullptr) {
-        return fail(where + "\"rolloutPercentage\" is missing");
+    if (!load_percent(get(v, "rolloutPercentage"), f.rollout_milli, why)) {
+        return fail(where + why);
     }
-    switch (rp->kind != J_NUMBER ? FL_MILLI_SYNTAX
-            : parse_milli(rp->str, rp->len, &f.rollout_milli))
-    {
-    case FL_MILLI_OK:
-        break;
-    case FL_MILLI_SYNTAX:
-        return fail(where + "\"rolloutPercentage\" must be a number");
-    case FL_MILLI_RANGE:
-        return fail(where + "\"rolloutPercentage\" must be between 0 and 100");
-    case FL_MILLI_DECIMALS:
-        return fail(where + "\"rolloutPercentage\" has more than 3 decimals");
+
+    const jval *rules = get(v, "rules");
+    if (rules != nullptr && get(v, "segments") != nullptr) {
+        return fail(where + "\"rules\" and \"segments\" cannot both be given"
+                    " (a rule names its own segments)");
     }
 
     if (const jval *segs = get(v, "segments")) {
-        if (segs->kind != J_ARRAY) {
-            return fail(where + "\"segments\" must be an array of strings");
+        if (!load_segment_list(*segs, f.segments, why)) {
+            return fail(where + why);
         }
-        for (const jval &s : children(*segs)) {
-            if (s.kind != J_STRING) {
-                return fail(where + "\"segments\" must be an array of strings");
-            }
-            auto it = segment_index_.find(str(s));
-            if (it == segment_index_.end()) {
-                return fail(where + "unknown segment " + quoted(str(s)));
-            }
-            f.segments.push_back(it->second);
+    }
+
+    if (rules != nullptr) {
+        if (!load_rules(*rules, f, why, where)) {
+            return fail(where + why);
         }
+    }
+
+    if (const jval *t = get(v, "targets")) {
+        if (!load_targets(*t, f.targets, why)) {
+            return fail(where + why);
+        }
+        p_.any_targets = p_.any_targets || !f.targets.empty();
     }
 
     if (const jval *st = get(v, "stickiness")) {
@@ -956,8 +1138,7 @@ void Loader::finish_flag(Flag &f)
         h.u64(r.dispersion_milli);
         h.u64(r.tick);
     }
-    h.u64(f.segments.size());
-    for (uint32_t si : f.segments) {
+    auto segment = [&h, this](uint32_t si) {
         const Segment &s = p_.segments[si];
         h.str(s.name);
         h.u64(s.rules.size());
@@ -973,6 +1154,32 @@ void Loader::finish_flag(Flag &f)
             h.u64(r.number.neg);
             h.u64(static_cast<uint64_t>(r.number.exp));
             h.str(r.number.digits);
+        }
+    };
+    h.u64(f.segments.size());
+    for (uint32_t si : f.segments) {
+        segment(si);
+    }
+    if (f.has_rules) {
+        /* hashed only when present, as the ramp: a flag without rules or
+         * targets keeps its hash */
+        h.str("rules/1");
+        h.u64(f.rules.size());
+        for (const TargetingRule &r : f.rules) {
+            h.u64(r.rollout_milli);
+            h.u64(r.segments.size());
+            for (uint32_t si : r.segments) {
+                segment(si);
+            }
+        }
+    }
+    if (!f.targets.empty()) {
+        /* the entries are sorted by id when loaded */
+        h.str("targets/1");
+        h.u64(f.targets.entries.size());
+        for (const NamedUsers::Entry &e : f.targets.entries) {
+            h.str(f.targets.bytes.data() + e.offset, e.len);
+            h.u64(e.on);
         }
     }
     f.def_hash = h.final();
@@ -1266,6 +1473,68 @@ const char *fl_project_flag_segment(const fl_project_t *p, size_t i,
         *len = s.size();
     }
     return s.c_str();
+}
+
+size_t fl_project_flag_targeting_json_bound(const fl_project_t *p, size_t i)
+    noexcept
+{
+    if (p == nullptr || i >= p->flags.size()) {
+        return 0;
+    }
+    const fl::Flag &f = p->flags[i];
+    size_t n = 0;
+    if (f.has_rules) {
+        n += sizeof(",\"rules\":[]");
+        for (const fl::TargetingRule &r : f.rules) {
+            n += sizeof("{\"segments\":[],\"rolloutPercentage\":100.000},");
+            for (uint32_t si : r.segments) {
+                n += fl::str_bound(p->segments[si].name.size()) + 1;
+            }
+        }
+    }
+    if (!f.targets.empty()) {
+        n += sizeof(",\"targets\":{\"on\":4294967295,\"off\":4294967295}");
+    }
+    return n;
+}
+
+size_t fl_project_flag_targeting_json(const fl_project_t *p, size_t i,
+    char *buf) noexcept
+{
+    if (p == nullptr || i >= p->flags.size()) {
+        return 0;
+    }
+    const fl::Flag &f = p->flags[i];
+    char *o = buf;
+    if (f.has_rules) {
+        o = fl::put_lit(o, ",\"rules\":[");
+        for (size_t k = 0; k < f.rules.size(); k++) {
+            const fl::TargetingRule &r = f.rules[k];
+            if (k > 0) {
+                *o++ = ',';
+            }
+            o = fl::put_lit(o, "{\"segments\":[");
+            for (size_t j = 0; j < r.segments.size(); j++) {
+                const std::string &name = p->segments[r.segments[j]].name;
+                if (j > 0) {
+                    *o++ = ',';
+                }
+                o = fl::put_str(o, name.data(), name.size());
+            }
+            o = fl::put_lit(o, "],\"rolloutPercentage\":");
+            o += fl_json_milli(r.rollout_milli, o);
+            *o++ = '}';
+        }
+        *o++ = ']';
+    }
+    if (!f.targets.empty()) {
+        o = fl::put_lit(o, ",\"targets\":{\"on\":");
+        o += fl::put_u64(f.targets.on, o);
+        o = fl::put_lit(o, ",\"off\":");
+        o += fl::put_u64(f.targets.off, o);
+        *o++ = '}';
+    }
+    return static_cast<size_t>(o - buf);
 }
 
 size_t fl_project_warning_count(const fl_project_t *p) noexcept

@@ -22,10 +22,12 @@
 #include <pcre2.h>
 
 #include "flags_core.h"
+#include "hash.hpp"
 #include "murmur3.hpp"
 #include "number.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -77,11 +79,54 @@ struct Segment {
     std::vector<Rule>  rules;            /* all must match; none: everyone */
 };
 
+/* One of a flag's "rules": the first that matches decides with its own
+ * percentage (docs/flags-file.md). */
+struct TargetingRule {
+    std::vector<uint32_t>  segments;     /* indices; empty: everyone */
+    uint32_t               rollout_milli = 0;
+};
+
+/*
+ * A flag's named users ("targets"), built when the flag is loaded: an
+ * open-addressing table of the ids, looked up with the id's hash, which
+ * one evaluation computes once for every flag (named_hash()).  Nothing
+ * is scanned per request and nothing is allocated.
+ */
+struct NamedUsers {
+    struct Slot {
+        uint32_t  tag;                   /* the hash's high half */
+        uint32_t  entry;                 /* 1 + index into entries; 0 empty */
+    };
+    struct Entry {
+        uint32_t  offset;                /* into bytes */
+        uint32_t  len;
+        bool      on;
+    };
+    std::string           bytes;         /* every id, back to back */
+    std::vector<Entry>    entries;
+    std::vector<Slot>     slots;         /* a power of two, at most half full */
+    uint32_t              on = 0;        /* how many ids are on, off */
+    uint32_t              off = 0;
+
+    bool empty() const { return entries.empty(); }
+    /* 1 on, 0 off, -1 not named */
+    int find(const char *id, size_t len, uint64_t hash) const;
+};
+
+/* The hash of a user id that NamedUsers::find() takes. */
+uint64_t named_hash(const char *id, size_t len);
+
 struct Flag {
     std::string            name;
     bool                   enabled = false;
     uint32_t               rollout_milli = 0;
+    /* Without rules: the segments one of which must match (the flag's
+     * one implicit rule).  With rules: every segment the rules name, in
+     * order, without repeats (what GET /flags lists); the rules decide. */
     std::vector<uint32_t>  segments;     /* indices into Project::segments */
+    bool                   has_rules = false;
+    std::vector<TargetingRule> rules;
+    NamedUsers             targets;
     std::string            stickiness;   /* empty: userId */
     /*
      * fl_rollback_policy_t as written in the file:
@@ -115,6 +160,36 @@ struct Flag {
     Murmur3                bucket_prefix;
 };
 
+inline uint64_t named_hash(const char *id, size_t len)
+{
+    EtagHasher h;
+    h.str(id, len);
+    return h.final();
+}
+
+inline int NamedUsers::find(const char *id, size_t len, uint64_t hash) const
+{
+    if (slots.empty()) {
+        return -1;
+    }
+    size_t mask = slots.size() - 1;
+    uint32_t tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t i = static_cast<size_t>(hash) & mask; ; i = (i + 1) & mask) {
+        const Slot &s = slots[i];
+        if (s.entry == 0) {
+            return -1;
+        }
+        if (s.tag == tag) {
+            const Entry &e = entries[s.entry - 1];
+            if (e.len == len
+                && std::memcmp(bytes.data() + e.offset, id, len) == 0)
+            {
+                return e.on ? 1 : 0;
+            }
+        }
+    }
+}
+
 /* Case folding used by ignoreCase (ASCII only). */
 inline unsigned char fold(unsigned char c)
 {
@@ -136,6 +211,9 @@ struct fl_project_s {
     std::unordered_map<std::string_view, size_t>  by_name;
 
     size_t                    json_bound = 0;
+
+    /* some flag has named users: an evaluation hashes the caller's id */
+    bool                      any_targets = false;
 
     /* Unknown fields met by the loader, for nginx -t: at most
      * FL_MAX_PROJECT_WARNINGS, then one "and N more" line. */

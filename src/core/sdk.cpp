@@ -43,6 +43,7 @@
 #include "utf8.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace {
@@ -505,6 +506,10 @@ char *put_condition(char *o, const fl_project_s &p, const fl::Segment &s,
 /* the rollout of docs/evaluation.md, on its own, without the segments */
 using fl::in_rollout;
 
+constexpr size_t segment_fixed =
+    sizeof("{\"segmentId\":,\"condition\":,\"rolloutPercentage\":100,"
+           "\"sticky\":false},");
+
 size_t flag_bound(const fl_project_s &p, const fl::Flag &f)
 {
     size_t n = sizeof("{\"name\":,\"enabled\":false,\"rolloutPercentage\":100,"
@@ -512,11 +517,26 @@ size_t flag_bound(const fl_project_s &p, const fl::Flag &f)
                       "\"stickyAssignments\":[]},")
                + fl::str_bound(f.name.size());
 
-    for (uint32_t si : f.segments) {
+    auto segment = [&p](uint32_t si) {
         const fl::Segment &s = p.segments[si];
-        n += sizeof("{\"segmentId\":,\"condition\":,\"rolloutPercentage\":100,"
-                    "\"sticky\":false},")
-             + fl::str_bound(s.name.size()) + condition_bound(s);
+        return segment_fixed + fl::str_bound(s.name.size())
+               + condition_bound(s);
+    };
+
+    if (!f.has_rules) {
+        for (uint32_t si : f.segments) {
+            n += segment(si);
+        }
+        return n;
+    }
+    for (const fl::TargetingRule &r : f.rules) {
+        if (r.segments.empty()) {
+            n += segment_fixed + sizeof("\"rules[1000]\"")
+                 + sizeof(always_true);
+        }
+        for (uint32_t si : r.segments) {
+            n += segment(si);
+        }
     }
     return n;
 }
@@ -533,14 +553,117 @@ size_t array_bound(const fl_project_t *p)
     return n;
 }
 
-char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
+char *put_segment(char *o, const char *id, size_t id_len)
+{
+    o = fl::put_lit(o, "{\"segmentId\":");
+    o = fl::put_str(o, id, id_len);
+    o = fl::put_lit(o, ",\"condition\":");
+    return o;
+}
+
+char *end_segment(char *o, bool in)
+{
+    o = fl::put_lit(o, ",\"rolloutPercentage\":");
+    o = in ? fl::put_lit(o, "100") : fl::put_lit(o, "0");
+    return fl::put_lit(o, ",\"sticky\":false}");
+}
+
+/* A flag decided on the server for the POST's user: no segments, its
+ * percentage 100 or 0. */
+char *put_resolved(char *o, const fl::Flag &f, bool live, bool in)
+{
+    o = fl::put_lit(o, "{\"name\":");
+    o = fl::put_str(o, f.name.data(), f.name.size());
+    o = live ? fl::put_lit(o, ",\"enabled\":true")
+             : fl::put_lit(o, ",\"enabled\":false");
+    o = fl::put_lit(o, ",\"rolloutPercentage\":");
+    o = in ? fl::put_lit(o, "100") : fl::put_lit(o, "0");
+    return fl::put_lit(o, ",\"value\":null,\"segments\":[],"
+                          "\"stickyAssignments\":[]}");
+}
+
+/*
+ * A flag with rules (docs/sdk.md): one SDK segment a (rule, segment it
+ * names), in rule order, "rules[k]" always true for a rule that names
+ * none, each with the rule's percentage resolved for the POST's user; the
+ * flag's own percentage is the fallthrough's, resolved the same way.  The
+ * SDK tries its segments in order and falls back to the flag's
+ * percentage: the module's rules, as long as each condition matches
+ * when the module's segment does.
+ */
+char *put_rules(char *o, const fl_project_s &p, const fl::Flag &f,
     const fl_user_t *u, uint32_t eff)
 {
+    o = fl::put_lit(o, "{\"name\":");
+    o = fl::put_str(o, f.name.data(), f.name.size());
+    o = fl::put_lit(o, ",\"enabled\":true,\"rolloutPercentage\":");
+    o = in_rollout(f, eff, u) ? fl::put_lit(o, "100") : fl::put_lit(o, "0");
+    o = fl::put_lit(o, ",\"value\":null,\"segments\":[");
+
+    bool first = true;
+    for (size_t k = 0; k < f.rules.size(); k++) {
+        const fl::TargetingRule &r = f.rules[k];
+        bool in = in_rollout(f, r.rollout_milli, u);
+
+        if (r.segments.empty()) {
+            char id[32];
+            int n = std::snprintf(id, sizeof(id), "rules[%zu]", k);
+            if (!first) {
+                *o++ = ',';
+            }
+            first = false;
+            o = put_segment(o, id, static_cast<size_t>(n));
+            o = fl::put_lit(o, always_true);
+            o = end_segment(o, in);
+            continue;
+        }
+        for (uint32_t si : r.segments) {
+            const fl::Segment &s = p.segments[si];
+            if (!first) {
+                *o++ = ',';
+            }
+            first = false;
+            o = put_segment(o, s.name.data(), s.name.size());
+            o = put_condition(o, p, s, u);
+            o = end_segment(o, in);
+        }
+    }
+    return fl::put_lit(o, "],\"stickyAssignments\":[]}");
+}
+
+char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
+    const fl_user_t *u, uint32_t eff, uint8_t sw)
+{
+    if (f.has_rules || !f.targets.empty()) {
+        bool live = f.enabled && sw != FL_SWITCH_ROLLED_BACK
+                    && sw != FL_SWITCH_OVERRIDE_OFF;
+        int named = -1;
+
+        if (live && sw != FL_SWITCH_OVERRIDE_PERCENT && !f.targets.empty()
+            && u != nullptr && u->user_id != nullptr && u->user_id_len != 0)
+        {
+            named = f.targets.find(u->user_id, u->user_id_len,
+                                   fl::named_hash(u->user_id,
+                                                  u->user_id_len));
+        }
+        if (named >= 0) {
+            return put_resolved(o, f, true, named == 1);
+        }
+        if (f.has_rules) {
+            if (!live) {
+                return put_resolved(o, f, false, false);
+            }
+            if (sw == FL_SWITCH_OVERRIDE_PERCENT) {
+                return put_resolved(o, f, true, in_rollout(f, eff, u));
+            }
+            return put_rules(o, p, f, u, eff);
+        }
+        /* named users only, this user not one of them: as below */
+    }
+
     /* off for everyone: the SDK reads "enabled" before anything else */
     bool live = f.enabled && eff > 0;
     bool in = live && in_rollout(f, eff, u);
-    const char *pct = in ? "100" : "0";
-    size_t pct_len = in ? 3 : 1;
 
     o = fl::put_lit(o, "{\"name\":");
     o = fl::put_str(o, f.name.data(), f.name.size());
@@ -551,8 +674,7 @@ char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
      * SDK falls back to the flag's own percentage then */
     o = fl::put_lit(o, ",\"rolloutPercentage\":");
     if (f.segments.empty()) {
-        std::memcpy(o, pct, pct_len);
-        o += pct_len;
+        o = in ? fl::put_lit(o, "100") : fl::put_lit(o, "0");
     } else {
         *o++ = '0';
     }
@@ -565,14 +687,9 @@ char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
             *o++ = ',';
         }
         first = false;
-        o = fl::put_lit(o, "{\"segmentId\":");
-        o = fl::put_str(o, s.name.data(), s.name.size());
-        o = fl::put_lit(o, ",\"condition\":");
+        o = put_segment(o, s.name.data(), s.name.size());
         o = put_condition(o, p, s, u);
-        o = fl::put_lit(o, ",\"rolloutPercentage\":");
-        std::memcpy(o, pct, pct_len);
-        o += pct_len;
-        o = fl::put_lit(o, ",\"sticky\":false}");
+        o = end_segment(o, in);
     }
     return fl::put_lit(o, "],\"stickyAssignments\":[]}");
 }
@@ -587,7 +704,8 @@ char *put_array(char *o, const fl_project_t *p, const fl_user_t *u,
         if (i > 0) {
             *o++ = ',';
         }
-        o = put_flag(o, *p, f, u, r ? r[i].rollout_milli : f.rollout_milli);
+        o = put_flag(o, *p, f, u, r ? r[i].rollout_milli : f.rollout_milli,
+                     r ? r[i].sw : uint8_t(FL_SWITCH_NONE));
     }
     *o++ = ']';
     return o;

@@ -507,6 +507,7 @@ uint32_t fl_control_switch(const fl_control_t *c, uint32_t configured_milli,
 
     *sw = rolled ? FL_SWITCH_ROLLED_BACK
           : kind == FL_OVERRIDE_OFF ? FL_SWITCH_OVERRIDE_OFF
+          : kind == FL_OVERRIDE_PERCENT ? FL_SWITCH_OVERRIDE_PERCENT
           : FL_SWITCH_NONE;
     return fl::effective_milli(rolled, kind, ctl_milli(w),
                                ctl_configured(w, configured_milli));

@@ -2,6 +2,7 @@
  * status_json.cpp - one flag's object in the flags_status answer (docs/api.md):
  *
  *   {"name":"x","enabled":true,"rolloutPercentage":25,"segments":["beta"],
+ *    "rules":[...],"targets":{"on":N,"off":N},   (a flag that has them)
  *    "effectiveRolloutPercentage":0,"rolledBack":true,"override":null,
  *    "counters":{"evaluations":N,"enabledEvaluations":N,"errors":N},
  *    "window":{"seconds":60,"enabledEvaluations":N,"errors":N,"sources":N,
@@ -158,6 +159,7 @@ size_t fl_status_flag_json_bound(const fl_project_t *p, size_t i) noexcept
         if (fl_project_flag_ramp(p, i) != nullptr) {
             n += FL_RAMP_JSON_BOUND;
         }
+        n += fl_project_flag_targeting_json_bound(p, i);
         for (size_t j = 0; j < info.nsegments; j++) {
             size_t len = 0;
             if (fl_project_flag_segment(p, i, j, &len) != nullptr) {
@@ -202,6 +204,7 @@ size_t fl_status_flag_json(const fl_project_t *p, size_t i,
             o = fl::put_str(o, seg, len);
         }
         *o++ = ']';
+        o += fl_project_flag_targeting_json(p, i, o);
 
         o = fl::put_lit(o, ",\"effectiveRolloutPercentage\":");
         o += fl_json_milli(fl::effective_milli(s->rolled_back != 0,

@@ -495,7 +495,7 @@ static void test_parity_with_evaluate(void **state)
             eff[i] = (uint32_t) ((k * 7919 + i * 104729) % 100001);
         }
         fl_evaluate_detail(p, &u, eff, NULL, r);
-        fl_evaluate_values(p, &u, eff, v);
+        fl_evaluate_values(p, &u, eff, NULL, v);
         for (int i = 0; i < NFLAGS; i++) {
             if (v[i].enabled != r[i].enabled
                 || v[i].rollout_milli != r[i].rollout_milli)
@@ -536,11 +536,11 @@ static void test_control_switch(void **state)
 
     fl_control_set_override(&c, FL_OVERRIDE_PERCENT, 12500);
     assert_int_equal(fl_control_switch(&c, 25000, &sw), 12500);
-    assert_int_equal(sw, FL_SWITCH_NONE);
+    assert_int_equal(sw, FL_SWITCH_OVERRIDE_PERCENT);
 
     fl_control_set_override(&c, FL_OVERRIDE_PERCENT, 0);
     assert_int_equal(fl_control_switch(&c, 25000, &sw), 0);
-    assert_int_equal(sw, FL_SWITCH_NONE);
+    assert_int_equal(sw, FL_SWITCH_OVERRIDE_PERCENT);
 
     fl_control_set_override(&c, FL_OVERRIDE_OFF, 0);
     assert_int_equal(fl_control_switch(&c, 25000, &sw), 0);
@@ -558,7 +558,7 @@ static void test_control_switch(void **state)
 
     fl_control_clear_rollback(&c);
     assert_int_equal(fl_control_switch(&c, 25000, &sw), 100000);
-    assert_int_equal(sw, FL_SWITCH_NONE);
+    assert_int_equal(sw, FL_SWITCH_OVERRIDE_PERCENT);
 }
 
 
