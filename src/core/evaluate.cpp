@@ -360,7 +360,10 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, const fl::Flag &f,
  *   overridden with a percentage P: 0 < P < 100 SPLIT, else     STATIC
  *   a named user                                             -> TARGETING_MATCH
  *   a rule decided: 0 < its percentage < 100 SPLIT, else        TARGETING_MATCH
- *   the fallthrough: 0 < effective < 100 SPLIT, else            DEFAULT
+ *   named users and segments (no rules): the segments are one rule:
+ *     one matched and 0 < effective < 100 SPLIT, else           TARGETING_MATCH
+ *   the fallthrough (without rules or segments: the flag's percentage):
+ *                    0 < effective < 100 SPLIT, else            DEFAULT
  */
 FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
     uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
@@ -398,13 +401,10 @@ FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
         uint32_t rp = f.rules[d.rule - 1].rollout_milli;
         reason = rp > 0 && rp < FL_MILLI_MAX ? FL_REASON_SPLIT
                                              : FL_REASON_TARGETING_MATCH;
-    } else if (!f.has_rules) {
-        /* named users only: the one implicit rule of the segments */
-        bool segs = !f.segments.empty();
-        reason = eff == 0 ? FL_REASON_STATIC
-               : segs && !d.matched ? FL_REASON_TARGETING_MATCH
-               : split ? FL_REASON_SPLIT
-               : segs ? FL_REASON_TARGETING_MATCH : FL_REASON_STATIC;
+    } else if (!f.has_rules && !f.segments.empty()) {
+        /* named users and segments: the segments are the one rule */
+        reason = d.matched && split ? FL_REASON_SPLIT
+                                    : FL_REASON_TARGETING_MATCH;
     } else {
         reason = split ? FL_REASON_SPLIT : FL_REASON_DEFAULT;
     }

@@ -328,7 +328,8 @@ private:
                            std::string &why);
     bool load_rules(const jval &v, Flag &f, std::string &why,
                     const std::string &where);
-    bool load_targets(const jval &v, NamedUsers &t, std::string &why);
+    bool load_targets(const jval &v, NamedUsers &t, std::string &why,
+                      const std::string &where);
     void finish_flag(Flag &f);
 
     const std::string   &source_;
@@ -928,7 +929,8 @@ bool Loader::load_rules(const jval &v, Flag &f, std::string &why,
 }
 
 /* "targets": {"on": [ids], "off": [ids]} into the flag's table. */
-bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
+bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why,
+    const std::string &where)
 {
     static const char shape[] = "\"targets\" must be an object with \"on\""
                                 " and \"off\" lists of user ids";
@@ -936,7 +938,7 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
         why = shape;
         return false;
     }
-    warn_unknown(v, {"on", "off"}, "targets: ");
+    warn_unknown(v, {"on", "off"}, where + "targets: ");
 
     /* id -> on, the first list an id is in */
     std::unordered_map<std::string_view, bool> ids;
@@ -1060,7 +1062,7 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     }
 
     if (const jval *t = get(v, "targets")) {
-        if (!load_targets(*t, f.targets, why)) {
+        if (!load_targets(*t, f.targets, why, where)) {
             return fail(where + why);
         }
         p_.any_targets = p_.any_targets || !f.targets.empty();
