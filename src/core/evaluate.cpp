@@ -242,10 +242,11 @@ struct Decision {
     uint16_t  rule;        /* 1 + the rule that decided; 0 none */
 };
 
-/* The caller's id hashed for the named users, once an evaluation. */
+/* The caller's entry among the project's named users, looked up at most
+ * once an evaluation. */
 struct CallerId {
-    bool      done = false;
-    uint64_t  hash = 0;
+    bool                        done = false;
+    const fl::NamedIndex::Id   *named = nullptr;
 };
 
 /* Whether rule r of a flag with rules matches: one of its segments does,
@@ -287,9 +288,9 @@ FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
  *   6. no rules: the segments gate, then eff
  * Every percentage is tried against the flag's one bucket.
  */
-FL_HOT_INLINE Decision flag_value(const fl_project_s &p, const fl::Flag &f,
-    uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
-    CallerId *id)
+FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
+    const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
+    uint8_t *cache, CallerId *id)
 {
     Decision d{false, false, false, 0};
 
@@ -309,10 +310,12 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, const fl::Flag &f,
         CallerId local;
         CallerId &c = id != nullptr ? *id : local;
         if (!c.done) {
-            c.hash = fl::named_hash(u->user_id, u->user_id_len);
+            c.named = p.named.find(u->user_id, u->user_id_len,
+                                   fl::named_hash(u->user_id,
+                                                  u->user_id_len));
             c.done = true;
         }
-        int named = f.targets.find(u->user_id, u->user_id_len, c.hash);
+        int named = fl::named_in(p.named, c.named, index);
         if (named >= 0) {
             d.value = named == 1;
             d.targeted = true;
@@ -360,13 +363,16 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, const fl::Flag &f,
  *   overridden with a percentage P: 0 < P < 100 SPLIT, else     STATIC
  *   a named user                                             -> TARGETING_MATCH
  *   a rule decided: 0 < its percentage < 100 SPLIT, else        TARGETING_MATCH
- *   the fallthrough: 0 < effective < 100 SPLIT, else            DEFAULT
+ *   named users and segments (no rules): the segments are one rule:
+ *     one matched and 0 < effective < 100 SPLIT, else           TARGETING_MATCH
+ *   the fallthrough (without rules or segments: the flag's percentage):
+ *                    0 < effective < 100 SPLIT, else            DEFAULT
  */
-FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
-    uint32_t eff, uint8_t sw, const fl_user_t *u, uint8_t *cache,
-    CallerId *id, fl_detail_t *out)
+FL_HOT_INLINE void detail_one(const fl_project_s &p, size_t index,
+    const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
+    uint8_t *cache, CallerId *id, fl_detail_t *out)
 {
-    Decision d = flag_value(p, f, eff, sw, u, cache, id);
+    Decision d = flag_value(p, index, f, eff, sw, u, cache, id);
     bool off = !f.enabled || sw == FL_SWITCH_ROLLED_BACK
                || sw == FL_SWITCH_OVERRIDE_OFF;
     bool split = eff > 0 && eff < FL_MILLI_MAX;
@@ -398,13 +404,10 @@ FL_HOT_INLINE void detail_one(const fl_project_s &p, const fl::Flag &f,
         uint32_t rp = f.rules[d.rule - 1].rollout_milli;
         reason = rp > 0 && rp < FL_MILLI_MAX ? FL_REASON_SPLIT
                                              : FL_REASON_TARGETING_MATCH;
-    } else if (!f.has_rules) {
-        /* named users only: the one implicit rule of the segments */
-        bool segs = !f.segments.empty();
-        reason = eff == 0 ? FL_REASON_STATIC
-               : segs && !d.matched ? FL_REASON_TARGETING_MATCH
-               : split ? FL_REASON_SPLIT
-               : segs ? FL_REASON_TARGETING_MATCH : FL_REASON_STATIC;
+    } else if (!f.has_rules && !f.segments.empty()) {
+        /* named users and segments: the segments are the one rule */
+        reason = d.matched && split ? FL_REASON_SPLIT
+                                    : FL_REASON_TARGETING_MATCH;
     } else {
         reason = split ? FL_REASON_SPLIT : FL_REASON_DEFAULT;
     }
@@ -460,8 +463,8 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     each_flag(p, effective_milli, out,
         [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
             CallerId *id) {
-            detail_one(*p, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE), u,
-                       cache, id, &out[i]);
+            detail_one(*p, i, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE),
+                       u, cache, id, &out[i]);
         });
 }
 
@@ -475,7 +478,7 @@ void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
         [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
             CallerId *id) {
             uint8_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
-            Decision d = flag_value(*p, f, eff, s, u, cache, id);
+            Decision d = flag_value(*p, i, f, eff, s, u, cache, id);
 
             out[i].enabled = d.value;
             out[i].reason = FL_REASON_STATIC;
@@ -496,7 +499,7 @@ int fl_evaluate_flag_detail(const fl_project_t *p, size_t i,
     if (p == nullptr || out == nullptr || i >= p->flags.size()) {
         return -1;
     }
-    detail_one(*p, p->flags[i], effective_milli, sw, u, nullptr, nullptr,
+    detail_one(*p, i, p->flags[i], effective_milli, sw, u, nullptr, nullptr,
                out);
     return 0;
 }

@@ -328,8 +328,10 @@ private:
                            std::string &why);
     bool load_rules(const jval &v, Flag &f, std::string &why,
                     const std::string &where);
-    bool load_targets(const jval &v, NamedUsers &t, std::string &why);
+    bool load_targets(const jval &v, NamedUsers &t, std::string &why,
+                      const std::string &where);
     void finish_flag(Flag &f);
+    void index_named_users();
 
     const std::string   &source_;
     fl_project_s        &p_;
@@ -928,7 +930,8 @@ bool Loader::load_rules(const jval &v, Flag &f, std::string &why,
 }
 
 /* "targets": {"on": [ids], "off": [ids]} into the flag's table. */
-bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
+bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why,
+    const std::string &where)
 {
     static const char shape[] = "\"targets\" must be an object with \"on\""
                                 " and \"off\" lists of user ids";
@@ -936,7 +939,7 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
         why = shape;
         return false;
     }
-    warn_unknown(v, {"on", "off"}, "targets: ");
+    warn_unknown(v, {"on", "off"}, where + "targets: ");
 
     /* id -> on, the first list an id is in */
     std::unordered_map<std::string_view, bool> ids;
@@ -982,11 +985,6 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
                                                           ids.end());
     std::sort(sorted.begin(), sorted.end());
 
-    size_t nslots = 16;
-    while (nslots < sorted.size() * 2) {
-        nslots *= 2;
-    }
-    t.slots.assign(sorted.empty() ? 0 : nslots, NamedUsers::Slot{0, 0});
     t.entries.reserve(sorted.size());
     for (const auto &e : sorted) {
         NamedUsers::Entry en;
@@ -996,17 +994,62 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why)
         t.bytes.append(e.first.data(), e.first.size());
         t.entries.push_back(en);
         (e.second ? t.on : t.off)++;
-
-        uint64_t h = named_hash(e.first.data(), e.first.size());
-        size_t mask = nslots - 1;
-        size_t i = static_cast<size_t>(h) & mask;
-        while (t.slots[i].entry != 0) {
-            i = (i + 1) & mask;
-        }
-        t.slots[i].tag = static_cast<uint32_t>(h >> 32);
-        t.slots[i].entry = static_cast<uint32_t>(t.entries.size());
     }
     return true;
+}
+
+/* Every flag's named users into the project's index; the flags keep
+ * their counts only. */
+void Loader::index_named_users()
+{
+    std::unordered_map<std::string_view, std::vector<uint32_t>> by_id;
+    size_t total = 0;
+
+    for (size_t i = 0; i < p_.flags.size(); i++) {
+        const NamedUsers &t = p_.flags[i].targets;
+        total += t.entries.size();
+        for (const NamedUsers::Entry &e : t.entries) {
+            by_id[std::string_view(t.bytes.data() + e.offset, e.len)]
+                .push_back(static_cast<uint32_t>(i) << 1 | (e.on ? 1u : 0u));
+        }
+    }
+    if (by_id.empty()) {
+        return;
+    }
+
+    NamedIndex &x = p_.named;
+    size_t nslots = 16;
+    while (nslots < by_id.size() * 2) {
+        nslots *= 2;
+    }
+    x.slots.assign(nslots, NamedIndex::Slot{0, 0});
+    x.ids.reserve(by_id.size());
+    x.marks.reserve(total);
+    for (const auto &kv : by_id) {
+        NamedIndex::Id id;
+        id.offset = static_cast<uint32_t>(x.bytes.size());
+        id.len = static_cast<uint32_t>(kv.first.size());
+        id.first = static_cast<uint32_t>(x.marks.size());
+        id.count = static_cast<uint32_t>(kv.second.size());
+        x.bytes.append(kv.first.data(), kv.first.size());
+        /* flags were visited in order: the marks are sorted */
+        x.marks.insert(x.marks.end(), kv.second.begin(), kv.second.end());
+        x.ids.push_back(id);
+
+        uint64_t h = named_hash(kv.first.data(), kv.first.size());
+        size_t mask = nslots - 1;
+        size_t i = static_cast<size_t>(h) & mask;
+        while (x.slots[i].id != 0) {
+            i = (i + 1) & mask;
+        }
+        x.slots[i].tag = static_cast<uint32_t>(h >> 32);
+        x.slots[i].id = static_cast<uint32_t>(x.ids.size());
+    }
+
+    for (Flag &f : p_.flags) {
+        std::string().swap(f.targets.bytes);
+        std::vector<NamedUsers::Entry>().swap(f.targets.entries);
+    }
 }
 
 bool Loader::load_flag(const jval &v, size_t index, Flag &f)
@@ -1060,10 +1103,9 @@ bool Loader::load_flag(const jval &v, size_t index, Flag &f)
     }
 
     if (const jval *t = get(v, "targets")) {
-        if (!load_targets(*t, f.targets, why)) {
+        if (!load_targets(*t, f.targets, why, where)) {
             return fail(where + why);
         }
-        p_.any_targets = p_.any_targets || !f.targets.empty();
     }
 
     if (const jval *st = get(v, "stickiness")) {
@@ -1245,6 +1287,8 @@ bool Loader::load(const char *data, size_t len)
             return fail("flag " + quoted(f.name) + ": duplicate flag name");
         }
     }
+
+    index_named_users();
 
     /* p_.flags no longer changes: the views into its names stay valid. */
     p_.by_name.reserve(p_.flags.size());

@@ -86,34 +86,55 @@ struct TargetingRule {
     uint32_t               rollout_milli = 0;
 };
 
-/*
- * A flag's named users ("targets"), built when the flag is loaded: an
- * open-addressing table of the ids, looked up with the id's hash, which
- * one evaluation computes once for every flag (named_hash()).  Nothing
- * is scanned per request and nothing is allocated.
- */
+/* A flag's named users ("targets") as loaded: the ids sorted, for the
+ * definition hash, and their counts.  The loader moves the ids into the
+ * project's NamedIndex and keeps only the counts here. */
 struct NamedUsers {
-    struct Slot {
-        uint32_t  tag;                   /* the hash's high half */
-        uint32_t  entry;                 /* 1 + index into entries; 0 empty */
-    };
     struct Entry {
         uint32_t  offset;                /* into bytes */
         uint32_t  len;
         bool      on;
     };
     std::string           bytes;         /* every id, back to back */
-    std::vector<Entry>    entries;
-    std::vector<Slot>     slots;         /* a power of two, at most half full */
+    std::vector<Entry>    entries;       /* sorted by id */
     uint32_t              on = 0;        /* how many ids are on, off */
     uint32_t              off = 0;
 
-    bool empty() const { return entries.empty(); }
-    /* 1 on, 0 off, -1 not named */
-    int find(const char *id, size_t len, uint64_t hash) const;
+    bool empty() const { return on == 0 && off == 0; }
 };
 
-/* The hash of a user id that NamedUsers::find() takes. */
+/*
+ * Every named user of a project, built when the project is loaded: an
+ * open-addressing table from an id to the flags that name it, so an
+ * evaluation looks the caller up once, however many flags have named
+ * users, and a caller nobody names (the common case) costs one probe.
+ * Nothing is scanned per request and nothing is allocated.
+ */
+struct NamedIndex {
+    struct Slot {
+        uint32_t  tag;                   /* the hash's high half */
+        uint32_t  id;                    /* 1 + index into ids; 0 empty */
+    };
+    struct Id {
+        uint32_t  offset;                /* into bytes */
+        uint32_t  len;
+        uint32_t  first;                 /* into marks */
+        uint32_t  count;
+    };
+    std::string            bytes;
+    std::vector<Id>        ids;
+    /* per id, the flags that name it in file order: index << 1 | on */
+    std::vector<uint32_t>  marks;
+    std::vector<Slot>      slots;        /* a power of two, at most half full */
+
+    const Id *find(const char *id, size_t len, uint64_t hash) const;
+};
+
+/* 1 on, 0 off, -1 not named: what the marks of one id (an entry of
+ * NamedIndex, nullptr: nobody) say of flag i. */
+int named_in(const NamedIndex &x, const NamedIndex::Id *id, size_t i);
+
+/* The hash of a user id that NamedIndex::find() takes. */
 uint64_t named_hash(const char *id, size_t len);
 
 struct Flag {
@@ -167,27 +188,51 @@ inline uint64_t named_hash(const char *id, size_t len)
     return h.final();
 }
 
-inline int NamedUsers::find(const char *id, size_t len, uint64_t hash) const
+inline const NamedIndex::Id *NamedIndex::find(const char *id, size_t len,
+    uint64_t hash) const
 {
     if (slots.empty()) {
-        return -1;
+        return nullptr;
     }
     size_t mask = slots.size() - 1;
     uint32_t tag = static_cast<uint32_t>(hash >> 32);
     for (size_t i = static_cast<size_t>(hash) & mask; ; i = (i + 1) & mask) {
         const Slot &s = slots[i];
-        if (s.entry == 0) {
-            return -1;
+        if (s.id == 0) {
+            return nullptr;
         }
         if (s.tag == tag) {
-            const Entry &e = entries[s.entry - 1];
+            const Id &e = ids[s.id - 1];
             if (e.len == len
                 && std::memcmp(bytes.data() + e.offset, id, len) == 0)
             {
-                return e.on ? 1 : 0;
+                return &e;
             }
         }
     }
+}
+
+inline int named_in(const NamedIndex &x, const NamedIndex::Id *id, size_t i)
+{
+    if (id == nullptr) {
+        return -1;
+    }
+    /* marks are few (the flags naming one user) and sorted */
+    const uint32_t *m = x.marks.data() + id->first;
+    size_t lo = 0, hi = id->count;
+    uint32_t want = static_cast<uint32_t>(i) << 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((m[mid] & ~1u) < want) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo < id->count && (m[lo] & ~1u) == want) {
+        return static_cast<int>(m[lo] & 1u);
+    }
+    return -1;
 }
 
 /* Case folding used by ignoreCase (ASCII only). */
@@ -212,8 +257,8 @@ struct fl_project_s {
 
     size_t                    json_bound = 0;
 
-    /* some flag has named users: an evaluation hashes the caller's id */
-    bool                      any_targets = false;
+    /* the named users of every flag */
+    fl::NamedIndex            named;
 
     /* Unknown fields met by the loader, for nginx -t: at most
      * FL_MAX_PROJECT_WARNINGS, then one "and N more" line. */

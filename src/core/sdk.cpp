@@ -631,8 +631,8 @@ char *put_rules(char *o, const fl_project_s &p, const fl::Flag &f,
     return fl::put_lit(o, "],\"stickyAssignments\":[]}");
 }
 
-char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
-    const fl_user_t *u, uint32_t eff, uint8_t sw)
+char *put_flag(char *o, const fl_project_s &p, size_t index,
+    const fl::Flag &f, const fl_user_t *u, uint32_t eff, uint8_t sw)
 {
     if (f.has_rules || !f.targets.empty()) {
         bool live = f.enabled && sw != FL_SWITCH_ROLLED_BACK
@@ -642,9 +642,11 @@ char *put_flag(char *o, const fl_project_s &p, const fl::Flag &f,
         if (live && sw != FL_SWITCH_OVERRIDE_PERCENT && !f.targets.empty()
             && u != nullptr && u->user_id != nullptr && u->user_id_len != 0)
         {
-            named = f.targets.find(u->user_id, u->user_id_len,
-                                   fl::named_hash(u->user_id,
-                                                  u->user_id_len));
+            named = fl::named_in(p.named,
+                                 p.named.find(u->user_id, u->user_id_len,
+                                              fl::named_hash(u->user_id,
+                                                             u->user_id_len)),
+                                 index);
         }
         if (named >= 0) {
             return put_resolved(o, f, true, named == 1);
@@ -704,7 +706,7 @@ char *put_array(char *o, const fl_project_t *p, const fl_user_t *u,
         if (i > 0) {
             *o++ = ',';
         }
-        o = put_flag(o, *p, f, u, r ? r[i].rollout_milli : f.rollout_milli,
+        o = put_flag(o, *p, i, f, u, r ? r[i].rollout_milli : f.rollout_milli,
                      r ? r[i].sw : uint8_t(FL_SWITCH_NONE));
     }
     *o++ = ']';

@@ -171,10 +171,15 @@
         if (ramping(f)) {
             return ['ramping', 'ramp ' + f.ramp.state];
         }
-        if (f.effectiveRolloutPercentage >= 100) {
+        // a flag with rules or named users is on (off) for everyone only
+        // when every rule, the fallthrough and the named users say so
+        const rules = Array.isArray(f.rules) ? f.rules : [];
+        const t = f.targets || {};
+        const all = (p) => rules.every((r) => r && p(r.rolloutPercentage)) && p(f.effectiveRolloutPercentage);
+        if (!t.off && all((p) => p >= 100)) {
             return ['on', 'on'];
         }
-        if (f.effectiveRolloutPercentage <= 0) {
+        if (!t.on && all((p) => p <= 0)) {
             return ['off', 'off'];
         }
         return ['partial', 'partial'];
@@ -448,6 +453,81 @@
         return (s.length === 1 ? 'segment ' : 'one of the segments ') + s.join(', ');
     }
 
+    // A flag with targeting (issue 26): flags_status's "rules" (each rule's
+    // segments and percentage) and "targets" (how many named users, never
+    // who), read in the order the server decides: the named users, the
+    // rules, first match first, then the fallthrough, the one percentage a
+    // ramp's stage replaces. Lines of text, or null for a flag with neither
+    // (its card says what it said before).
+    function ruleSegments(list) {
+        const s = Array.isArray(list) ? list.map(String) : [];
+        if (!s.length) {
+            return 'everyone';
+        }
+        return (s.length === 1 ? 'segment ' : 'one of the segments ') + s.join(', ');
+    }
+
+    function targetingLines(f) {
+        const rules = Array.isArray(f.rules) ? f.rules : null;
+        const t = f.targets && typeof f.targets === 'object' ? f.targets : null;
+        if (!rules && !t) {
+            return null;
+        }
+        const lines = [];
+        if (t) {
+            lines.push(['named users: ' + num(t.on || 0, 0) + ' on, ' + num(t.off || 0, 0) + ' off', '']);
+        }
+        if (rules) {
+            rules.forEach((r, k) => {
+                lines.push(['rule ' + k + ': ' + ruleSegments(r && r.segments) + ' → ' + pct(r && r.rolloutPercentage), '']);
+            });
+            // the stage of a ramp that has started and is not rolled back is
+            // the fallthrough's percentage; the rules keep theirs
+            const r = f.ramp;
+            const staged = r && r.state !== 'rolledBack' && !(r.waitingFor && r.waitingFor.startAt);
+            lines.push(staged
+                ? ['fallthrough: ' + pct(r.percentage) + ', ramp stage ' + r.stage + ' (replaces the fallthrough\'s ' +
+                   pct(f.rolloutPercentage) + '; the rules keep theirs)', '']
+                : ['fallthrough: ' + pct(f.rolloutPercentage), '']);
+        } else {
+            lines.push(['everyone else: ' + targeting(f), '']);
+        }
+        // what wins over all of the above (evaluation's first two steps)
+        const o = f.override;
+        if (f.rolledBack) {
+            lines.push(['rolled back: off for everyone, named users too', 'warn']);
+        } else if (f.enabled === false || (o && o.enabled === false)) {
+            lines.push(['off for everyone, named users too', 'warn']);
+        } else if (o && o.rolloutPercentage !== undefined) {
+            lines.push(['override ' + pct(o.rolloutPercentage) + ' replaces every percentage' +
+                (rules ? ', the rules\' too' : '') + (t ? '; named users set aside' : ''), 'warn']);
+        }
+        return lines;
+    }
+
+    function putTargeting(c, f) {
+        const lines = targetingLines(f);
+        if (!lines) {
+            if (c.targetKey) {
+                c.target.replaceChildren();
+            }
+            c.targetKey = '';
+            put(c.target, targeting(f));
+            return;
+        }
+        const key = JSON.stringify(lines);
+        if (key === c.targetKey) {
+            return;
+        }
+        c.targetKey = key;
+        const ul = el('ul', 'tgt');
+        for (const [text, cls] of lines) {
+            ul.appendChild(el('li', cls, text));
+        }
+        c.target.replaceChildren(ul);
+        c.target.title = lines.map((l) => l[0]).join('; ');
+    }
+
     function sources(f) {
         const b = f.errorsBySource;
         if (!b) {
@@ -522,6 +602,7 @@
         c.cohorts.append('on ', c.on, ' · off ', c.off, ' · ', c.coWhen);
         c.target = row(dl, 'Targeting');
         c.target.className = 'two';
+        c.targetKey = null;
         c.rollback = row(dl, 'Rolled back');
         c.rollback.className = 'two';
         c.ramp = row(dl, 'Ramp');
@@ -566,13 +647,16 @@
         c.full.hidden = !f.zoneFull;
 
         put(c.servedPct, pct(killed(f) ? 0 : f.effectiveRolloutPercentage));
-        put(c.servedOf, 'configured ' + pct(f.rolloutPercentage) + (f.enabled === false ? ', off in the file' : ''));
+        // with rules, the one percentage flags_status serves is the fallthrough's
+        const fall = Array.isArray(f.rules) && !f.override && !f.rolledBack && f.enabled !== false;
+        put(c.servedOf, (fall ? 'fallthrough, ' : '') + 'configured ' + pct(f.rolloutPercentage) +
+            (f.enabled === false ? ', off in the file' : ''));
         put(c.override, overrideText(f.override));
         sample(c, f, now);
         put(c.sources, sources(f), 'the on cohort\'s errors since the counters began, by where they came from: ' +
             'error reports, or 5xx answers of requests that read the flag (flags_upstream_errors)');
         cohorts(c, f, now);
-        put(c.target, targeting(f));
+        putTargeting(c, f);
         put(c.rollback, rollbackText(f));
         setClass(c.rollback, f.rolledBack ? 'two bad' : 'two');
         const r = rampText(f.ramp);
@@ -1120,6 +1204,23 @@
             l.append(box, ' ' + s);
             list.appendChild(l);
         }
+        // rules and named users are shown, never edited here: the body
+        // sent is the document's flag with the three fields replaced, so
+        // they reach the server (which validates them) as they were read
+        const tl = [];
+        if (orig.targets && typeof orig.targets === 'object') {
+            const n = (l) => new Set(Array.isArray(l) ? l : []).size;
+            tl.push('named users: ' + num(n(orig.targets.on), 0) + ' on, ' + num(n(orig.targets.off), 0) + ' off');
+        }
+        if (j.rules) {
+            orig.rules.forEach((r, k) => {
+                tl.push('rule ' + k + ': ' + ruleSegments(r && r.segments) + ' → ' + pct(r && r.rolloutPercentage));
+            });
+        }
+        $('defs-tgtlist').replaceChildren(...tl.map((t) => el('li', '', t)));
+        $('defs-tgt').hidden = tl.length === 0;
+        $('defs-pct-label').textContent = j.rules ? 'Fallthrough percentage, when no rule matches (0 to 100)'
+            : 'Rollout percentage (0 to 100)';
         $('defs-segs').hidden = all.length === 0 && !j.rules;
         $('defs-segs-legend').textContent = j.rules ? 'Segments: set by the flag\'s rules (edit the document)'
             : 'Segments (none checked: everyone)';
@@ -1291,7 +1392,7 @@
                 rows.push('enabled: ' + (o.enabled !== false) + ' → ' + nw.enabled);
             }
             if (o.rolloutPercentage !== nw.rolloutPercentage) {
-                rows.push('rolloutPercentage: ' + pct(o.rolloutPercentage) + ' → ' + pct(nw.rolloutPercentage));
+                rows.push('rolloutPercentage' + (j.rules ? ' (fallthrough)' : '') + ': ' + pct(o.rolloutPercentage) + ' → ' + pct(nw.rolloutPercentage));
             }
             if (segText(o.segments) !== segText(nw.segments)) {
                 rows.push('segments: ' + segText(o.segments) + ' → ' + segText(nw.segments));

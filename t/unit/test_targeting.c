@@ -360,6 +360,27 @@ static void test_reasons(void **state)
     assert_int_equal(d.reason, FL_REASON_SPLIT);
     assert_int_equal(d.rule, 0);
     fl_project_free(p);
+
+    /* named users without rules or segments: the flag's percentage is
+     * the fallthrough; with segments, they are the one rule */
+    p = load("{\"flags\":[{\"name\":\"n\",\"enabled\":true,"
+             "\"rolloutPercentage\":0,\"targets\":{\"on\":[\"n1\"]}},"
+             "{\"name\":\"m\",\"enabled\":true,\"rolloutPercentage\":40,"
+             "\"segments\":[\"pro\"],\"targets\":{\"on\":[\"n1\"]}}],"
+             SEGMENTS "}");
+    assert_int_equal(eval1(p, 0, "userId=a", 0, 0).reason, FL_REASON_DEFAULT);
+    assert_int_equal(eval1(p, 0, "userId=a", 100000, 0).reason,
+                     FL_REASON_DEFAULT);
+    assert_int_equal(eval1(p, 0, "userId=a", 500, 0).reason, FL_REASON_SPLIT);
+    assert_int_equal(eval1(p, 0, "userId=n1", 0, 0).reason,
+                     FL_REASON_TARGETING_MATCH);
+    assert_int_equal(eval1(p, 1, "userId=a", 40000, 0).reason,
+                     FL_REASON_TARGETING_MATCH);
+    assert_int_equal(eval1(p, 1, "userId=a&trait_plan=pro", 40000, 0).reason,
+                     FL_REASON_SPLIT);
+    assert_int_equal(eval1(p, 1, "userId=a&trait_plan=pro", 100000, 0).reason,
+                     FL_REASON_TARGETING_MATCH);
+    fl_project_free(p);
 }
 
 /* GET /flags: the fallthrough's percentage and every segment the rules
