@@ -35,9 +35,11 @@
  * OFREP reasons, for a flag with rules or targets: DISABLED; override P:
  * 0 STATIC, 100 STATIC, else SPLIT; named: TARGETING_MATCH + targeted;
  * rule k: 0 < pct < 100 SPLIT else TARGETING_MATCH, + ruleIndex k;
- * fallthrough: 0 < eff < 100 SPLIT else DEFAULT.  A flag with neither, and
- * a flag with targets but no rules whose caller is not named: the old
- * table (the design leaves that last case open; see reference()).
+ * fallthrough: 0 < eff < 100 SPLIT else DEFAULT.  A flag with neither:
+ * the old table.  A flag with named users and no rules whose caller is
+ * not named (the design leaves it open; see reference()): its segments
+ * are one rule at the effective percentage (one matched and 0 < eff <
+ * 100 SPLIT, else TARGETING_MATCH), without segments the fallthrough.
  * Where the design is silent, the reference reads as the core does:
  * "rules": [] is a flag with rules (everyone falls through), and targets
  * without a single id ("on": [], "off": []) are no targets.
@@ -395,11 +397,21 @@ Expect reference(const std::vector<Seg> &segs, const Flag &f, const Caller &c)
     e.reason = new_table ? fallthrough() : old_table();
 #else
     /* The design defines the fallthrough for a flag with rules only, and
-     * says nothing of a flag with targets and no rules whose caller is not
-     * named: the core gives it the old table (its segments are the one
-     * implicit rule), and so does this reference (reported to the lead;
-     * build with -DTARGETING_LITERAL_DESIGN for SPLIT / DEFAULT there). */
-    e.reason = old_table();
+     * says nothing of a flag with named users and no rules whose caller is
+     * not named.  The core (c26ad57) reads its segments as its one rule:
+     * one matched and 0 < eff < 100 SPLIT, else TARGETING_MATCH (none
+     * matched included); without segments its percentage is the
+     * fallthrough; a flag with neither rules nor named users keeps the old
+     * table.  This reference does the same (build with
+     * -DTARGETING_LITERAL_DESIGN for line 5 to the letter). */
+    if (!new_table) {
+        e.reason = old_table();
+    } else if (!f.segs.empty()) {
+        e.reason = e.segment_matched && eff > 0 && eff < FL_MILLI_MAX
+                   ? FL_REASON_SPLIT : FL_REASON_TARGETING_MATCH;
+    } else {
+        e.reason = fallthrough();
+    }
 #endif
     return e;
 }
