@@ -161,8 +161,8 @@ ngx_http_flags_control_decide(ngx_http_flags_change_t *ch, int64_t now)
         return 0;
     }
 
-    /* the window's evaluations include this worker's memo answers */
-    ngx_http_flags_memo_fold();
+    /* the window's evaluations include this worker's pending ones */
+    ngx_http_flags_counts_fold();
 
     seconds = flag->policy.window;
 

@@ -286,6 +286,13 @@ ngx_http_flags_defs_collect(void)
 {
     ngx_http_flags_defs_t  *d, **prev;
 
+    if (ngx_http_flags_defs_retired == NULL) {
+        return;
+    }
+
+    /* a snapshot's pending counts reach the zone before it is freed */
+    ngx_http_flags_counts_fold();
+
     prev = &ngx_http_flags_defs_retired;
 
     for (d = ngx_http_flags_defs_retired; d; d = *prev) {

@@ -12,7 +12,15 @@
  *   2. evaluate (the core's fl_evaluate_detail(), with OFREP's reasons,
  *      or fl_evaluate_values() for answers that show none; one flag's);
  *   3. count each evaluation by its answer: the flag's evaluations, its
- *      on or off cohort and, when on, its window (fl_count_eval()).
+ *      on or off cohort and, when on, its window.  Counting is two plain
+ *      additions in the worker's own memory (the snapshot's pending
+ *      counts); the counts reach the zone at the end of the event loop's
+ *      cycle (one fl_count_evals() a flag for the whole cycle, a posted
+ *      event), and before anything reads them: flags_status, the metrics,
+ *      the rollback decision, a ramp's tick, a sync round and a change of
+ *      definitions call ngx_http_flags_counts_fold() first, so within a
+ *      worker the counts are exact at every read, and another worker's
+ *      reach the zone when its cycle ends, microseconds after it answered.
  *
  * Whether an answer is counted is the caller's to say, for one reason
  * only: the live channel's refresh is not, because the SDK evaluates
@@ -22,6 +30,15 @@
  */
 
 #include "ngx_http_flags_module.h"
+
+
+static ngx_http_flags_pending_t *ngx_http_flags_pending(
+    ngx_http_flags_defs_t *defs);
+static void ngx_http_flags_counts_fold_handler(ngx_event_t *ev);
+
+
+static ngx_http_flags_defs_t  *ngx_http_flags_pending_head;
+static ngx_event_t             ngx_http_flags_counts_event;
 
 
 ngx_int_t
@@ -60,9 +77,10 @@ void
 ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted)
 {
-    size_t                  i, n;
-    int64_t                 now;
-    ngx_http_flags_defs_t  *defs;
+    size_t                     i, n;
+    int64_t                    now;
+    ngx_http_flags_defs_t     *defs;
+    ngx_http_flags_pending_t  *pending;
 
     defs = a->defs;
 
@@ -80,6 +98,18 @@ ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     }
 
     n = defs->nflags;
+    pending = ngx_http_flags_pending(defs);
+
+    if (pending) {
+        for (i = 0; i < n; i++) {
+            pending[i].evaluations++;
+            pending[i].enabled += a->detail[i].enabled;
+        }
+
+        return;
+    }
+
+    /* no memory for the pending counts: straight into the zone */
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < n; i++) {
@@ -126,7 +156,16 @@ void
 ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, ngx_uint_t enabled, int64_t now)
 {
-    ngx_http_flags_flag_t  *flag;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_pending_t  *pending;
+
+    pending = ngx_http_flags_pending(defs);
+
+    if (pending) {
+        pending[i].evaluations++;
+        pending[i].enabled += (enabled != 0);
+        return;
+    }
 
     flag = &defs->flags[i];
 
@@ -139,4 +178,110 @@ ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
     }
 
     fl_count_eval(flag->totals, flag->window, now, enabled != 0);
+}
+
+
+/*
+ * The pending counts of defs, on the fold list with the fold posted; NULL
+ * when there is no memory for them (the caller counts in the zone).  The
+ * array comes from the snapshot's pool, or the cycle's for a file's
+ * snapshot: it lives as long as the snapshot, and a snapshot is freed
+ * only after a fold (ngx_http_flags_defs_collect()).
+ */
+
+static ngx_http_flags_pending_t *
+ngx_http_flags_pending(ngx_http_flags_defs_t *defs)
+{
+    ngx_event_t  *ev;
+
+    if (defs->pending == NULL) {
+        defs->pending = ngx_pcalloc(defs->pool ? defs->pool : ngx_cycle->pool,
+                                    (defs->nflags + 1)
+                                    * sizeof(ngx_http_flags_pending_t));
+        if (defs->pending == NULL) {
+            return NULL;
+        }
+    }
+
+    if (!defs->on_fold_list) {
+        defs->on_fold_list = 1;
+        defs->next_pending = ngx_http_flags_pending_head;
+        ngx_http_flags_pending_head = defs;
+    }
+
+    ev = &ngx_http_flags_counts_event;
+
+    if (!ev->posted) {
+        ev->handler = ngx_http_flags_counts_fold_handler;
+        ev->log = ngx_cycle->log;
+        ev->data = NULL;
+        ngx_post_event(ev, &ngx_posted_events);
+    }
+
+    return defs->pending;
+}
+
+
+static void
+ngx_http_flags_counts_fold_handler(ngx_event_t *ev)
+{
+    ngx_http_flags_counts_fold();
+}
+
+
+void
+ngx_http_flags_counts_fold(void)
+{
+    int64_t                    now;
+    ngx_uint_t                 i;
+    ngx_http_flags_defs_t     *d, *next;
+    ngx_http_flags_flag_t     *flag;
+    ngx_http_flags_pending_t  *p;
+
+    ngx_http_flags_memo_fold();
+
+    if (ngx_http_flags_pending_head == NULL) {
+        return;
+    }
+
+    now = ngx_http_flags_now_sec();
+
+    for (d = ngx_http_flags_pending_head; d; d = next) {
+        next = d->next_pending;
+        d->next_pending = NULL;
+        d->on_fold_list = 0;
+
+        for (i = 0; i < d->nflags; i++) {
+            p = &d->pending[i];
+
+            if (p->evaluations == 0) {
+                continue;
+            }
+
+            flag = &d->flags[i];
+
+            if (flag->totals) {
+                fl_count_evals(flag->totals, flag->window, now,
+                               p->evaluations, p->enabled);
+            }
+
+            p->evaluations = 0;
+            p->enabled = 0;
+        }
+    }
+
+    ngx_http_flags_pending_head = NULL;
+}
+
+
+/* At exit: every evaluation counted, while the zone is ours. */
+
+void
+ngx_http_flags_counts_exit(void)
+{
+    ngx_http_flags_counts_fold();
+
+    if (ngx_http_flags_counts_event.posted) {
+        ngx_delete_posted_event(&ngx_http_flags_counts_event);
+    }
 }

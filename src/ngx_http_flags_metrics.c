@@ -51,7 +51,7 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     }
 
     /* this worker's answers from its memo are counted before reading */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_counts_fold();
 
     now = ngx_http_flags_now_sec();
 

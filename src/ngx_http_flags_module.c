@@ -715,7 +715,9 @@ ngx_http_flags_exit_process(ngx_cycle_t *cycle)
         return;
     }
 
-    /* the memo's answers not counted yet are, while the zone is ours */
+    /* the evaluations and memo answers not counted yet are, while the
+     * zone is ours */
+    ngx_http_flags_counts_exit();
     ngx_http_flags_memo_exit();
 
     ngx_http_flags_ramp_exit_process(fmcf);

@@ -317,6 +317,13 @@ typedef struct {
  */
 
 typedef struct ngx_http_flags_defs_s     ngx_http_flags_defs_t;
+
+/* evaluations counted in a worker, folded into the zone at the end of the
+ * event cycle (ngx_http_flags_eval.c) */
+typedef struct {
+    uint32_t                    evaluations;
+    uint32_t                    enabled;
+} ngx_http_flags_pending_t;
 typedef struct ngx_http_flags_project_s  ngx_http_flags_project_t;
 
 struct ngx_http_flags_defs_s {
@@ -337,6 +344,11 @@ struct ngx_http_flags_defs_s {
     /* per variable index of the core module, the flag a $flag_ variable
      * reads, or -1 (ngx_http_flags_variables.c); NULL: found by name */
     ngx_int_t                  *flag_of_var;
+    /* this worker's evaluations not yet in the zone, per flag, and the
+     * next snapshot with some (ngx_http_flags_eval.c) */
+    ngx_http_flags_pending_t   *pending;
+    ngx_http_flags_defs_t      *next_pending;
+    unsigned                    on_fold_list:1;
 };
 
 
@@ -790,6 +802,10 @@ ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted);
 void ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, ngx_uint_t enabled, int64_t now);
+/* Every evaluation this worker counted (and every memo answer) into the
+ * zone: readers of the counters call it first; nothing when none. */
+void ngx_http_flags_counts_fold(void);
+void ngx_http_flags_counts_exit(void);
 
 /* ngx_http_flags_memo.c: this worker's memo of whole answers */
 typedef struct ngx_http_flags_memo_s  ngx_http_flags_memo_t;

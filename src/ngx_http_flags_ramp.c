@@ -194,7 +194,7 @@ ngx_http_flags_ramp_timer(ngx_event_t *ev)
     }
 
     /* the cohorts' counts include this worker's memo answers */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_counts_fold();
 
     dirty = 0;
     n = ngx_http_flags_ramp_steps(rs, &dirty);

@@ -79,7 +79,7 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     }
 
     /* this worker's answers from its memo are counted before reading */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_counts_fold();
 
     now = ngx_http_flags_now_sec();
     p = ngx_cpymem(body, "{\"projects\":[", sizeof("{\"projects\":[") - 1);

@@ -43,7 +43,7 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
                           : "");
 
     /* the deltas read the windows: this worker's memo answers first */
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_counts_fold();
 
     /* each project's definitions now (a runtime version changes them) */
     if (ngx_http_flags_sync_defs_hold(s) != NGX_OK) {

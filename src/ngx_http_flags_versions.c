@@ -814,7 +814,7 @@ ngx_http_flags_versions_apply(ngx_http_flags_main_conf_t *fmcf,
         }
     }
 
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_counts_fold();
 
     unbound = ngx_http_flags_zone_bind_defs(fmcf, project, old, defs,
                                             created, log);
