@@ -527,16 +527,17 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
         if (i > 0) {
             *o++ = ',';
         }
+        if (r[i].rollout_milli == f.rollout_milli) {
+            const std::string &whole = r[i].enabled ? f.json_on : f.json_off;
+            std::memcpy(o, whole.data(), whole.size());
+            o += whole.size();
+            continue;
+        }
+
         const std::string &head = r[i].enabled ? f.json_head_on
                                                : f.json_head_off;
         std::memcpy(o, head.data(), head.size());
         o += head.size();
-
-        if (r[i].rollout_milli == f.rollout_milli) {
-            std::memcpy(o, f.json_rest.data(), f.json_rest.size());
-            o += f.json_rest.size();
-            continue;
-        }
 
         /* rolled back or overridden: the percentage differs */
         std::memcpy(o, pct, sizeof(pct) - 1);

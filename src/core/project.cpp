@@ -1246,6 +1246,8 @@ void Loader::finish_flag(Flag &f)
     f.json_rest += f.json_tail;
     f.json_head_on = f.json_head + "true";
     f.json_head_off = f.json_head + "false";
+    f.json_on = f.json_head_on + f.json_rest;
+    f.json_off = f.json_head_off + f.json_rest;
 
     f.bucket_prefix = Murmur3(0);
     f.bucket_prefix.update(f.name.data(), f.name.size());

@@ -176,6 +176,10 @@ struct Flag {
     std::string            json_head_on;
     std::string            json_head_off;
     std::string            json_rest;
+    /* the whole object with the configured percentage, on and off: one
+     * copy a flag in the common case */
+    std::string            json_on;
+    std::string            json_off;
 
     /* murmur3 state after "name:", so a bucket hashes only the key */
     Murmur3                bucket_prefix;
