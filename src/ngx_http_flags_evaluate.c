@@ -107,9 +107,10 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     }
 
     /* everything the answer depends on: definitions, effective
-     * percentages, the normalised caller (docs/http-api.md); not the
-     * switch, which these bytes do not show */
-    etag = fl_answer_etag(answer.defs->core, &user, answer.effective, NULL);
+     * percentages, the normalised caller (docs/http-api.md), and the
+     * switch only where these bytes show it (fl_flags_etag()) */
+    etag = fl_flags_etag(answer.defs->core, &user, answer.effective,
+                         answer.sw);
     (void) fl_etag_format(etag, (char *) text);
 
     rc = ngx_http_flags_etag_text(r, text);

@@ -91,10 +91,11 @@ int none_match(const char *s, size_t len, uint64_t etag)
 } // namespace
 
 
-extern "C" {
+namespace {
 
-uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
-    const uint32_t *effective_milli, const uint8_t *sw) noexcept
+template <class Switch>
+uint64_t answer_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, Switch sw_of) noexcept
 {
     fl::EtagHasher h;
 
@@ -105,7 +106,7 @@ uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
     for (size_t i = 0; i < n; i++) {
         const fl::Flag &f = p->flags[i];
         uint64_t eff = effective_milli ? effective_milli[i] : f.rollout_milli;
-        uint64_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+        uint64_t s = sw_of(i, f);
         /* one mix a flag: the definition hash offset by an odd multiple
          * of (effective, switch), which are at most 17 and 2 bits */
         h.u64(f.def_hash + ((eff << 2 | s) + 1) * UINT64_C(0x9e3779b97f4a7c15));
@@ -129,6 +130,35 @@ uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
 
     return h.final();
 }
+
+} // namespace
+
+extern "C" {
+
+uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw) noexcept
+{
+    return answer_etag(p, u, effective_milli, [sw](size_t i, const fl::Flag &) {
+        return sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+    });
+}
+
+uint64_t fl_flags_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw) noexcept
+{
+    /* GET /flags shows values and percentages, not why: a switch counts
+     * only where it changes values at the same percentage, an override's
+     * percentage on a flag with rules or named users (docs/evaluation.md).
+     * Every other answer keeps the ETag it had. */
+    return answer_etag(p, u, effective_milli,
+        [sw](size_t i, const fl::Flag &f) {
+            return sw != nullptr && sw[i] == FL_SWITCH_OVERRIDE_PERCENT
+                   && (f.has_rules || !f.targets.empty())
+                   ? uint8_t(FL_SWITCH_OVERRIDE_PERCENT)
+                   : uint8_t(FL_SWITCH_NONE);
+        });
+}
+
 
 size_t fl_etag_format(uint64_t etag, char *out) noexcept
 {

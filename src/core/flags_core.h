@@ -1366,6 +1366,12 @@ size_t fl_dashboard_config_json(const char *admin, size_t admin_len,
 uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw) FL_NOEXCEPT;
 
+/* GET /flags' ETag: fl_answer_etag() with only the switches that change
+ * its body at the same percentages (an override's percentage on a flag
+ * with rules or named users); sw NULL: fl_answer_etag(p, u, eff, NULL). */
+uint64_t fl_flags_etag(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw) FL_NOEXCEPT;
+
 /* A strong entity tag for a header: '"' + 16 lowercase hex digits + '"',
  * 18 bytes, no NUL.  Returns 18. */
 #define FL_ETAG_LEN  18u

@@ -665,6 +665,43 @@ static void test_errors(void **state)
     fl_project_free(p);
 }
 
+/* GET /flags' ETag: on a flag with rules an override's percentage and a
+ * ramp's stage at the same percentage give different bodies, so different
+ * ETags; on a flag without, the switch is not in the ETag (as before). */
+static void test_flags_etag(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(
+        "{\"flags\":[{\"name\":\"r\",\"enabled\":true,"
+        "\"rolloutPercentage\":10,"
+        "\"rules\":[{\"segments\":[\"staff\"],\"rolloutPercentage\":100}]},"
+        "{\"name\":\"plain\",\"enabled\":true,\"rolloutPercentage\":10}],"
+        SEGMENTS "}");
+    fl_user_t u = user("userId=u1");
+    uint32_t eff[2] = { 50000, 50000 };
+    uint8_t ramp[2] = { FL_SWITCH_NONE, FL_SWITCH_NONE };
+    uint8_t ovr_r[2] = { FL_SWITCH_OVERRIDE_PERCENT, FL_SWITCH_NONE };
+    uint8_t ovr_p[2] = { FL_SWITCH_NONE, FL_SWITCH_OVERRIDE_PERCENT };
+    uint8_t rb[2] = { FL_SWITCH_NONE, FL_SWITCH_ROLLED_BACK };
+    fl_detail_t a[2], b[2];
+
+    /* the bodies differ: u1 is staff (on) unless the override sets the
+     * rules aside */
+    fl_evaluate_values(p, &u, eff, ramp, a);
+    fl_evaluate_values(p, &u, eff, ovr_r, b);
+    assert_int_equal(a[0].enabled, 1);
+    assert_int_equal(b[0].enabled, in_bucket("r", "u1", 50000));
+    assert_true(fl_flags_etag(p, &u, eff, ramp)
+                != fl_flags_etag(p, &u, eff, ovr_r));
+    assert_true(fl_flags_etag(p, &u, eff, ramp)
+                == fl_answer_etag(p, &u, eff, NULL));
+    assert_true(fl_flags_etag(p, &u, eff, ovr_p)
+                == fl_answer_etag(p, &u, eff, NULL));
+    assert_true(fl_flags_etag(p, &u, eff, rb)
+                == fl_answer_etag(p, &u, eff, NULL));
+    fl_project_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -679,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_definition_hash),
         cmocka_unit_test(test_many_targets),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_flags_etag),
     };
     return cmocka_run_group_tests(tests, NULL, arena_teardown);
 }
