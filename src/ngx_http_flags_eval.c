@@ -32,6 +32,8 @@
 #include "ngx_http_flags_module.h"
 
 
+static ngx_int_t ngx_http_flags_answer_controls(ngx_http_flags_defs_t *defs,
+    ngx_http_flags_project_t *project);
 static ngx_http_flags_pending_t *ngx_http_flags_pending(
     ngx_http_flags_defs_t *defs);
 static void ngx_http_flags_counts_fold_handler(ngx_event_t *ev);
@@ -55,11 +57,22 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
 
     a->project = project;
     a->defs = defs;
-    a->effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
-    a->sw = ngx_pnalloc(pool, n + 1);
     a->detail = ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
 
-    if (a->effective == NULL || a->sw == NULL || a->detail == NULL) {
+    if (a->detail == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_flags_answer_controls(defs, project) == NGX_OK) {
+        a->effective = defs->ctl_effective;
+        a->sw = defs->ctl_sw;
+        return NGX_OK;
+    }
+
+    a->effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
+    a->sw = ngx_pnalloc(pool, n + 1);
+
+    if (a->effective == NULL || a->sw == NULL) {
         return NGX_ERROR;
     }
 
@@ -68,6 +81,66 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
                                             flags[i].rollout_milli,
                                             &a->sw[i]);
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The percentage in force and the switch of every flag, read from the
+ * zone once for each answer version of the project and kept in the
+ * snapshot: they change only with a control change or a new
+ * definition, and every such change bumps the version first
+ * (ngx_http_flags_control_changed(), the sync round, a definitions
+ * switch), as the memo of answers relies on.  The version is read before
+ * the controls, so a change while they are read leaves a newer version
+ * and the next answer reads them again.  NGX_DECLINED: no version to
+ * trust (the zone was full) or no memory: the caller reads them itself.
+ */
+
+static ngx_int_t
+ngx_http_flags_answer_controls(ngx_http_flags_defs_t *defs,
+    ngx_http_flags_project_t *project)
+{
+    size_t                  i, n;
+    ngx_pool_t             *pool;
+    ngx_atomic_uint_t       v;
+    ngx_http_flags_flag_t  *flags;
+
+    if (project->pversion == NULL) {
+        return NGX_DECLINED;
+    }
+
+    v = ngx_http_flags_answer_version(project);
+
+    if (defs->ctl_valid && defs->ctl_version == v) {
+        return NGX_OK;
+    }
+
+    n = defs->nflags;
+
+    if (defs->ctl_effective == NULL) {
+        pool = defs->pool ? defs->pool : ngx_cycle->pool;
+
+        defs->ctl_effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
+        defs->ctl_sw = ngx_pnalloc(pool, n + 1);
+
+        if (defs->ctl_effective == NULL || defs->ctl_sw == NULL) {
+            defs->ctl_effective = NULL;
+            return NGX_DECLINED;
+        }
+    }
+
+    flags = defs->flags;
+
+    for (i = 0; i < n; i++) {
+        defs->ctl_effective[i] = fl_control_switch(flags[i].ctl,
+                                                   flags[i].rollout_milli,
+                                                   &defs->ctl_sw[i]);
+    }
+
+    defs->ctl_version = v;
+    defs->ctl_valid = 1;
 
     return NGX_OK;
 }

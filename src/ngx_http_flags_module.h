@@ -349,6 +349,12 @@ struct ngx_http_flags_defs_s {
     ngx_http_flags_pending_t   *pending;
     ngx_http_flags_defs_t      *next_pending;
     unsigned                    on_fold_list:1;
+    /* this worker's reading of the flags' control blocks, good while the
+     * project's answer version is ctl_version (ngx_http_flags_eval.c) */
+    unsigned                    ctl_valid:1;
+    ngx_atomic_uint_t           ctl_version;
+    uint32_t                   *ctl_effective;
+    uint8_t                    *ctl_sw;
 };
 
 
