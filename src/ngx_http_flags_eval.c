@@ -66,8 +66,11 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
     if (ngx_http_flags_answer_controls(defs, project) == NGX_OK) {
         a->effective = defs->ctl_effective;
         a->sw = defs->ctl_sw;
+        a->etag_prefix = &defs->ctl_etag;
         return NGX_OK;
     }
+
+    a->etag_prefix = NULL;
 
     a->effective = ngx_palloc(pool, (n + 1) * sizeof(uint32_t));
     a->sw = ngx_pnalloc(pool, n + 1);
@@ -138,6 +141,9 @@ ngx_http_flags_answer_controls(ngx_http_flags_defs_t *defs,
                                                    flags[i].rollout_milli,
                                                    &defs->ctl_sw[i]);
     }
+
+    fl_flags_etag_prefix(defs->core, defs->ctl_effective, defs->ctl_sw,
+                         &defs->ctl_etag);
 
     defs->ctl_version = v;
     defs->ctl_valid = 1;

@@ -109,8 +109,10 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
     /* everything the answer depends on: definitions, effective
      * percentages, the normalised caller (docs/http-api.md), and the
      * switch only where these bytes show it (fl_flags_etag()) */
-    etag = fl_flags_etag(answer.defs->core, &user, answer.effective,
-                         answer.sw);
+    etag = answer.etag_prefix
+           ? fl_flags_etag_from(answer.etag_prefix, &user)
+           : fl_flags_etag(answer.defs->core, &user, answer.effective,
+                           answer.sw);
     (void) fl_etag_format(etag, (char *) text);
 
     rc = ngx_http_flags_etag_text(r, text);

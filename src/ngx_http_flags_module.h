@@ -355,6 +355,7 @@ struct ngx_http_flags_defs_s {
     ngx_atomic_uint_t           ctl_version;
     uint32_t                   *ctl_effective;
     uint8_t                    *ctl_sw;
+    fl_etag_prefix_t            ctl_etag;    /* GET /flags' ETag so far */
 };
 
 
@@ -793,6 +794,9 @@ typedef struct {
     uint32_t                   *effective;  /* the percentage in force */
     uint8_t                    *sw;         /* fl_switch_t, a flag */
     fl_detail_t                *detail;     /* the answer, a flag */
+    /* GET /flags' ETag of the flags' part, when read once a version
+     * (ngx_http_flags_eval.c); NULL: hash it for this answer */
+    const fl_etag_prefix_t     *etag_prefix;
 } ngx_http_flags_answer_t;
 
 #define NGX_HTTP_FLAGS_NOT_COUNTED  0

@@ -93,12 +93,11 @@ int none_match(const char *s, size_t len, uint64_t etag)
 
 namespace {
 
+/* The part of an answer's ETag that does not depend on the caller. */
 template <class Switch>
-uint64_t answer_etag(const fl_project_t *p, const fl_user_t *u,
+void answer_flags(fl::EtagHasher &h, const fl_project_t *p,
     const uint32_t *effective_milli, Switch sw_of) noexcept
 {
-    fl::EtagHasher h;
-
     h.str("answer/1");
 
     size_t n = p ? p->flags.size() : 0;
@@ -111,9 +110,13 @@ uint64_t answer_etag(const fl_project_t *p, const fl_user_t *u,
          * of (effective, switch), which are at most 17 and 2 bits */
         h.u64(f.def_hash + ((eff << 2 | s) + 1) * UINT64_C(0x9e3779b97f4a7c15));
     }
+}
 
-    /* the normalised caller: an empty userId is no userId; the traits are
-     * sorted and unique in a fl_user_t */
+/* The rest: the normalised caller. */
+uint64_t answer_caller(fl::EtagHasher &h, const fl_user_t *u) noexcept
+{
+    /* an empty userId is no userId; the traits are sorted and unique in
+     * a fl_user_t */
     if (u != nullptr && u->user_id != nullptr && u->user_id_len != 0) {
         h.u64(1);
         h.str(u->user_id, u->user_id_len);
@@ -131,6 +134,31 @@ uint64_t answer_etag(const fl_project_t *p, const fl_user_t *u,
     return h.final();
 }
 
+/* GET /flags shows values and percentages, not why: a switch counts only
+ * where it changes values at the same percentage, an override's
+ * percentage on a flag with rules or named users (docs/evaluation.md).
+ * Every other answer keeps the ETag it had. */
+struct BodySwitch {
+    const uint8_t *sw;
+
+    uint8_t operator()(size_t i, const fl::Flag &f) const noexcept
+    {
+        return sw != nullptr && sw[i] == FL_SWITCH_OVERRIDE_PERCENT
+               && (f.has_rules || !f.targets.empty())
+               ? uint8_t(FL_SWITCH_OVERRIDE_PERCENT)
+               : uint8_t(FL_SWITCH_NONE);
+    }
+};
+
+struct AnySwitch {
+    const uint8_t *sw;
+
+    uint8_t operator()(size_t i, const fl::Flag &) const noexcept
+    {
+        return sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+    }
+};
+
 } // namespace
 
 extern "C" {
@@ -138,25 +166,34 @@ extern "C" {
 uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw) noexcept
 {
-    return answer_etag(p, u, effective_milli, [sw](size_t i, const fl::Flag &) {
-        return sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
-    });
+    fl::EtagHasher h;
+    answer_flags(h, p, effective_milli, AnySwitch{sw});
+    return answer_caller(h, u);
 }
 
 uint64_t fl_flags_etag(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw) noexcept
 {
-    /* GET /flags shows values and percentages, not why: a switch counts
-     * only where it changes values at the same percentage, an override's
-     * percentage on a flag with rules or named users (docs/evaluation.md).
-     * Every other answer keeps the ETag it had. */
-    return answer_etag(p, u, effective_milli,
-        [sw](size_t i, const fl::Flag &f) {
-            return sw != nullptr && sw[i] == FL_SWITCH_OVERRIDE_PERCENT
-                   && (f.has_rules || !f.targets.empty())
-                   ? uint8_t(FL_SWITCH_OVERRIDE_PERCENT)
-                   : uint8_t(FL_SWITCH_NONE);
-        });
+    fl::EtagHasher h;
+    answer_flags(h, p, effective_milli, BodySwitch{sw});
+    return answer_caller(h, u);
+}
+
+void fl_flags_etag_prefix(const fl_project_t *p,
+    const uint32_t *effective_milli, const uint8_t *sw,
+    fl_etag_prefix_t *out) noexcept
+{
+    fl::EtagHasher h;
+    answer_flags(h, p, effective_milli, BodySwitch{sw});
+    h.mix().save(&out->h, &out->n);
+}
+
+uint64_t fl_flags_etag_from(const fl_etag_prefix_t *prefix,
+    const fl_user_t *u) noexcept
+{
+    fl::EtagHasher h;
+    h.mix().load(prefix->h, prefix->n);
+    return answer_caller(h, u);
 }
 
 

@@ -1372,6 +1372,21 @@ uint64_t fl_answer_etag(const fl_project_t *p, const fl_user_t *u,
 uint64_t fl_flags_etag(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw) FL_NOEXCEPT;
 
+/* fl_flags_etag() in two steps: the flags' part, the same for every
+ * caller of one answer version, then the caller's:
+ * fl_flags_etag_from(prefix of (p, eff, sw), u) == fl_flags_etag(p, u,
+ * eff, sw). */
+typedef struct {
+    uint64_t    h;
+    uint64_t    n;
+} fl_etag_prefix_t;
+
+void fl_flags_etag_prefix(const fl_project_t *p,
+    const uint32_t *effective_milli, const uint8_t *sw,
+    fl_etag_prefix_t *out) FL_NOEXCEPT;
+uint64_t fl_flags_etag_from(const fl_etag_prefix_t *prefix,
+    const fl_user_t *u) FL_NOEXCEPT;
+
 /* A strong entity tag for a header: '"' + 16 lowercase hex digits + '"',
  * 18 bytes, no NUL.  Returns 18. */
 #define FL_ETAG_LEN  18u

@@ -51,6 +51,12 @@ public:
         return mix_.final();
     }
 
+    /* the state, to go on from later (a prefix hashed once) */
+    Mix &mix() noexcept
+    {
+        return mix_;
+    }
+
 private:
     Mix mix_;
 };
@@ -126,6 +132,18 @@ public:
         k *= UINT64_C(0xc4ceb9fe1a85ec53);
         k ^= k >> 33;
         return k;
+    }
+
+    void save(uint64_t *h, uint64_t *n) const noexcept
+    {
+        *h = h_;
+        *n = n_;
+    }
+
+    void load(uint64_t h, uint64_t n) noexcept
+    {
+        h_ = h;
+        n_ = n;
     }
 
 private:

@@ -699,6 +699,15 @@ static void test_flags_etag(void **state)
                 == fl_answer_etag(p, &u, eff, NULL));
     assert_true(fl_flags_etag(p, &u, eff, rb)
                 == fl_answer_etag(p, &u, eff, NULL));
+
+    /* in two steps, the same */
+    fl_etag_prefix_t pre;
+    fl_flags_etag_prefix(p, eff, ovr_r, &pre);
+    assert_true(fl_flags_etag_from(&pre, &u)
+                == fl_flags_etag(p, &u, eff, ovr_r));
+    fl_flags_etag_prefix(p, NULL, NULL, &pre);
+    assert_true(fl_flags_etag_from(&pre, NULL)
+                == fl_answer_etag(p, NULL, NULL, NULL));
     fl_project_free(p);
 }
 
