@@ -247,7 +247,34 @@ struct Decision {
 struct CallerId {
     bool                        done = false;
     const fl::NamedIndex::Id   *named = nullptr;
+    /* the caller's id mixed once for the buckets of many flags
+     * (fl::KeyMix), prepared at the first bucket: mix says whether this
+     * evaluation has flags enough to pay for it */
+    bool                        mix = false;
+    bool                        km_done = false;
+    bool                        km_ok = false;
+    fl::KeyMix                  km;
 };
+
+/* Whether u is inside percentage p of f: in_rollout(), through the
+ * caller's premixed id when the evaluation prepared one. */
+FL_HOT_INLINE bool bucket_in(const fl::Flag &f, uint32_t p,
+    const fl_user_t *u, CallerId *id)
+{
+    if (id == nullptr || !id->mix) {
+        return in_rollout(f, p, u);
+    }
+    if (!id->km_done && f.stickiness.empty() && p > 0 && p < FL_MILLI_MAX) {
+        id->km_done = true;
+        if (u != nullptr && u->user_id != nullptr
+            && fl::KeyMix::fits(u->user_id_len))
+        {
+            id->km.prepare(u->user_id, u->user_id_len);
+            id->km_ok = true;
+        }
+    }
+    return fl::in_rollout_mixed(f, p, u, id->km_ok ? &id->km : nullptr);
+}
 
 /* Whether rule r of a flag with rules matches: one of its segments does,
  * or it names none. */
@@ -328,7 +355,7 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
         if (!f.segments.empty()) {
             gate = d.matched = any_segment(p, f, u, cache);
         }
-        d.value = gate && in_rollout(f, eff, u);
+        d.value = gate && bucket_in(f, eff, u, id);
         return d;
     }
 
@@ -337,13 +364,13 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
             const fl::TargetingRule &r = f.rules[k];
             if (targeting_rule_matches(p, r, u, cache)) {
                 d.rule = static_cast<uint16_t>(k + 1);
-                d.value = in_rollout(f, r.rollout_milli, u);
+                d.value = bucket_in(f, r.rollout_milli, u, id);
                 return d;
             }
         }
     }
 
-    d.value = in_rollout(f, eff, u);
+    d.value = bucket_in(f, eff, u, id);
     return d;
 }
 
@@ -440,6 +467,8 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
                 p->segments.size() < cache_size ? p->segments.size()
                                                 : cache_size);
     CallerId id;
+    /* the id's blocks mixed once cost about four buckets */
+    id.mix = p->flags.size() >= 8;
 
     for (size_t i = 0; i < p->flags.size(); i++) {
         const fl::Flag &f = p->flags[i];

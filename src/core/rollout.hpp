@@ -55,6 +55,106 @@ FL_HOT_INLINE bool in_rollout(const fl::Flag &f, uint32_t p,
     return m.final() % FL_BUCKETS < p;
 }
 
+/*
+ * The same bucket, cheaper when one key meets many flags: murmur3 mixes
+ * each 4-byte block of its input on its own (mix_k()) before folding it
+ * into the state, and the key's blocks are the same for every flag whose
+ * "name:" leaves the same number of bytes waiting (its length mod 4).  So
+ * an evaluation mixes the caller's blocks once for each of the 4
+ * alignments, and a flag only folds them in: the published hash, its
+ * vectors and every bucket are unchanged (t/unit/test_hash.c compares
+ * the two for every alignment and key length).  Keys of 4 to 64 bytes;
+ * others take in_rollout()'s path.
+ */
+struct KeyMix {
+    static constexpr size_t max_len = 64;
+
+    uint32_t  len = 0;
+    uint32_t  head[4];               /* a > 0: the key's first 4 - a bytes,
+                                        placed after a waiting bytes */
+    uint32_t  blocks[4][max_len / 4];
+    uint8_t   nblocks[4];
+    uint32_t  tail[4];               /* mixed last bytes, 0: none */
+    bool      has_tail[4];
+
+    static bool fits(size_t n) { return n >= 4 && n <= max_len; }
+
+    void prepare(const char *key, size_t n)
+    {
+        const unsigned char *k = reinterpret_cast<const unsigned char *>(key);
+
+        len = static_cast<uint32_t>(n);
+        for (unsigned a = 0; a < 4; a++) {
+            size_t o = a == 0 ? 0 : 4 - a;
+            uint32_t h = 0;
+            for (size_t i = 0; i < o; i++) {
+                h |= static_cast<uint32_t>(k[i]) << (8 * (a + i));
+            }
+            head[a] = h;
+
+            size_t nb = (n - o) / 4;
+            for (size_t j = 0; j < nb; j++) {
+                blocks[a][j] = mix_k(load_le32(k + o + 4 * j));
+            }
+            nblocks[a] = static_cast<uint8_t>(nb);
+
+            size_t r = (n - o) % 4;
+            uint32_t t = 0;
+            for (size_t i = 0; i < r; i++) {
+                t |= static_cast<uint32_t>(k[o + 4 * nb + i]) << (8 * i);
+            }
+            has_tail[a] = r != 0;
+            tail[a] = r != 0 ? mix_k(t) : 0;
+        }
+    }
+
+    /* murmur3_x86_32(prefix bytes, then the key) % FL_BUCKETS */
+    uint32_t bucket(const Murmur3 &prefix) const
+    {
+        unsigned a = static_cast<unsigned>(prefix.ntail);
+        uint32_t h = prefix.h;
+
+        if (a != 0) {
+            uint32_t k = head[a];
+            for (unsigned i = 0; i < a; i++) {
+                k |= static_cast<uint32_t>(prefix.tail[i]) << (8 * i);
+            }
+            h ^= mix_k(k);
+            h = rotl32(h, 13);
+            h = h * 5 + 0xe6546b64;
+        }
+        for (unsigned j = 0; j < nblocks[a]; j++) {
+            h ^= blocks[a][j];
+            h = rotl32(h, 13);
+            h = h * 5 + 0xe6546b64;
+        }
+        if (has_tail[a]) {
+            h ^= tail[a];
+        }
+
+        h ^= static_cast<uint32_t>(prefix.total + len);
+        h ^= h >> 16;
+        h *= 0x85ebca6b;
+        h ^= h >> 13;
+        h *= 0xc2b2ae35;
+        h ^= h >> 16;
+        return h % FL_BUCKETS;
+    }
+};
+
+/* in_rollout() with the caller's id mixed once (km, prepared for u's
+ * userId), for a flag keyed by the userId. */
+FL_HOT_INLINE bool in_rollout_mixed(const fl::Flag &f, uint32_t p,
+    const fl_user_t *u, const KeyMix *km)
+{
+    if (km == nullptr || !f.stickiness.empty() || p >= FL_MILLI_MAX
+        || p == 0)
+    {
+        return in_rollout(f, p, u);
+    }
+    return km->bucket(f.bucket_prefix) < p;
+}
+
 } // namespace fl
 
 #endif /* FLAGS_ROLLOUT_HPP */

@@ -711,6 +711,56 @@ static void test_flags_etag(void **state)
     fl_project_free(p);
 }
 
+/* Many flags evaluate with the caller's id mixed once (rollout.hpp,
+ * KeyMix): every bucket must still be fl_bucket()'s, for names of every
+ * length mod 4 and keys of every length around the limits (3, 4, 64,
+ * 65 bytes: the premixed path and the plain one). */
+static void test_premixed_buckets(void **state)
+{
+    (void) state;
+    char json[8192], name[16], key[128], q[160];
+    size_t o;
+
+    /* 12 flags named f, f1, f12, ... (lengths 1 to 12) at 50 % */
+    o = (size_t) snprintf(json, sizeof(json), "{\"flags\":[");
+    for (int i = 0; i < 12; i++) {
+        for (int j = 0; j <= i; j++) {
+            name[j] = (char) (j == 0 ? 'f' : '0' + j % 10);
+        }
+        name[i + 1] = '\0';
+        o += (size_t) snprintf(json + o, sizeof(json) - o,
+                               "%s{\"name\":\"%s\",\"enabled\":true,"
+                               "\"rolloutPercentage\":50}", i ? "," : "",
+                               name);
+    }
+    snprintf(json + o, sizeof(json) - o, "]}");
+    fl_project_t *p = load(json);
+    fl_detail_t d[12];
+
+    for (size_t len = 1; len <= 70; len++) {
+        for (int v = 0; v < 20; v++) {
+            for (size_t k = 0; k < len; k++) {
+                key[k] = (char) ('a' + (k * 7 + (size_t) v * 13) % 26);
+            }
+            key[len] = '\0';
+            snprintf(q, sizeof(q), "userId=%s", key);
+            fl_user_t u = user(q);
+            fl_evaluate_values(p, &u, NULL, NULL, d);
+            for (int i = 0; i < 12; i++) {
+                for (int j = 0; j <= i; j++) {
+                    name[j] = (char) (j == 0 ? 'f' : '0' + j % 10);
+                }
+                name[i + 1] = '\0';
+                if (d[i].enabled != in_bucket(name, key, 50000)) {
+                    fail_msg("flag %s, key %s: %d", name, key, d[i].enabled);
+                }
+            }
+            arena_reset();
+        }
+    }
+    fl_project_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -726,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_many_targets),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_flags_etag),
+        cmocka_unit_test(test_premixed_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, arena_teardown);
 }
