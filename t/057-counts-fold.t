@@ -1,0 +1,158 @@
+# Evaluations counted in the worker first (issue 27): each worker adds
+# its evaluations to memory of its own and folds them into the zone at
+# the end of its event cycle, and before anything reads them.  Two
+# workers, keep-alive, distinct users (no memo answer): the counts in
+# flags_status are exact, whichever worker answered and whichever worker
+# is asked, one by one and pipelined; and a
+# rollback decision on one worker sees the evaluations another worker
+# answered just before (without them a 5 % error rate would read as
+# 5 errors of 0 evaluations and roll back).
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/helper";
+use FlagsTest;
+use JSON::PP;
+
+my $dir = prefix_dir('counts-fold');
+
+write_file("$dir/conf/shop.json", <<'_J_');
+{"flags": [
+  {"name": "half", "enabled": true, "rolloutPercentage": 50},
+  {"name": "all", "enabled": true, "rolloutPercentage": 100},
+  {"name": "risky", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 5, "rate": 50, "window": 60}}
+ ]}
+_J_
+
+write_file("$dir/conf/nginx.conf", nginx_conf(http => <<'_H_', server => <<'_S_'));
+    flags_project shop token=tok_shop file=shop.json;
+_H_
+        keepalive_requests 100000;
+        location = /flags { add_header X-Worker $pid; flags_evaluate; }
+        location = /ingest/errors { add_header X-Worker $pid; flags_ingest_errors; }
+        location = /flags-status {
+            add_header X-Worker $pid;
+            flags_status;
+            allow 127.0.0.1;
+            deny all;
+        }
+_S_
+
+my $master = nginx_start($dir);
+my $ka = worker_connections('/flags?userId=probe');
+my @w = sort keys %$ka;
+is(scalar @w, 2, 'a keep-alive connection on each worker');
+
+# the probes that found the workers were evaluations too
+my $probes;
+{
+    my ($st, $body) = worker_request($ka->{ $w[0] }, GET => '/flags-status');
+    is($st, 200, 'flags_status: 200');
+    my ($f) = grep { $_->{name} eq 'all' } @{ decode_json($body)->{projects}[0]{flags} };
+    $probes = $f->{counters}{evaluations};
+    cmp_ok($probes, '>=', 2, "the probes counted ($probes)");
+}
+
+sub counters {
+    my ($s) = @_;
+    my ($st, $body, $pid) = worker_request($s, GET => '/flags-status');
+    die "flags_status: $st" unless $st == 200;
+    my %c = map { $_->{name} => $_->{counters} } @{ decode_json($body)->{projects}[0]{flags} };
+    return (\%c, $pid);
+}
+
+# Requests written at once and read after: many answers in one cycle.
+sub pipelined {
+    my ($s, @paths) = @_;
+    my $out = join '', map {
+        "GET $_ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok_shop\r\n\r\n"
+    } @paths;
+    print $s $out;
+    my @answers;
+    my $buf = '';
+    while (@answers < @paths) {
+        if ($buf =~ /\A(.*?\r\n\r\n)/s) {
+            my $h = $1;
+            my ($len) = $h =~ /^Content-Length: (\d+)/mi;
+            if (length($buf) >= length($h) + $len) {
+                my $body = substr($buf, length $h, $len);
+                substr($buf, 0, length($h) + $len) = '';
+                my ($st) = $h =~ m{^HTTP/1\.1 (\d+)};
+                push @answers, [$st, $body];
+                next;
+            }
+        }
+        my $n = sysread($s, $buf, 65536, length $buf);
+        die "connection closed" unless $n;
+    }
+    return @answers;
+}
+
+my ($total, $half_on) = (0, 0);
+
+# 150 users one by one on the first worker, 250 pipelined on the second
+for my $i (1 .. 150) {
+    my ($st, $body) = worker_request($ka->{ $w[0] }, GET => "/flags?userId=seq-$i");
+    die "status $st" unless $st == 200;
+    my ($h) = grep { $_->{name} eq 'half' } @{ decode_json($body)->{flags} };
+    $half_on++ if $h->{enabled};
+    $total++;
+}
+# the last request of the pipeline reads flags_status right after the
+# evaluations before it (nginx runs a pipelined request from a posted
+# event, after the fold posted by the one before it)
+my @answers = pipelined($ka->{ $w[1] }, (map { "/flags?userId=pipe-$_" } 1 .. 250),
+                        '/flags-status');
+my $in_cycle = pop @answers;
+for my $a (@answers) {
+    die "status $a->[0]" unless $a->[0] == 200;
+    my ($h) = grep { $_->{name} eq 'half' } @{ decode_json($a->[1])->{flags} };
+    $half_on++ if $h->{enabled};
+    $total++;
+}
+{
+    my ($f) = grep { $_->{name} eq 'all' } @{ decode_json($in_cycle->[1])->{projects}[0]{flags} };
+    is($f->{counters}{evaluations}, $probes + $total,
+       'flags_status pipelined after 250 evaluations counts them all');
+}
+cmp_ok($half_on, '>', 100, "half: $half_on of $total users on");
+cmp_ok($half_on, '<', 300, '... and not all of them');
+
+for my $w (@w) {
+    my ($c, $pid) = counters($ka->{$w});
+    is($pid, $w, "flags_status answered by worker $w");
+    is($c->{all}{evaluations}, $probes + $total,
+       "worker $w reads every evaluation of both workers: " . ($probes + $total));
+    is($c->{all}{enabledEvaluations}, $probes + $total, '... all of them enabled for "all"');
+    is($c->{half}{evaluations}, $probes + $total, '... "half" evaluated as often');
+    # the probes are one user: "probe"'s answer of "half" counts in each
+    my ($pst, $pbody) = worker_request($ka->{$w}, GET => '/flags?userId=probe');
+    my ($ph) = grep { $_->{name} eq 'half' } @{ decode_json($pbody)->{flags} };
+    my $probe_on = $ph->{enabled} ? $probes : 0;
+    is($c->{half}{enabledEvaluations}, $half_on + $probe_on,
+       '... and "half" enabled exactly as answered');
+    $probes++;          # the request just made
+}
+
+# The rollback decision reads the other worker's evaluations: 100 on the
+# second worker, pipelined, then 5 errors on the first: 5 % < 50 %.
+my ($before) = counters($ka->{ $w[0] });
+my $risky_before = $before->{risky}{enabledEvaluations};
+pipelined($ka->{ $w[1] }, map { "/flags?userId=r-$_" } 1 .. 100);
+for (1 .. 5) {
+    my ($st) = worker_request($ka->{ $w[0] }, POST => '/ingest/errors',
+                              '{"flagName":"risky","message":"m"}');
+    is($st, 204, 'a report on the first worker: 204');
+}
+my ($after) = counters($ka->{ $w[0] });
+is($after->{risky}{enabledEvaluations}, $risky_before + 100,
+   'the first worker counts the second one\'s 100 evaluations');
+is($after->{risky}{errors}, 5, '5 errors');
+my ($st, $body) = worker_request($ka->{ $w[0] }, GET => '/flags?userId=r-1');
+my ($r) = grep { $_->{name} eq 'risky' } @{ decode_json($body)->{flags} };
+is($r->{enabled} ? 1 : 0, 1, 'risky is not rolled back: 5 errors of more than 100 evaluations');
+
+nginx_stop($master);
+done_testing();
