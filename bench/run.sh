@@ -770,7 +770,7 @@ flags = [f for p in json.load(sys.stdin)["projects"] for f in p["flags"]
          if f["name"] == name]
 cohorts = sum(f["cohorts"]["on"]["errors"] + f["cohorts"]["off"]["errors"] for f in flags)
 # an older module (bench/before.sh, 660e303) counts these reports in no
-# cohort, only in its flag's counters: then those are compared
+# cohort, only in the counters of its flag: then those are compared
 print(cohorts or sum(f["counters"]["errors"] for f in flags))' "$OUT/report.json")
 echo >&2
 say "exact check: ${WARMUP}s of POST /ingest/errors-checked (access log on, not measured)"
