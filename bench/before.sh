@@ -45,7 +45,8 @@ die() { printf 'before: FAILED: %s\n' "$*" >&2; exit 1; }
 SHA=$(git -C "$ROOT" rev-parse --verify "$COMMIT^{commit}") || die "no commit $COMMIT"
 SHORT=${SHA:0:7}
 NOW=$(git -C "$ROOT" rev-parse --short HEAD)
-[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ] || NOW="$NOW+changes"
+# uncommitted changes to the module's sources are part of "after"
+[ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no -- src config)" ] || NOW="$NOW+changes"
 BEFORE_SO=$ROOT/build/before/ngx_http_flags_module-$SHORT.so
 AFTER_SO=$ROOT/build/ngx_http_flags_module.so
 
@@ -135,8 +136,9 @@ def cell(fs):
     return "%.2f (%s; %.1f / %.1f us; wrk <= %d %%)" % (
         med(f[4] for f in fs), ratios, med(f[7] for f in fs), med(f[8] for f in fs), wrk)
 print("## Before / after: %s against %s, %s interleaved rounds\n" % (before, now, rounds))
-print("ratio: median of the rounds (each round's ratio after ';' is each round's); CPU us per request of")
-print("module / baseline (medians); wrk: the highest wrk CPU of the side's measured runs.\n")
+print("Each cell: the median ratio of the rounds (each round's ratio in parentheses, in run order); the")
+print("server CPU us per request of module / baseline (medians); the highest wrk CPU of that side's measured")
+print("runs (above 90 %, that run's ratio measures wrk: read the CPU per request).\n")
 print("| path | before (%s) | after (%s) | target |" % (before, now))
 print("|---|---:|---:|---:|")
 for k in ("flags30users", "flags1000users", "ingestusers"):

@@ -578,7 +578,7 @@ scenario() {
     WRKCPU_ALL[$key]+=" $wrkpct"
     LAST_WRK=$wrkpct
     if [ "$wrkpct" != - ] && [ "$wrkpct" -gt "$WRK_CPU_MAX" ]; then
-        WRK_HOT+=("$label, round ${ROUND:-0}: wrk at $wrkpct % of a CPU")
+        WRK_HOT+=("$label ($key), round ${ROUND:-0}: wrk at $wrkpct % of a CPU")
     fi
     P50[$key]=$(awk -v v="$(field p50_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
     P99[$key]=$(awk -v v="$(field p99_us "$out")" 'BEGIN { printf "%.2f", v / 1000 }')
