@@ -212,12 +212,12 @@ using fl::in_rollout;
 constexpr size_t cache_size = 1024;
 enum : uint8_t { unknown = 0, no = 1, yes = 2 };
 
-/* Whether one of f's segments matches u (f has at least one), through the
- * cache of this evaluation when given. */
-FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
-    const fl_user_t *u, uint8_t *cache)
+/* Whether one of the segments segs matches u (false for none), through
+ * the cache of this evaluation when given: a flag's segments, a rule's. */
+FL_HOT_INLINE bool any_of(const fl_project_s &p,
+    const std::vector<uint32_t> &segs, const fl_user_t *u, uint8_t *cache)
 {
-    for (uint32_t si : f.segments) {
+    for (uint32_t si : segs) {
         bool m;
         if (cache != nullptr && si < cache_size && cache[si] != unknown) {
             m = cache[si] == yes;
@@ -232,6 +232,13 @@ FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
         }
     }
     return false;
+}
+
+/* Whether one of f's segments matches u (f has at least one). */
+FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
+    const fl_user_t *u, uint8_t *cache)
+{
+    return any_of(p, f.segments, u, cache);
 }
 
 /* What decided a flag for a caller, beside the value. */
@@ -281,24 +288,7 @@ FL_HOT_INLINE bool bucket_in(const fl::Flag &f, uint32_t p,
 FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
     const fl::TargetingRule &r, const fl_user_t *u, uint8_t *cache)
 {
-    if (r.segments.empty()) {
-        return true;
-    }
-    for (uint32_t si : r.segments) {
-        bool m;
-        if (cache != nullptr && si < cache_size && cache[si] != unknown) {
-            m = cache[si] == yes;
-        } else {
-            m = segment_matches(p, p.segments[si], u);
-            if (cache != nullptr && si < cache_size) {
-                cache[si] = m ? yes : no;
-            }
-        }
-        if (m) {
-            return true;
-        }
-    }
-    return false;
+    return r.segments.empty() || any_of(p, r.segments, u, cache);
 }
 
 /*
