@@ -568,6 +568,20 @@ char *end_segment(char *o, bool in)
     return fl::put_lit(o, ",\"sticky\":false}");
 }
 
+/* One SDK segment for module segment s: its condition for u and the
+ * percentage resolved (in: 100, else 0), after a comma unless *first. */
+char *put_segment_of(char *o, const fl_project_s &p, const fl::Segment &s,
+    const fl_user_t *u, bool in, bool *first)
+{
+    if (!*first) {
+        *o++ = ',';
+    }
+    *first = false;
+    o = put_segment(o, s.name.data(), s.name.size());
+    o = put_condition(o, p, s, u);
+    return end_segment(o, in);
+}
+
 /* A flag decided on the server for the POST's user: no segments, its
  * percentage 100 or 0. */
 char *put_resolved(char *o, const fl::Flag &f, bool live, bool in)
@@ -618,36 +632,42 @@ char *put_rules(char *o, const fl_project_s &p, const fl::Flag &f,
             continue;
         }
         for (uint32_t si : r.segments) {
-            const fl::Segment &s = p.segments[si];
-            if (!first) {
-                *o++ = ',';
-            }
-            first = false;
-            o = put_segment(o, s.name.data(), s.name.size());
-            o = put_condition(o, p, s, u);
-            o = end_segment(o, in);
+            o = put_segment_of(o, p, p.segments[si], u, in, &first);
         }
     }
     return fl::put_lit(o, "],\"stickyAssignments\":[]}");
 }
 
+/* 1 on, 0 off, -1 not named: whether the POST's user is named in flag
+ * index and it counts (the flag live, no override's percentage), as the
+ * evaluation d found, or looked up without one. */
+int named_state(const fl_project_s &p, size_t index, const fl::Flag &f,
+    const fl_user_t *u, bool live, uint8_t sw, const fl_detail_t *d)
+{
+    if (d != nullptr) {
+        return d->targeted ? (d->enabled ? 1 : 0) : -1;
+    }
+    if (!live || sw == FL_SWITCH_OVERRIDE_PERCENT || f.targets.empty()
+        || u == nullptr || u->user_id == nullptr || u->user_id_len == 0)
+    {
+        return -1;
+    }
+    return fl::named_in(p.named,
+                        p.named.find(u->user_id, u->user_id_len,
+                                     fl::named_hash(u->user_id,
+                                                    u->user_id_len)),
+                        index);
+}
+
 char *put_flag(char *o, const fl_project_s &p, size_t index,
-    const fl::Flag &f, const fl_user_t *u, uint32_t eff, uint8_t sw)
+    const fl::Flag &f, const fl_user_t *u, uint32_t eff, uint8_t sw,
+    const fl_detail_t *d)
 {
     if (f.has_rules || !f.targets.empty()) {
         bool live = f.enabled && sw != FL_SWITCH_ROLLED_BACK
                     && sw != FL_SWITCH_OVERRIDE_OFF;
-        int named = -1;
+        int named = named_state(p, index, f, u, live, sw, d);
 
-        if (live && sw != FL_SWITCH_OVERRIDE_PERCENT && !f.targets.empty()
-            && u != nullptr && u->user_id != nullptr && u->user_id_len != 0)
-        {
-            named = fl::named_in(p.named,
-                                 p.named.find(u->user_id, u->user_id_len,
-                                              fl::named_hash(u->user_id,
-                                                             u->user_id_len)),
-                                 index);
-        }
         if (named >= 0) {
             return put_resolved(o, f, true, named == 1);
         }
@@ -684,14 +704,7 @@ char *put_flag(char *o, const fl_project_s &p, size_t index,
 
     bool first = true;
     for (uint32_t si : f.segments) {
-        const fl::Segment &s = p.segments[si];
-        if (!first) {
-            *o++ = ',';
-        }
-        first = false;
-        o = put_segment(o, s.name.data(), s.name.size());
-        o = put_condition(o, p, s, u);
-        o = end_segment(o, in);
+        o = put_segment_of(o, p, p.segments[si], u, in, &first);
     }
     return fl::put_lit(o, "],\"stickyAssignments\":[]}");
 }
@@ -707,7 +720,7 @@ char *put_array(char *o, const fl_project_t *p, const fl_user_t *u,
             *o++ = ',';
         }
         o = put_flag(o, *p, i, f, u, r ? r[i].rollout_milli : f.rollout_milli,
-                     r ? r[i].sw : uint8_t(FL_SWITCH_NONE));
+                     r ? r[i].sw : uint8_t(FL_SWITCH_NONE), r ? &r[i] : nullptr);
     }
     *o++ = ']';
     return o;
