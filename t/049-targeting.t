@@ -165,25 +165,7 @@ is(scalar(worker_pids($master)), 2, 'two workers');
 # (status, body, the X-Worker pid).
 sub kreq {
     my ($s, $method, $path, $token, $body) = @_;
-    $body //= '';
-    print $s "$method $path HTTP/1.1\r\nHost: localhost\r\n"
-           . "Authorization: Bearer $token\r\nContent-Type: application/json\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
-    my $head = '';
-    while ($head !~ /\r\n\r\n/) {
-        my $n = sysread($s, $head, 4096, length $head);
-        die "connection closed" unless $n;
-    }
-    my ($h, $rest) = split /\r\n\r\n/, $head, 2;
-    my ($len) = $h =~ /^Content-Length: (\d+)/mi;
-    $len //= 0;
-    while (length $rest < $len) {
-        my $n = sysread($s, $rest, $len - length $rest, length $rest);
-        die "connection closed" unless $n;
-    }
-    my ($st) = $h =~ m{^HTTP/1\.1 (\d+)};
-    my ($pid) = $h =~ /^X-Worker: (\d+)/mi;
-    return ($st, $rest, $pid);
+    return worker_request($s, $method, $path, $body, $token);
 }
 
 # GET /flags on $s: { name => "on|off pct [segments]" }, or undef

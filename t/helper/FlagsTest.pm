@@ -456,12 +456,14 @@ sub keepalive_request {
 }
 
 # One request on the keep-alive connection $s, with the token of project
-# shop and a JSON content type: (status, body, the X-Worker header's pid).
+# shop (or $token) and a JSON content type: (status, body, the X-Worker
+# header's pid).
 sub worker_request {
-    my ($s, $method, $path, $body) = @_;
+    my ($s, $method, $path, $body, $token) = @_;
     $body //= '';
+    $token //= 'tok_shop';
     print $s "$method $path HTTP/1.1\r\nHost: localhost\r\n"
-           . "Authorization: Bearer tok_shop\r\nContent-Type: application/json\r\n"
+           . "Authorization: Bearer $token\r\nContent-Type: application/json\r\n"
            . "Content-Length: " . length($body) . "\r\n\r\n$body";
     my $head = '';
     while ($head !~ /\r\n\r\n/) {
