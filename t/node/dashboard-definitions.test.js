@@ -23,6 +23,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
+const { watchPage } = require('./lib/page');
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LIVE_MS = 2000;
@@ -91,20 +92,7 @@ before(async () => {
     page = await browser.newPage();
     await page.emulateTimezone('Asia/Kolkata');
     await page.authenticate({ username: 'alice', password: 'secret' });
-    page.on('request', (r) => {
-        requests.push({ url: r.url(), method: r.method(), headers: r.headers(), body: r.postData() });
-    });
-    page.on('console', (m) => {
-        if (m.type() === 'error' || m.type() === 'warn') {
-            problems.push(`console ${m.type()}: ${m.text()}`);
-        }
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('requestfailed', (r) => {
-        if (!/\/events$/.test(r.url())) {
-            problems.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`);
-        }
-    });
+    watchPage(page, requests, problems);
 });
 
 after(async () => {

@@ -19,6 +19,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
+const { watchPage } = require('./lib/page');
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LIVE_MS = 2000;
@@ -102,20 +103,7 @@ before(async () => {
     });
     page = await browser.newPage();
     await page.authenticate({ username: 'alice', password: 'secret' });
-    page.on('request', (r) => {
-        requests.push({ url: r.url(), method: r.method(), headers: r.headers(), body: r.postData() });
-    });
-    page.on('console', (m) => {
-        if (m.type() === 'error' || m.type() === 'warn') {
-            problems.push(`console ${m.type()}: ${m.text()}`);
-        }
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('requestfailed', (r) => {
-        if (!/\/events$/.test(r.url())) {
-            problems.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`);
-        }
-    });
+    watchPage(page, requests, problems);
 });
 
 after(async () => {

@@ -28,6 +28,7 @@ const http = require('node:http');
 const path = require('node:path');
 const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
+const { watchPage } = require('./lib/page');
 
 const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const SCREENSHOT = path.resolve(__dirname, '..', '..', 'build', 'dashboard.png');
@@ -124,22 +125,7 @@ before(async () => {
     // a zone that is not UTC: the page's times must still be UTC, and say so
     await page.emulateTimezone('Asia/Kolkata');
     await page.authenticate({ username: 'alice', password: USERS.alice });
-    page.on('request', (r) => {
-        requests.push({ url: r.url(), method: r.method(), headers: r.headers(),
-                        body: r.postData() });
-    });
-    page.on('console', (m) => {
-        if (m.type() === 'error' || m.type() === 'warn') {
-            problems.push(`console ${m.type()}: ${m.text()}`);
-        }
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('requestfailed', (r) => {
-        // the event stream is cut when the page goes: that is no failure
-        if (!/\/events$/.test(r.url())) {
-            problems.push(`request failed: ${r.url()} ${r.failure() && r.failure().errorText}`);
-        }
-    });
+    watchPage(page, requests, problems);
 });
 
 after(async () => {
