@@ -16,19 +16,7 @@
 
 #include "flags_core.h"
 #include "unit_arena.h"
-
-static fl_project_t *load(const char *json)
-{
-    fl_project_t *p = NULL;
-    char err[512];
-
-    if (fl_project_load_buffer(json, strlen(json), "t.json", &p, err,
-                               sizeof(err)) != FL_OK)
-    {
-        fail_msg("load: %s", err);
-    }
-    return p;
-}
+#include "unit_project.h"
 
 static void expect_change(const fl_defs_change_t *c, fl_defs_kind_t kind,
     long old_idx, long new_idx)

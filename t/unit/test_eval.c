@@ -19,31 +19,7 @@
 #include "flags_core.h"
 
 #include "unit_arena.h"
-
-static fl_user_t user(const char *query)
-{
-    fl_user_t u;
-    char err[256];
-    fl_status_t rc = fl_parse_query(query, strlen(query), 1000, &arena, &u,
-                                    err, sizeof(err));
-    if (rc != FL_OK) {
-        fail_msg("query \"%s\": %s", query, err);
-    }
-    return u;
-}
-
-static fl_project_t *load(const char *json)
-{
-    fl_project_t *p = NULL;
-    char err[512];
-
-    if (fl_project_load_buffer(json, strlen(json), "t.json", &p, err,
-                               sizeof(err)) != FL_OK)
-    {
-        fail_msg("load: %s", err);
-    }
-    return p;
-}
+#include "unit_project.h"
 
 /* Whether rule (a JSON object) holds for the caller described by query. */
 static int rule(const char *rule_json, const char *query)

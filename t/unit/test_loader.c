@@ -19,19 +19,7 @@
 #include <unistd.h>
 
 #include "flags_core.h"
-
-static fl_project_t *load(const char *json)
-{
-    fl_project_t *p = NULL;
-    char err[512];
-
-    if (fl_project_load_buffer(json, strlen(json), "t.json", &p, err,
-                               sizeof(err)) != FL_OK)
-    {
-        fail_msg("load: %s", err);
-    }
-    return p;
-}
+#include "unit_project.h"
 
 static void expect_error(const char *json, const char *want)
 {

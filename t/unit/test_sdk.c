@@ -23,20 +23,7 @@
 #include "flags_core.h"
 
 #include "unit_arena.h"
-
-
-static fl_project_t *load(const char *json)
-{
-    fl_project_t *p = NULL;
-    char err[512];
-
-    if (fl_project_load_buffer(json, strlen(json), "t.json", &p, err,
-                               sizeof(err)) != FL_OK)
-    {
-        fail_msg("load: %s", err);
-    }
-    return p;
-}
+#include "unit_project.h"
 
 static fl_user_t body_user(const char *body)
 {
