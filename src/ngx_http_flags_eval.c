@@ -93,11 +93,11 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
  * The percentage in force and the switch of every flag, read from the
  * zone once for each answer version of the project and kept in the
  * snapshot: they change only with a control change or a new
- * definition, and every such change bumps the version first
+ * definition, and every such change bumps the version once it is made
  * (ngx_http_flags_control_changed(), the sync round, a definitions
  * switch), as the memo of answers relies on.  The version is read before
- * the controls, so a change while they are read leaves a newer version
- * and the next answer reads them again.  NGX_DECLINED: no version to
+ * the controls, so controls read under a version a change then bumps are
+ * read again by the next answer.  NGX_DECLINED: no version to
  * trust (the zone was full) or no memory: the caller reads them itself.
  */
 
