@@ -214,10 +214,11 @@ enum : uint8_t { unknown = 0, no = 1, yes = 2 };
 
 /* Whether one of the segments segs matches u (false for none), through
  * the cache of this evaluation when given: a flag's segments, a rule's. */
-FL_HOT_INLINE bool any_of(const fl_project_s &p,
-    const std::vector<uint32_t> &segs, const fl_user_t *u, uint8_t *cache)
+FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
+    size_t n, const fl_user_t *u, uint8_t *cache)
 {
-    for (uint32_t si : segs) {
+    for (size_t k = 0; k < n; k++) {
+        uint32_t si = segs[k];
         bool m;
         if (cache != nullptr && si < cache_size && cache[si] != unknown) {
             m = cache[si] == yes;
@@ -232,6 +233,12 @@ FL_HOT_INLINE bool any_of(const fl_project_s &p,
         }
     }
     return false;
+}
+
+FL_HOT_INLINE bool any_of(const fl_project_s &p,
+    const std::vector<uint32_t> &segs, const fl_user_t *u, uint8_t *cache)
+{
+    return any_of(p, segs.data(), segs.size(), u, cache);
 }
 
 /* Whether one of f's segments matches u (f has at least one). */
@@ -283,6 +290,32 @@ FL_HOT_INLINE bool bucket_in(const fl::Flag &f, uint32_t p,
     return fl::in_rollout_mixed(f, p, u, id->km_ok ? &id->km : nullptr);
 }
 
+/* bucket_in() for a simple flag (no stickiness trait) from its FlagHot
+ * alone; the caller's id unmixed, or too short or long to mix, takes
+ * in_rollout()'s path through the flag. */
+FL_HOT_INLINE bool hot_bucket_in(const fl_project_s &p, size_t index,
+    const fl::FlagHot &h, uint32_t pct, const fl_user_t *u, CallerId *id)
+{
+    if (pct >= FL_MILLI_MAX) {
+        return true;
+    }
+    if (pct == 0 || u == nullptr) {
+        return false;
+    }
+    if (id != nullptr && id->mix && !id->km_done) {
+        id->km_done = true;
+        if (u->user_id != nullptr && fl::KeyMix::fits(u->user_id_len)) {
+            id->km.prepare(u->user_id, u->user_id_len);
+            id->km_ok = true;
+        }
+    }
+    if (id == nullptr || !id->km_ok) {
+        return in_rollout(p.flags[index], pct, u);
+    }
+    return id->km.bucket(h.prefix_h, h.prefix_ntail, h.prefix_tail,
+                         h.prefix_total) < pct;
+}
+
 /* Whether rule r of a flag with rules matches: one of its segments does,
  * or it names none. */
 FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
@@ -310,6 +343,28 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     uint8_t *cache, CallerId *id)
 {
     Decision d{false, false, false, 0};
+    const fl::FlagHot &h = p.hot[index];
+
+    if (h.simple) {
+        /* lines 1, 2 and 6 from the flag's 40 bytes: no rules, no named
+         * users, keyed by the userId (an override's percentage is eff) */
+        const uint32_t *segs = p.hot_segs.data() + h.seg_at;
+
+        if (!h.enabled || sw == FL_SWITCH_ROLLED_BACK
+            || sw == FL_SWITCH_OVERRIDE_OFF)
+        {
+            if (h.enabled && h.nsegs != 0) {
+                d.matched = any_of(p, segs, h.nsegs, u, cache);
+            }
+            return d;
+        }
+        bool gate = true;
+        if (h.nsegs != 0) {
+            gate = d.matched = any_of(p, segs, h.nsegs, u, cache);
+        }
+        d.value = gate && hot_bucket_in(p, index, h, eff, u, id);
+        return d;
+    }
 
     if (!f.enabled || sw == FL_SWITCH_ROLLED_BACK
         || sw == FL_SWITCH_OVERRIDE_OFF)
@@ -546,10 +601,17 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
         if (i > 0) {
             *o++ = ',';
         }
-        if (r[i].rollout_milli == f.rollout_milli) {
-            const std::string &whole = r[i].enabled ? f.json_on : f.json_off;
-            std::memcpy(o, whole.data(), whole.size());
-            o += whole.size();
+        const fl::FlagHot &h = p->hot[i];
+        if (r[i].rollout_milli == h.rollout_milli) {
+            /* the common case: the whole object, one copy */
+            const char *whole = p->json.data() + h.json_at;
+            size_t len = h.json_on_len;
+            if (!r[i].enabled) {
+                whole += h.json_on_len;
+                len = h.json_off_len;
+            }
+            std::memcpy(o, whole, len);
+            o += len;
             continue;
         }
 

@@ -332,6 +332,7 @@ private:
                       const std::string &where);
     void finish_flag(Flag &f);
     void index_named_users();
+    void build_hot();
 
     const std::string   &source_;
     fl_project_s        &p_;
@@ -1000,6 +1001,56 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why,
 
 /* Every flag's named users into the project's index; the flags keep
  * their counts only. */
+/* fl_project_s::hot, hot_segs and json from the loaded flags (the file
+ * is at most FL_MAX_FLAGS_FILE_SIZE bytes, so every offset fits 32 bits) */
+void Loader::build_hot()
+{
+    size_t nsegs = 0, bytes = 0;
+    for (const Flag &f : p_.flags) {
+        nsegs += f.has_rules ? 0 : f.segments.size();
+        bytes += f.json_head_on.size() + f.json_head_off.size()
+                 + 2 * f.json_rest.size();
+    }
+    p_.hot.assign(p_.flags.size(), FlagHot{});
+    p_.hot_segs.clear();
+    p_.hot_segs.reserve(nsegs);
+    p_.json.clear();
+    p_.json.reserve(bytes);
+
+    for (size_t i = 0; i < p_.flags.size(); i++) {
+        const Flag &f = p_.flags[i];
+        FlagHot &h = p_.hot[i];
+
+        h.prefix_h = f.bucket_prefix.h;
+        h.prefix_total = static_cast<uint32_t>(f.bucket_prefix.total);
+        h.prefix_ntail = static_cast<uint8_t>(f.bucket_prefix.ntail);
+        h.prefix_tail = 0;
+        for (size_t k = 0; k < f.bucket_prefix.ntail; k++) {
+            h.prefix_tail |= static_cast<uint32_t>(f.bucket_prefix.tail[k])
+                             << (8 * k);
+        }
+        h.rollout_milli = f.rollout_milli;
+        h.enabled = f.enabled;
+        h.simple = !f.has_rules && f.targets.empty() && f.stickiness.empty();
+
+        h.seg_at = static_cast<uint32_t>(p_.hot_segs.size());
+        if (!f.has_rules) {
+            p_.hot_segs.insert(p_.hot_segs.end(), f.segments.begin(),
+                               f.segments.end());
+            h.nsegs = static_cast<uint32_t>(f.segments.size());
+        }
+
+        h.json_at = static_cast<uint32_t>(p_.json.size());
+        p_.json += f.json_head_on;
+        p_.json += f.json_rest;
+        h.json_on_len = static_cast<uint32_t>(p_.json.size() - h.json_at);
+        p_.json += f.json_head_off;
+        p_.json += f.json_rest;
+        h.json_off_len = static_cast<uint32_t>(p_.json.size() - h.json_at
+                                               - h.json_on_len);
+    }
+}
+
 void Loader::index_named_users()
 {
     std::unordered_map<std::string_view, std::vector<uint32_t>> by_id;
@@ -1246,8 +1297,6 @@ void Loader::finish_flag(Flag &f)
     f.json_rest += f.json_tail;
     f.json_head_on = f.json_head + "true";
     f.json_head_off = f.json_head + "false";
-    f.json_on = f.json_head_on + f.json_rest;
-    f.json_off = f.json_head_off + f.json_rest;
 
     f.bucket_prefix = Murmur3(0);
     f.bucket_prefix.update(f.name.data(), f.name.size());
@@ -1303,6 +1352,7 @@ bool Loader::load(const char *data, size_t len)
                  + f.json_tail.size() + 1;
     }
     p_.json_bound = bound;
+    build_hot();
 
     if (warnings_dropped_ > 0) {
         p_.warnings.push_back(source_ + ": and "

@@ -176,10 +176,6 @@ struct Flag {
     std::string            json_head_on;
     std::string            json_head_off;
     std::string            json_rest;
-    /* the whole object with the configured percentage, on and off: one
-     * copy a flag in the common case */
-    std::string            json_on;
-    std::string            json_off;
 
     /* murmur3 state after "name:", so a bucket hashes only the key */
     Murmur3                bucket_prefix;
@@ -251,8 +247,38 @@ bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u);
 } // namespace fl
 
 
+namespace fl {
+
+/*
+ * What an answer of many flags reads of one flag, apart from Flag in one
+ * flat array (fl_project_s::hot, index = the flag's): 40 bytes a flag
+ * where Flag spreads the same fields over several cache lines and its
+ * strings over the heap.  Built by the loader once the flags stop
+ * changing; evaluate.cpp's flag_value() decides a "simple" flag from it
+ * alone.
+ */
+struct FlagHot {
+    uint32_t  prefix_h;          /* Flag::bucket_prefix: murmur3's state */
+    uint32_t  prefix_tail;       /*   its waiting bytes, little-endian */
+    uint32_t  prefix_total;      /*   bytes hashed ("name:") */
+    uint32_t  rollout_milli;     /* the configured percentage */
+    uint32_t  seg_at;            /* the flag's segments: hot_segs[seg_at..] */
+    uint32_t  nsegs;
+    uint32_t  json_at;           /* the whole object with the configured */
+    uint32_t  json_on_len;       /*   percentage in fl_project_s::json: */
+    uint32_t  json_off_len;      /*   on at json_at, off right after */
+    uint8_t   prefix_ntail;
+    uint8_t   enabled;
+    uint8_t   simple;            /* no rules, named users or stickiness */
+};
+
+} // namespace fl
+
 struct fl_project_s {
     std::vector<fl::Flag>     flags;
+    std::vector<fl::FlagHot>  hot;       /* one per flag, same order */
+    std::vector<uint32_t>     hot_segs;  /* every flag's segments in a row */
+    std::string               json;      /* every flag's object, on, off */
     std::vector<fl::Segment>  segments;
 
     /* flag name -> index; the views point into flags[i].name, so this is

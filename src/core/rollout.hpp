@@ -111,14 +111,21 @@ struct KeyMix {
     /* murmur3_x86_32(prefix bytes, then the key) % FL_BUCKETS */
     uint32_t bucket(const Murmur3 &prefix) const
     {
-        unsigned a = static_cast<unsigned>(prefix.ntail);
-        uint32_t h = prefix.h;
+        uint32_t waiting = 0;
+        for (size_t i = 0; i < prefix.ntail; i++) {
+            waiting |= static_cast<uint32_t>(prefix.tail[i]) << (8 * i);
+        }
+        return bucket(prefix.h, static_cast<unsigned>(prefix.ntail),
+                      waiting, static_cast<uint32_t>(prefix.total));
+    }
 
+    /* The same from the prefix's parts as FlagHot keeps them: state h,
+     * a waiting bytes packed little-endian, total bytes hashed. */
+    FL_HOT_INLINE uint32_t bucket(uint32_t h, unsigned a, uint32_t waiting,
+        uint32_t total) const
+    {
         if (a != 0) {
-            uint32_t k = head[a];
-            for (unsigned i = 0; i < a; i++) {
-                k |= static_cast<uint32_t>(prefix.tail[i]) << (8 * i);
-            }
+            uint32_t k = head[a] | waiting;
             h ^= mix_k(k);
             h = rotl32(h, 13);
             h = h * 5 + 0xe6546b64;
@@ -132,7 +139,7 @@ struct KeyMix {
             h ^= tail[a];
         }
 
-        h ^= static_cast<uint32_t>(prefix.total + len);
+        h ^= total + len;
         h ^= h >> 16;
         h *= 0x85ebca6b;
         h ^= h >> 13;
