@@ -56,6 +56,7 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     key.version = ngx_http_flags_answer_version(project);
     key.bytes = r->args.len ? r->args.data : (u_char *) "";
     key.len = r->args.len;
+    key.hashed = 0;
 
     m = ngx_http_flags_memo_find(&key);
 

@@ -90,6 +90,11 @@ struct ngx_http_flags_memo_s {
 
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_table[NGX_HTTP_FLAGS_MEMO_SETS]
                                                      [NGX_HTTP_FLAGS_MEMO_WAYS];
+/* the hash of each entry of the table, beside it: a set's four fit one
+ * cache line, so a caller the memo does not hold (most of them, with
+ * many distinct users) costs one line read, not one an entry */
+static uint64_t                ngx_http_flags_memo_tags[NGX_HTTP_FLAGS_MEMO_SETS]
+                                                    [NGX_HTTP_FLAGS_MEMO_WAYS];
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_pending;
 static size_t                  ngx_http_flags_memo_used;
 static ngx_uint_t              ngx_http_flags_memo_clock;
@@ -119,10 +124,17 @@ ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k)
 {
     uint64_t  h;
 
+    if (k->hashed) {
+        return k->hash;
+    }
+
     h = fl_murmur3_32(k->bytes, k->len, (uint32_t) k->kind);
     h = h << 32
         | fl_murmur3_32(&k->scope, sizeof(k->scope),
                         (uint32_t) (uintptr_t) k->project);
+
+    k->hash = h;
+    k->hashed = 1;
 
     return h;
 }
@@ -155,8 +167,8 @@ ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
 ngx_http_flags_memo_t *
 ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
 {
-    uint64_t                hash;
-    ngx_uint_t              i;
+    uint64_t                hash, *tags;
+    ngx_uint_t              i, s;
     ngx_http_flags_memo_t  *m, **set;
 
     if (k->project->pversion == NULL
@@ -166,13 +178,14 @@ ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
     }
 
     hash = ngx_http_flags_memo_hash(k);
-    set = ngx_http_flags_memo_table[ngx_http_flags_memo_set(
-                                        hash, NGX_HTTP_FLAGS_MEMO_SETS)];
+    s = ngx_http_flags_memo_set(hash, NGX_HTTP_FLAGS_MEMO_SETS);
+    set = ngx_http_flags_memo_table[s];
+    tags = ngx_http_flags_memo_tags[s];
 
     for (i = 0; i < NGX_HTTP_FLAGS_MEMO_WAYS; i++) {
         m = set[i];
 
-        if (m && ngx_http_flags_memo_same(m, k, hash)) {
+        if (m && tags[i] == hash && ngx_http_flags_memo_same(m, k, hash)) {
             m->used = ++ngx_http_flags_memo_clock;
             return m;
         }
@@ -275,7 +288,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     u_char                 *p;
     size_t                  size, nflags, bits, i;
     uint64_t                hash;
-    ngx_uint_t              way;
+    ngx_uint_t              way, s;
     ngx_http_flags_memo_t  *m, *old, **set;
 
     if (k->project->pversion == NULL
@@ -295,8 +308,8 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
         return;
     }
 
-    set = ngx_http_flags_memo_table[ngx_http_flags_memo_set(
-                                        hash, NGX_HTTP_FLAGS_MEMO_SETS)];
+    s = ngx_http_flags_memo_set(hash, NGX_HTTP_FLAGS_MEMO_SETS);
+    set = ngx_http_flags_memo_table[s];
     way = ngx_http_flags_memo_way(set, k, hash);
     old = set[way];
 
@@ -356,6 +369,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     m->used = ++ngx_http_flags_memo_clock;
 
     set[way] = m;
+    ngx_http_flags_memo_tags[s][way] = hash;
     ngx_http_flags_memo_used += size;
 }
 

@@ -833,6 +833,10 @@ typedef struct {
     ngx_atomic_uint_t           version;    /* read before the answer */
     const u_char               *bytes;      /* the caller's */
     size_t                      len;
+    /* ngx_http_flags_memo.c's: the key's hash once find() computed it,
+     * for the store() of the same request */
+    uint64_t                    hash;
+    unsigned                    hashed:1;
 } ngx_http_flags_memo_key_t;
 
 ngx_http_flags_memo_t *ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k);
