@@ -413,6 +413,7 @@ typedef struct {
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
     ngx_msec_t                  sync_interval;   /* its interval= */
+    ngx_uint_t                  sync_tls;        /* rediss://, tls=on */
     ngx_array_t                *upstream_lists; /* flags= of
                                                  * flags_upstream_errors,
                                                  * checked at
