@@ -677,6 +677,7 @@ ngx_http_flags_sync_tls_handshaked(ngx_connection_t *c)
 ngx_str_t *
 ngx_http_flags_sync_tls_error(ngx_connection_t *c)
 {
+    u_char                      buf[64];
     ngx_http_flags_sync_tls_t  *t;
 
     if (c == NULL || c->log->writer != ngx_http_flags_sync_tls_writer) {
@@ -684,6 +685,20 @@ ngx_http_flags_sync_tls_error(ngx_connection_t *c)
     }
 
     t = c->log->wdata;
+
+    /*
+     * A write reset by the server may hide why it closed: with TLS 1.3 a
+     * server that wants a client certificate says so in an alert after
+     * the handshake, then closes, and the commands already on their way
+     * make it reset the connection.  The alert may still wait to be read:
+     * one read, and its failure is the reason.
+     */
+    if (c->ssl && t->reason.len > sizeof("SSL_write()") - 1
+        && ngx_strncmp(t->reason.data, "SSL_write()",
+                       sizeof("SSL_write()") - 1) == 0)
+    {
+        (void) c->recv(c, buf, sizeof(buf));
+    }
 
     return t->reason.len ? &t->reason : NULL;
 }
