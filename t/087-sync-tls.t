@@ -296,6 +296,26 @@ for my $i (0, 1) {
 }
 host_stop(1);
 
+# a reload reads the files into a new SSL context: the new generation's
+# syncing worker connects over it
+{
+    my @old = worker_pids($pid[0]);
+    my $rounds = status(0)->{sync}{rounds};
+    nginx_signal($pid[0], 'HUP');
+    ok(wait_for(sub {
+        my @w = worker_pids($pid[0]);
+        my %old = map { $_ => 1 } @old;
+        @w == 2 && !grep { $old{$_} } @w
+    }, 10), 'host 0: reloaded, two new workers');
+    ok(wait_for(sub {
+        my $s = status(0);
+        $s && $s->{sync}{connected} && $s->{sync}{rounds} > $rounds + 2
+            && grep { $_ == $s->{sync}{owner} } worker_pids($pid[0])
+    }, 5), 'host 0: a new worker syncs over TLS after the reload');
+    is(scalar(log_lines(0, qr/\[(error|crit|alert|emerg)\]/)), 0,
+       'host 0: no error line across the reload');
+}
+
 {
     my $s = status(0);
     ok(exists $s->{sync}{lastSuccess} && exists $s->{sync}{owner},
