@@ -15,6 +15,9 @@
  *                                fleet: a write proposed in the zone and
  *                                sent as a compare-and-set, the fleet's
  *                                newest version taken, signed versions
+ *   ngx_http_flags_sync_tls.c    TLS (rediss://, tls=on): the SSL context
+ *                                and its files, a connection's handshake
+ *                                and checks, its close
  *
  * The decisions (which flag sends what, how the answer reads, what it does
  * to a flag) are the core's: src/core/sync_round.cpp, sync_reply.cpp.
@@ -39,6 +42,17 @@ struct ngx_http_flags_sync_conf_s {
     ngx_msec_t                  interval;
     ngx_str_t                   prefix;
     ngx_str_t                   key;         /* key_file=: empty, none */
+
+    /* TLS (ngx_http_flags_sync_tls.c): rediss:// or tls=on */
+    ngx_uint_t                  tls;
+    ngx_uint_t                  tls_verify;  /* tls_verify=, default on */
+    ngx_str_t                   tls_name;    /* SNI and the name checked */
+    ngx_str_t                   tls_ca;      /* paths; NULL data: none */
+    ngx_str_t                   tls_cert;
+    ngx_str_t                   tls_key;
+#if (NGX_SSL)
+    ngx_ssl_t                  *ssl;         /* made by the master */
+#endif
 };
 
 
@@ -198,6 +212,23 @@ void ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
 ngx_int_t ngx_http_flags_sync_send(ngx_http_flags_sync_t *s, char *cmd,
     int len, ngx_uint_t kind);
 ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
+
+/* ngx_http_flags_sync_tls.c */
+
+/* a TLS connection is ready (error NULL: handshake done, the certificate
+ * checked, c's handlers back) or failed (error says why; the caller
+ * closes c with ngx_http_flags_sync_tls_close()) */
+typedef void (*ngx_http_flags_sync_tls_done_pt)(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_str_t *error);
+
+ngx_int_t ngx_http_flags_sync_tls_param(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *value);
+char *ngx_http_flags_sync_tls_conf(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *host);
+ngx_int_t ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_http_flags_sync_tls_done_pt done);
+ngx_str_t *ngx_http_flags_sync_tls_error(ngx_connection_t *c);
+void ngx_http_flags_sync_tls_close(ngx_connection_t *c);
 
 /* ngx_http_flags_sync_round.c */
 ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
