@@ -358,5 +358,35 @@ for my $i (0 .. 1) {
     is(scalar(log_lines($i, qr/\[(?:alert|crit|emerg)\]/)), 0, "host $i: no alert, crit or emerg");
 }
 
+# --- a store written by hand: the rounds go on ----------------------------
+# a range of lost versions not below the version (the script never writes
+# one), and garbage in host h0's hash: no host takes itself for behind,
+# none fails a round, the counts stay exact
+{
+    my ($hk) = grep { /:h:h0:[0-9a-f]{16}$/ } cli('KEYS', 't089:{shop}:h:*');
+    ok($hk, "host h0's hash: $hk");
+    my @lost = map { scalar log_lines($_, qr/redis lost fleet changes/) } 0 .. 1;
+    my @fail = map { host_status($port[$_])->{sync}{failures} } 0 .. 1;
+    is((cli('HSET', 't089:{shop}:ctl', 'lost', '0 999999999 ' . int(time * 1000)))[0], 0,
+       'a range of lost versions written by hand');
+    is((cli('HSET', $hk, 'e:risky', 'abc', 'n:risky', '-', 'q', 'zz', 'at', 'x'))[0], 0,
+       "garbage in host h0's hash");
+    my ($st) = req(0, DELETE => '/flags-admin/rollbacks/shop/risky');
+    is($st, 204, 'host 0: the rollback of risky cleared');
+    for my $i (0 .. 1) {
+        ok(wait_for(sub { rolled($i, 'risky') == 0 }, 5), "host $i: risky cleared (the fleet's answer applied)");
+    }
+    is(evaluate(0), 200, 'host 0: an evaluation');
+    ok(sums_are(0, 1), 'the cleared window holds that one evaluation only')
+        or diag(join ' ', sums($rport, 'risky'));
+    sleep 1;
+    is_deeply([sums($rport, 'risky')], [0, 1], 'and still');
+    for my $i (0 .. 1) {
+        is(host_status($port[$i])->{sync}{failures}, $fail[$i], "host $i: no round failed");
+        is(scalar(log_lines($i, qr/redis lost fleet changes/)), $lost[$i],
+           "host $i: does not take itself for behind");
+    }
+}
+
 nginx_stop($_) for @pid;
 done_testing();

@@ -1703,13 +1703,13 @@ size_t fl_sync_round_bound(const fl_sync_round_t *r,
  * each, then :r:<def>:<flag> of each, then this host's hash
  * PREFIX{project}:h:<host>:<incarnation, 16 hex digits>; ARGV is epoch,
  * version, entries, host, its acknowledged calls, then per entry its
- * name,
- * <def> (16 hex digits), the rollback op ("-", "set", "clr") and record
- * "at_ms errors enabled host sources", the override op ("-", "set",
- * "del") and value ("off" or milli-percent), the error and enabled
- * counts (cumulative: acked + totals - base), the policy "min_errors rate_milli window min_sources" ("" when
- * off) and the sources "key:age ..." (8 hex digits, seconds; "" without
- * an error delta), then the ramp: its definition "tick alpha_ppm
+ * name, <def> (16 hex digits), the rollback op ("-", "set", "clr") and
+ * record "at_ms errors enabled host sources", the override op ("-",
+ * "set", "del") and value ("off" or milli-percent), the error and
+ * enabled counts (cumulative: acked + totals - base), the policy
+ * "min_errors rate_milli window min_sources" ("" when off) and the
+ * sources "key:age ..." (8 hex digits, seconds; "" without an error
+ * delta), then the ramp: its definition "tick alpha_ppm
  * dispersion_milli start_at_ms max_extend on_insufficient nstages
  * milli:hold:min_requests ..." ("" when none), this host's part "n1 n0
  * e1 e0 stopped guard actions" (the cohorts' deltas, 0 or 1 twice, the

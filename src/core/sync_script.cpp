@@ -95,7 +95,9 @@
  * adds what was never acknowledged.  A caller whose version is above the
  * hash's, same epoch, read versions the store lost: the range is kept in
  * "lost" ("from to at_ms", merged within 60 s), ver jumps past it, and
- * every caller within it is told so (bit 1 of a fifth element); bit 2
+ * every caller within it is told so (bit 1 of a fifth element; a range
+ * not below the version, which the script never writes, tells nobody:
+ * a host told so would stay within it); bit 2
  * says the store lacks acknowledged calls of this host (it resends).
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
  * HGETALL of the control hash}; with ramped entries {epoch, version,
@@ -128,7 +130,9 @@ constexpr char script[] =
     "  lf, lt, la = string.match(lost, '(%d+) (%d+) (%d+)')\n"
     "  lf, lt, la = tonumber(lf), tonumber(lt), tonumber(la)\n"
     "end\n"
+    "local vfloor = ver0\n"
     "if epoch == ARGV[1] and mine > ver0 then\n"
+    "  vfloor = mine + 1\n"
     "  if lf and now_ms - la < 60000 then\n"
     "    lf, lt = math.min(lf, ver0), math.max(lt, mine)\n"
     "  else\n"
@@ -139,7 +143,8 @@ constexpr char script[] =
     "             'ver', mine)\n"
     "  bump = bump + 1\n"
     "end\n"
-    "if lf and epoch == ARGV[1] and mine > lf and mine <= lt then\n"
+    "if lf and epoch == ARGV[1] and mine > lf and mine <= lt\n"
+    "   and lt < vfloor then\n"
     "  back = 1\n"
     "end\n"
     "local hk = KEYS[2 + 3 * n]\n"
