@@ -305,6 +305,9 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
     r.host_len = fleets[0].rb_host ? fleets[0].rb_host_len : 2;
     r.epoch = h & 1 ? 0 : fleets[0].at_ms;
     r.ver = fleets[1].errors;
+    r.incarnation = h;
+    r.calls = fleets[2].errors;
+    r.resend = (h >> 7) & 1;
 
     for (size_t k = 0; k < FL_SOURCE_SLOTS; k++) {
         keys[k] = static_cast<uint32_t>(fuzz::mix64(h + k));
@@ -335,6 +338,8 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
         f[i].base_errors = fleets[(i + 1) % n].at_ms;
         f[i].enabled = fleets[i].enabled;
         f[i].base_enabled = fleets[i].errors;
+        f[i].acked_errors = fleets[i].sources;
+        f[i].acked_enabled = fleets[(i + 2) % n].at_ms;
         f[i].source_keys = keys;
         f[i].source_ages = ages;
         f[i].nsources = static_cast<size_t>(fleets[i].sources);
@@ -364,7 +369,7 @@ void check_round(const fl_sync_fleet_t *fleets, const uint64_t *known,
                                      FL_SYNC_ROUND_ARGC(3), &nkeys);
     FUZZ_CHECK(argc == FL_SYNC_ROUND_ARGC(entries),
                "argc %zu for %zu entries (bound %zu)", argc, entries, bound);
-    FUZZ_CHECK(nkeys == 1 + FL_SYNC_ENTRY_KEYS * entries, "nkeys %zu",
+    FUZZ_CHECK(nkeys == 2 + FL_SYNC_ENTRY_KEYS * entries, "nkeys %zu",
                nkeys);
 
     size_t used = 0;
@@ -413,6 +418,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                "status %d and its words", static_cast<int>(st));
     FUZZ_CHECK(!head.has_control || st == FL_SYNC_REPLY_OK,
                "a control hash with status %d", static_cast<int>(st));
+    FUZZ_CHECK(!head.went_back || (head.has_control && !head.new_epoch
+                                   && st == FL_SYNC_REPLY_OK),
+               "went back without the store's view");
 
     if (head.has_control) {
         FUZZ_CHECK(head.control < n

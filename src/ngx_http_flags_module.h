@@ -194,6 +194,10 @@ typedef struct {
     uint64_t                    sync_base_on_errors;
     uint64_t                    sync_base_off_errors;
     ngx_uint_t                  sync_based;  /* 0: take the totals */
+    /* of what was sent, the cumulative counts Redis acknowledged under
+     * this zone's incarnation (docs/sync.md, "What a failover loses") */
+    uint64_t                    sync_acked_errors;
+    uint64_t                    sync_acked_enabled;
     ngx_http_flags_version_t   *versions;
     size_t                      key_len;
     u_char                      key[1];
@@ -218,6 +222,10 @@ struct ngx_http_flags_pversion_s {
      * this host last read (ngx_http_flags_sync.c) */
     uint64_t                    sync_epoch;
     uint64_t                    sync_ver;
+    /* and how many of its calls Redis acknowledged; resend: Redis said
+     * it lacks some, the next round sends every flag's counts */
+    uint64_t                    sync_calls;
+    ngx_uint_t                  sync_resend;
     /* definitions=runtime (ngx_http_flags_versions.c): the version this
      * host serves, when it was made and its document (slab memory, under
      * the lock); the worker writing the next one (its pid, 0: none) */
@@ -272,8 +280,13 @@ typedef struct {
     ngx_atomic_t                sync_round_ms;
     ngx_atomic_t                sync_failures;
     ngx_atomic_t                sync_rounds;
-    /* Redis was away: the next round drops what was counted meanwhile */
+    /* Redis was away: the next round drops what was counted meanwhile
+     * in the flags whose window is not longer than the outage */
     ngx_atomic_t                sync_rebase;
+    /* this zone's random id in the fleet, made by the first round (0:
+     * not yet), kept across reloads (docs/sync.md, "What a failover
+     * loses") */
+    uint64_t                    sync_incarnation;
     /* the ring of recent control changes (docs/dashboard.md): the last
      * sequence number given, and the slots (seq % FL_EVENTS_MAX); NULL
      * when the zone had no room for them (a zone of a few pages) */

@@ -16,9 +16,12 @@
 
 #include "ngx_http_flags_sync.h"
 
+#include <openssl/rand.h>
+
 
 static ngx_int_t ngx_http_flags_sync_project(ngx_http_flags_sync_t *s,
-    ngx_uint_t pi, ngx_uint_t rebase);
+    ngx_uint_t pi, ngx_uint_t rebase, uint64_t away_ms);
+static void ngx_http_flags_sync_incarnation(ngx_http_flags_sync_t *s);
 
 
 /* ------------------------------------------------------ what it sends */
@@ -26,21 +29,33 @@ static ngx_int_t ngx_http_flags_sync_project(ngx_http_flags_sync_t *s,
 ngx_int_t
 ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
 {
+    uint64_t    away_ms, last_ok, now;
     ngx_uint_t  i, rebase;
 
     s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
     s->round_start = ngx_current_msec;
     s->changed = 0;
 
-    /* the first round after Redis was away (for this owner or the last) */
+    ngx_http_flags_sync_incarnation(s);
+
+    /* the first round after Redis was away (for this owner or the last):
+     * how long since the last round answered decides, per flag, whether
+     * what was counted meanwhile goes (fl_sync_away_keeps()) */
     rebase = s->fmcf->sh->sync_rebase;
     s->fmcf->sh->sync_rebase = 0;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
-                   "flags: sync: round begins, %ui projects%s",
+    now = ngx_http_flags_now_ms();
+    last_ok = s->fmcf->sh->sync_last_ok_ms;
+    away_ms = (last_ok == 0) ? UINT64_MAX
+                             : (now > last_ok ? now - last_ok : 0);
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, s->log, 0,
+                   "flags: sync: round begins, %ui projects%s%uL ms",
                    s->fmcf->projects.nelts,
-                   rebase ? " (Redis was away: the totals are the baseline)"
-                          : "");
+                   rebase ? " (Redis was away: counts of flags whose window "
+                            "is shorter are dropped), away "
+                          : ", last answered ",
+                   last_ok ? away_ms : 0);
 
     /* the deltas read the windows: this worker's memo answers first */
     ngx_http_flags_counts_fold();
@@ -51,7 +66,7 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
     }
 
     for (i = 0; i < s->fmcf->projects.nelts; i++) {
-        if (ngx_http_flags_sync_project(s, i, rebase) != NGX_OK
+        if (ngx_http_flags_sync_project(s, i, rebase, away_ms) != NGX_OK
             || ngx_http_flags_sync_defs_queue(s, i) != NGX_OK)
         {
             return NGX_ERROR;
@@ -61,6 +76,33 @@ ngx_http_flags_sync_round(ngx_http_flags_sync_t *s)
     ngx_add_timer(&s->timeout, ngx_max(s->conf->interval * 5, 2000));
 
     return ngx_http_flags_sync_flush(s);
+}
+
+
+/*
+ * This zone's incarnation: a random 64-bit id, made once by the first
+ * round and kept in the zone (so across reloads); the script keeps per
+ * host and incarnation the cumulative counts it applied.  A zone made
+ * anew (restart, size change) starts its totals at 0 under a new one.
+ */
+
+static void
+ngx_http_flags_sync_incarnation(ngx_http_flags_sync_t *s)
+{
+    uint64_t  id;
+
+    if (s->fmcf->sh->sync_incarnation != 0) {
+        return;
+    }
+
+    if (RAND_bytes((unsigned char *) &id, sizeof(id)) != 1) {
+        /* no entropy from OpenSSL: time, pid and nginx's random */
+        id = ((uint64_t) ngx_random() << 32) ^ (uint64_t) ngx_random()
+             ^ ((uint64_t) ngx_pid << 16) ^ ngx_http_flags_now_ms();
+    }
+
+    /* only the syncing worker writes it, holding the lock */
+    s->fmcf->sh->sync_incarnation = id ? id : 1;
 }
 
 
@@ -81,12 +123,15 @@ ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
 /*
  * A flag as the round reads it from the zone.  The baseline is taken from
  * the totals when the flag has none yet, and on the first round after
- * Redis was away (what was counted meanwhile is not sent).
+ * Redis was away: for a ramp's cohorts always, for errors and enabled
+ * evaluations when the outage lasted the flag's window or longer (what
+ * was counted meanwhile is not sent).
  */
 
 static void
 ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
-    ngx_http_flags_flag_t *flag, ngx_uint_t rebase, fl_sync_flag_t *f)
+    ngx_http_flags_flag_t *flag, ngx_uint_t rebase, uint64_t away_ms,
+    fl_sync_flag_t *f)
 {
     ngx_uint_t              ramped;
     fl_ramp_input_t         in;
@@ -141,9 +186,14 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
         f->ramp_min_witnesses = fl_ramp_min_witnesses(in.min_sources);
     }
 
-    if (rebase || !node->sync_based) {
+    if (!node->sync_based
+        || (rebase && !fl_sync_away_keeps(away_ms, &flag->policy)))
+    {
         node->sync_base_errors = f->errors;
         node->sync_base_enabled = f->enabled;
+    }
+
+    if (rebase || !node->sync_based) {
         node->sync_base_on = f->on;
         node->sync_base_off = f->off;
         node->sync_base_on_errors = f->on_errors;
@@ -153,6 +203,8 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
 
     f->base_errors = node->sync_base_errors;
     f->base_enabled = node->sync_base_enabled;
+    f->acked_errors = node->sync_acked_errors;
+    f->acked_enabled = node->sync_acked_enabled;
     f->base_on = node->sync_base_on;
     f->base_off = node->sync_base_off;
     f->base_on_errors = node->sync_base_on_errors;
@@ -354,7 +406,7 @@ ngx_http_flags_sync_queue(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
 static ngx_int_t
 ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
-    ngx_uint_t rebase)
+    ngx_uint_t rebase, uint64_t away_ms)
 {
     int                         len;
     char                       *cmd;
@@ -391,18 +443,24 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
     round.host_len = sc->name.len;
     round.epoch = project->pversion->sync_epoch;
     round.ver = project->pversion->sync_ver;
+    round.incarnation = s->fmcf->sh->sync_incarnation;
+    round.calls = project->pversion->sync_calls;
+    round.resend = project->pversion->sync_resend != 0;
 
     seeds = 0;
 
     for (i = 0; i < n; i++) {
         ngx_http_flags_sync_read_flag(defs, &defs->flags[i], rebase,
-                                      &flags[i]);
+                                      away_ms, &flags[i]);
         seeds += flags[i].ramp_def != NULL
                  && defs->flags[i].version->sync_ramp_seen
                     != NGX_HTTP_FLAGS_SYNC_SEEN;
     }
 
     entries = fl_sync_round_plan(&round, flags, n, &sources);
+
+    /* sent once: a call lost again is found again by the script */
+    project->pversion->sync_resend = 0;
 
     keys = ngx_alloc((sources ? sources : 1) * 2 * FL_SOURCE_SLOTS
                      * sizeof(uint32_t) + seeds * sizeof(fl_ramp_t), s->log);
@@ -504,7 +562,8 @@ ngx_http_flags_sync_view(redisReply *r, fl_sync_elt_t *view, size_t max,
 }
 
 
-/* The deltas sent are counted by the fleet: the baseline moves (not when
+/* The counts sent are counted by the fleet: the baseline and what was
+ * acknowledged move, and the project's acknowledged calls (not when
  * another worker took the lock meanwhile: it owns it now). */
 
 static void
@@ -517,6 +576,10 @@ ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
 
     defs = ngx_http_flags_sync_defs(s, project);
 
+    if (ngx_http_flags_sync_owns(s)) {
+        project->pversion->sync_calls++;
+    }
+
     for (i = 0; ngx_http_flags_sync_owns(s) && i < defs->nflags; i++) {
         node = defs->flags[i].node;
 
@@ -524,6 +587,9 @@ ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
             continue;
         }
 
+        node->sync_acked_errors += flags[i].errors - flags[i].base_errors;
+        node->sync_acked_enabled += flags[i].enabled
+                                    - flags[i].base_enabled;
         node->sync_base_errors = flags[i].errors;
         node->sync_base_enabled = flags[i].enabled;
 
@@ -570,6 +636,45 @@ ngx_http_flags_sync_forget(ngx_http_flags_sync_t *s,
     project->pversion->sync_ver = 0;      /* the next answer carries it */
 }
 
+
+
+/*
+ * The store went back (a failover, a restart from a snapshot): it lost
+ * versions this host read, so its view is older than what this host
+ * holds.  Nothing of it is applied; it becomes what the fleet says, so
+ * the next round publishes, where this host differs from it, each
+ * rollback, clear and override the store lost (docs/sync.md, "What a
+ * failover loses").
+ */
+
+static void
+ngx_http_flags_sync_back(ngx_http_flags_sync_t *s,
+    ngx_http_flags_project_t *project, fl_sync_head_t *head,
+    fl_sync_fleet_t *fleets)
+{
+    ngx_uint_t              i;
+    ngx_http_flags_defs_t  *defs;
+
+    defs = ngx_http_flags_sync_defs(s, project);
+
+    ngx_log_error(NGX_LOG_NOTICE, s->log, 0,
+                  "flags: sync: project \"%V\": redis lost fleet changes "
+                  "this host had read (version %uL, redis now at %uL: a "
+                  "failover or a restart from a snapshot): this host "
+                  "publishes its rollbacks, clears and overrides at the "
+                  "next round", &project->name,
+                  project->pversion->sync_ver, head->ver);
+
+    for (i = 0; i < defs->nflags; i++) {
+        if (defs->flags[i].node) {
+            defs->flags[i].version->sync_known =
+                                         fl_sync_back_known(&fleets[i]);
+        }
+    }
+
+    project->pversion->sync_epoch = head->epoch;
+    project->pversion->sync_ver = head->ver;
+}
 
 
 /* One flag: what the core says the fleet's answer does, done here.
@@ -941,6 +1046,12 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     ngx_http_flags_sync_counted(s, project, s->projects[pi].flags);
 
+    if (head.resend && ngx_http_flags_sync_owns(s)) {
+        /* the store lacks calls it acknowledged: every flag's counts go
+         * next round, and the script adds what it lost */
+        project->pversion->sync_resend = 1;
+    }
+
     if (st == FL_SYNC_REPLY_CONTROL) {
         ngx_log_debug2(NGX_LOG_DEBUG_HTTP, s->log, 0,
                        "flags: sync: answer of project \"%V\": %s",
@@ -995,6 +1106,9 @@ ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s, ngx_uint_t pi,
 
     } else if (head.new_epoch) {
         ngx_http_flags_sync_forget(s, project, head.epoch);
+
+    } else if (head.went_back) {
+        ngx_http_flags_sync_back(s, project, &head, fleets);
 
     } else {
         ngx_http_flags_sync_controls(s, pi, &head, fleets, used, ignored);

@@ -549,7 +549,9 @@ sub losses {
   {"name": "r2", "enabled": true, "rolloutPercentage": 100,
    "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}},
   {"name": "r3", "enabled": true, "rolloutPercentage": 100,
-   "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}}
+   "rollback": {"minErrors": 4, "rate": 0.001, "window": 60}},
+  {"name": "r4", "enabled": true, "rolloutPercentage": 100,
+   "rollback": {"minErrors": 3, "rate": 0.001, "window": 3}}
 ]}
 _J_
     my @apid;
@@ -636,31 +638,40 @@ _S_
            1, "$flag: host a1 logs the rollback decided on host a0 with 4 errors");
     }
 
-    # Not an owner change: errors counted while Redis does not answer are
-    # dropped when it is back (they would land in the current second),
-    # the rule that stays.
+    # Not an owner change: errors counted while Redis does not answer
+    # are sent when it is back if the outage was shorter than the flag's
+    # window (r3: 60 s), and dropped if not (r4: 3 s), since they would
+    # land in the current second as new (docs/sync.md, "What a failover
+    # loses").
     {
         is($aerror->(1, 'r3'), 204, 'host a1: r3 error') for 1 .. 2;
         ok($rounds->(1, 2), "r3: host a1's two errors reach Redis");
         my $f0 = $astatus->(0)->{sync}{failures};
         kill 'STOP', $redis_pid;
         # counted once the loss is known (a command already written to
-        # the socket would still be run by Redis when it resumes: that is
-        # the at-least-once case, not this one)
+        # the socket is still run by Redis when it resumes: the script
+        # adds what it did not apply yet, once)
         ok(wait_for(sub { $astatus->(0)->{sync}{failures} > $f0 }, 8),
            'r3: host a0\'s round fails');
         is($aerror->(0, 'r3'), 204, 'host a0: r3 error while Redis does not answer') for 1 .. 2;
+        is($aerror->(0, 'r4'), 204, 'host a0: r4 error while Redis does not answer') for 1 .. 2;
         kill 'CONT', $redis_pid;
         ok(wait_for(sub { $astatus->(0)->{sync}{connected} }, 8), 'r3: host a0 connected again');
-        ok($rounds->(0, 2), 'r3: and two rounds done');
-        ok(!$aoff->(0, 'r3') && !$aoff->(1, 'r3'),
-           'r3: the two errors counted while away were not sent (2 + 0 < 4)');
-        is($aerror->(0, 'r3'), 204, 'host a0: r3 error') for 1 .. 2;
         ok(wait_for(sub { $aoff->(0, 'r3') && $aoff->(1, 'r3') }, 4),
-           'r3: two new errors on host a0 are: the fleet rolls it back');
+           'r3: the two errors counted during an outage shorter than the window are sent: 2 + 2 roll it back');
         ok((grep { /rolled back by the fleet \(decided on host "a0": 4 errors,/ }
             split /\n/, read_file("$adir[1]/logs/error.log")) == 3,
            'r3: with 4 errors, not 6');
+        ok($rounds->(0, 2), 'r4: two rounds done');
+        my ($w4) = grep { /:r4$/ } @{ redis_cmd('KEYS', 't080pair:{pair}:w:*') || [] };
+        my %w = @{ $w4 ? redis_cmd('HGETALL', $w4) : [] };
+        is(join(',', grep { /:e$/ } keys %w), '',
+           'r4: the two errors counted during an outage longer than its 3 s window were not sent');
+        ok(!$aoff->(0, 'r4') && !$aoff->(1, 'r4'), 'r4: not rolled back');
+        is($aerror->(0, 'r4'), 204, 'host a0: r4 error') for 1 .. 2;
+        is($aerror->(1, 'r4'), 204, 'host a1: r4 error');
+        ok(wait_for(sub { $aoff->(0, 'r4') && $aoff->(1, 'r4') }, 4),
+           'r4: two new errors on host a0 and one on a1 are: the fleet rolls it back');
     }
     nginx_stop($_) for @apid;
 }

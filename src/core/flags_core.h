@@ -1594,6 +1594,13 @@ typedef struct {
     size_t              host_len;
     uint64_t            epoch;          /* the fleet's state last read: */
     uint64_t            ver;            /* 0, 0 before the first answer */
+    /* this host's zone's random id and, under it, how many of this
+     * project's calls Redis acknowledged (docs/sync.md, "What a failover
+     * loses"); resend: Redis lacks calls it had acknowledged, so every
+     * counted flag sends its cumulative counts this round */
+    uint64_t            incarnation;
+    uint64_t            calls;
+    int                 resend;
 } fl_sync_round_t;
 
 typedef enum {
@@ -1621,6 +1628,10 @@ typedef struct {
     uint64_t                enabled;    /* enabled evaluations */
     uint64_t                base_errors;    /* of them, what the fleet */
     uint64_t                base_enabled;   /* has counted */
+    /* the cumulative counts this incarnation has had acknowledged: a
+     * round sends acked + (totals - base), and acked */
+    uint64_t                acked_errors;
+    uint64_t                acked_enabled;
     const uint32_t         *source_keys;    /* FL_SYNC_ENTRY_SOURCES: */
     const uint32_t         *source_ages;    /* fl_window_source_ages() */
     size_t                  nsources;       /* at most FL_SOURCE_SLOTS */
@@ -1656,19 +1667,27 @@ unsigned fl_sync_ramp_actions_count(uint64_t q) FL_NOEXCEPT;
 uint64_t fl_sync_ramp_actions_drop(uint64_t q, unsigned n) FL_NOEXCEPT;
 
 /* The script's arguments an entry, and a round's KEYS and ARGV for
- * `entries` entries: the control hash, two keys an entry (its window and
- * its sources), epoch, version, the count and the host, then the
- * entries'. */
-#define FL_SYNC_ENTRY_ARGS           13u
+ * `entries` entries: the control hash, three keys an entry (its window,
+ * its sources, its ramp), this host's hash; epoch, version, the count,
+ * the host and its acknowledged calls, then the entries'. */
+#define FL_SYNC_ENTRY_ARGS           15u
 #define FL_SYNC_ENTRY_KEYS           3u
-#define FL_SYNC_ROUND_ARGC(entries)  (5 + 16 * (size_t) (entries))
+#define FL_SYNC_ROUND_ARGC(entries)  (7 + 18 * (size_t) (entries))
+
+/* Whether the counts a flag made while Redis was away for away_ms go to
+ * the fleet when it is back (1) or are dropped (0): kept only under an
+ * active policy whose window is longer than the outage; older counts
+ * would land in the current second as new (docs/sync.md, "What a
+ * failover loses").  away_ms UINT64_MAX: never had a round. */
+int fl_sync_away_keeps(uint64_t away_ms, const fl_rollback_policy_t *p)
+    FL_NOEXCEPT;
 
 /* Sets each flag's entry and returns how many send one; *with_sources
  * (when not NULL) is set to how many of them want their sources.  A flag
  * sends an entry when its control differs from what the fleet last said
  * (taken as none while the epoch is 0), under an active policy and not
- * rolled back when it has a delta, and always when it is ramped (the
- * fleet steps its ramp). */
+ * rolled back when it has a delta (or, with r->resend, acknowledged
+ * counts), and always when it is ramped (the fleet steps its ramp). */
 size_t fl_sync_round_plan(const fl_sync_round_t *r, fl_sync_flag_t *flags,
     size_t n, size_t *with_sources) FL_NOEXCEPT;
 
@@ -1681,19 +1700,22 @@ size_t fl_sync_round_bound(const fl_sync_round_t *r,
  * argv[]/argvlen[]: the strings point into buf, into r's host and the
  * flags' names, or to constants.  Keys are PREFIX{project}:ctl, then
  * PREFIX{project}:w:<def>:<flag> of each entry, then :s:<def>:<flag> of
- * each; ARGV is epoch, version, entries, host, then per entry its name,
- * <def> (16 hex digits), the rollback op ("-", "set", "clr") and record
- * "at_ms errors enabled host sources", the override op ("-", "set",
- * "del") and value ("off" or milli-percent), the error and enabled
- * deltas, the policy "min_errors rate_milli window min_sources" ("" when
- * off) and the sources "key:age ..." (8 hex digits, seconds; "" without
- * an error delta), then the ramp: its definition "tick alpha_ppm
+ * each, then :r:<def>:<flag> of each, then this host's hash
+ * PREFIX{project}:h:<host>:<incarnation, 16 hex digits>; ARGV is epoch,
+ * version, entries, host, its acknowledged calls, then per entry its
+ * name, <def> (16 hex digits), the rollback op ("-", "set", "clr") and
+ * record "at_ms errors enabled host sources", the override op ("-",
+ * "set", "del") and value ("off" or milli-percent), the error and
+ * enabled counts (cumulative: acked + totals - base), the policy
+ * "min_errors rate_milli window min_sources" ("" when off) and the
+ * sources "key:age ..." (8 hex digits, seconds; "" without an error
+ * delta), then the ramp: its definition "tick alpha_ppm
  * dispersion_milli start_at_ms max_extend on_insufficient nstages
  * milli:hold:min_requests ..." ("" when none), this host's part "n1 n0
  * e1 e0 stopped guard actions" (the cohorts' deltas, 0 or 1 twice, the
  * actions' digits or "-") and the seed (FL_SYNC_RAMP_VALUES numbers, ""
- * when none).  Keys: after the sources, PREFIX{project}:r:<def>:<flag>
- * of each entry.  *nkeys is set to the number of keys.  Returns argc,
+ * when none), then the acknowledged error and enabled counts.  *nkeys
+ * is set to the number of keys.  Returns argc,
  * FL_SYNC_ROUND_ARGC(entries), or 0 when argv_max or buf_len is short.
  */
 size_t fl_sync_round_args(const fl_sync_round_t *r,
@@ -1746,6 +1768,12 @@ typedef struct {
     size_t      control;        /* has_control: its index in the view */
     int         has_ramps;      /* a fourth element, an array: the ramps */
     size_t      ramps;          /* has_ramps: its index in the view */
+    /* a fifth element, bits (docs/sync.md, "What a failover loses"):
+     * went_back (1) the store lost versions this host read: apply
+     * nothing, take its view as known (fl_sync_back_known()); resend
+     * (2) it lacks calls of this host it acknowledged */
+    int         went_back;
+    int         resend;
 } fl_sync_head_t;
 
 /* Reads the head of a reply; known_epoch is the one this host last read
@@ -1822,6 +1850,12 @@ int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent, uint64_t now,
  * (docs/sync.md), would publish it again every round, and bring it back
  * after another host cleared it. */
 uint64_t fl_sync_known_unmoved(const fl_sync_flag_t *f) FL_NOEXCEPT;
+
+/* What the host keeps as the fleet's word of a flag after an answer
+ * whose store went back (head went_back): the store's view, applied to
+ * nothing, so that each rollback, clear and override the store lost
+ * differs from it and is published again at the next round. */
+uint64_t fl_sync_back_known(const fl_sync_fleet_t *fleet) FL_NOEXCEPT;
 
 /*
  * Ramps across the fleet (docs/sync.md): the script runs each ramped

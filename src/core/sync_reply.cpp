@@ -445,12 +445,14 @@ bool ramp_item(const fl_sync_elt_t *v, size_t n, size_t i,
     return *why == nullptr;
 }
 
-/* The hash's own fields, which say nothing of a flag. */
+/* The hash's own fields, which say nothing of a flag: epoch, ver and
+ * lost (the versions a store that went back lost). */
 bool own_field(const fl_sync_elt_t *f) noexcept
 {
     return f->type == FL_SYNC_ELT_STRING && f->str != nullptr
            && ((f->len == 5 && std::memcmp(f->str, "epoch", 5) == 0)
-               || (f->len == 3 && std::memcmp(f->str, "ver", 3) == 0));
+               || (f->len == 3 && std::memcmp(f->str, "ver", 3) == 0)
+               || (f->len == 4 && std::memcmp(f->str, "lost", 4) == 0));
 }
 
 } // namespace
@@ -532,6 +534,20 @@ extern "C" fl_sync_reply_status_t fl_sync_reply_head(
         if (view[i].type == FL_SYNC_ELT_ARRAY) {
             out->has_ramps = 1;
             out->ramps = i;
+        }
+    }
+
+    if (view[0].elements >= 5) {
+        /* what the store lost (docs/sync.md, "What a failover loses"):
+         * bits, anything else is no news */
+        uint64_t bits;
+
+        i = skip(view, n, i);
+
+        if (number(&view[i], &bits) && bits <= 3) {
+            out->went_back = (bits & 1) && out->has_control
+                             && !out->new_epoch;
+            out->resend = (bits & 2) != 0;
         }
     }
 
@@ -646,6 +662,18 @@ extern "C" int fl_sync_action(const fl_sync_fleet_t *fleet, uint64_t sent,
 extern "C" uint64_t fl_sync_known_unmoved(const fl_sync_flag_t *f) noexcept
 {
     return f->entry == FL_SYNC_NO_ENTRY ? f->known : f->control;
+}
+
+
+extern "C" uint64_t fl_sync_back_known(const fl_sync_fleet_t *fleet)
+    noexcept
+{
+    /* the store's view, whatever this host holds: where they differ, the
+     * next round publishes this host's (a lost rollback "set", a lost
+     * clear "clr", a lost override) */
+    return fl_sync_control(fleet->rolled_back, fleet->override_kind,
+                           fleet->override_kind == FL_OVERRIDE_PERCENT
+                           ? fleet->override_milli : 0);
 }
 
 

@@ -10,8 +10,13 @@
  *    change made here, published by the round;
  *  - while the fleet's state is unknown (epoch 0) the fleet is taken to
  *    say "nothing": only what is active here is published;
- *  - deltas go only under an active policy and with no rollback in place;
- *    otherwise they are dropped (the caller moves the baseline);
+ *  - counts go only under an active policy and with no rollback in place;
+ *    otherwise they are dropped (the caller moves the baseline); they go
+ *    as cumulative counts of this host's incarnation, with what Redis
+ *    acknowledged of them, so the script adds each count once whatever
+ *    was lost (docs/sync.md, "What a failover loses");
+ *  - after an outage a flag's counts go only when the outage was shorter
+ *    than its window (fl_sync_away_keeps());
  *  - the sources go with an error delta only;
  *  - a ramped flag sends an entry every round: the fleet steps its ramp
  *    (docs/sync.md, "Ramps across the fleet").
@@ -312,12 +317,13 @@ void entry_args(Out &o, Args &a, const fl_sync_round_t *r,
     rollback_args(o, a, r, f, known);
     override_args(o, a, f, known);
 
+    /* cumulative: what was acknowledged, and what was counted since */
     start = o.p;
-    o.u64(f->errors - f->base_errors);
+    o.u64(f->acked_errors + (f->errors - f->base_errors));
     a.since(o, start);
 
     start = o.p;
-    o.u64(f->enabled - f->base_enabled);
+    o.u64(f->acked_enabled + (f->enabled - f->base_enabled));
     a.since(o, start);
 
     policy_arg(o, a, f);
@@ -326,6 +332,14 @@ void entry_args(Out &o, Args &a, const fl_sync_round_t *r,
     ramp_def_arg(o, a, f);
     ramp_host_arg(o, a, f);
     ramp_seed_arg(o, a, f);
+
+    start = o.p;
+    o.u64(f->acked_errors);
+    a.since(o, start);
+
+    start = o.p;
+    o.u64(f->acked_enabled);
+    a.since(o, start);
 }
 
 } // namespace
@@ -372,6 +386,17 @@ extern "C" uint64_t fl_sync_control(int rolled_back, fl_override_kind_t kind,
 }
 
 
+extern "C" int fl_sync_away_keeps(uint64_t away_ms,
+    const fl_rollback_policy_t *p) noexcept
+{
+    if (p == nullptr || p->mode != FL_ROLLBACK_ON || p->window == 0) {
+        return 0;
+    }
+
+    return away_ms / 1000 < p->window ? 1 : 0;
+}
+
+
 extern "C" size_t fl_sync_round_plan(const fl_sync_round_t *r,
     fl_sync_flag_t *flags, size_t n, size_t *with_sources) noexcept
 {
@@ -388,10 +413,14 @@ extern "C" size_t fl_sync_round_plan(const fl_sync_round_t *r,
             continue;
         }
 
+        /* Redis lacks calls it acknowledged: the cumulative counts go
+         * again, and it adds what it lost */
+        bool resend = r->resend && (f->acked_errors || f->acked_enabled);
+
         if (f->ramp_def == nullptr
             && f->control == known_of(r, f)
             && (f->policy.mode != FL_ROLLBACK_ON || (f->control & 1)
-                || (de == 0 && dn == 0)))
+                || (de == 0 && dn == 0 && !resend)))
         {
             /* nothing to say: the deltas are dropped with a rollback in
              * place or no policy to count for */
@@ -416,8 +445,9 @@ extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
 {
     /* PREFIX{project}: */
     size_t head = r->prefix_len + r->project_len + 3;
-    /* the control key; epoch, version, entries */
-    size_t b = head + 3 + 3 * u64_digits;
+    /* the control key; this host's key ("h:", the host, ':', 16 hex);
+     * epoch, version, entries, calls */
+    size_t b = head + 3 + head + 2 + r->host_len + 1 + 16 + 4 * u64_digits;
 
     for (size_t i = 0; i < n; i++) {
         const fl_sync_flag_t *f = &flags[i];
@@ -433,8 +463,9 @@ extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
         b += FL_SYNC_ENTRY_KEYS * (head + 2 + 16 + 1 + f->name_len);
         /* <def>; the record: four numbers, the host, four spaces */
         b += 16 + 4 * u64_digits + r->host_len + 4;
-        /* the override, two deltas, the policy: four numbers, 3 spaces */
-        b += u64_digits + 2 * u64_digits + 4 * u32_digits + 3;
+        /* the override, two counts and what was acknowledged of them,
+         * the policy: four numbers, 3 spaces */
+        b += u64_digits + 4 * u64_digits + 4 * u32_digits + 3;
         /* each source: 8 hex digits, ':', its age, a space */
         b += ns * (8 + 1 + u32_digits + 1);
         /* the ramp: its definition (7 numbers, 3 a stage), this host's
@@ -474,7 +505,16 @@ extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
     entry_keys(o, a, r, flags, n, "s:");
     entry_keys(o, a, r, flags, n, "r:");
 
-    /* ARGV: what this host last read, the count, who calls */
+    /* this host's incarnation's hash: what the script applied of it */
+    start = o.p;
+    key(o, r, "h:");
+    o.bytes(r->host, r->host_len);
+    o.bytes(":", 1);
+    o.hex(r->incarnation, 16);
+    a.since(o, start);
+
+    /* ARGV: what this host last read, the count, who calls, and how many
+     * of its calls were acknowledged */
     start = o.p;
     o.u64(r->epoch);
     a.since(o, start);
@@ -489,6 +529,10 @@ extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
 
     a.add(r->host, r->host_len);
 
+    start = o.p;
+    o.u64(r->calls);
+    a.since(o, start);
+
     for (size_t i = 0; i < n; i++) {
         if (flags[i].entry != FL_SYNC_NO_ENTRY) {
             entry_args(o, a, r, &flags[i]);
@@ -500,7 +544,7 @@ extern "C" size_t fl_sync_round_args(const fl_sync_round_t *r,
     }
 
     if (nkeys) {
-        *nkeys = 1 + FL_SYNC_ENTRY_KEYS * entries;
+        *nkeys = 2 + FL_SYNC_ENTRY_KEYS * entries;
     }
 
     return a.argc;

@@ -47,7 +47,8 @@
  * The fleet's script.  KEYS[1] is the project's control hash, KEYS[2 + i]
  * the window hash of entry i (i from 0 to n - 1) and KEYS[2 + n + i] its
  * sources hash.  ARGV: the epoch and version the host last read, the
- * number of entries n, the calling host's name (flags_sync host=), then
+ * number of entries n, the calling host's name (flags_sync host=), its
+ * acknowledged calls, then
  * FL_SYNC_ENTRY_ARGS a flag (sync_round.cpp writes them): name,
  * definition hash (16 hex digits), rollback op ("-", "set", "clr") and
  * its record ("at_ms errors enabled host sources"), override op ("-",
@@ -82,10 +83,27 @@
  * rule may act, but the proof lacks witnesses).  While
  * such a ramp guards its flag, the absolute rule's window is kept but
  * decides nothing (fl_ramp_guards()).
+ * What a failover loses (docs/sync.md): the error and enabled counts of
+ * an entry (ARGV[a + 6], ARGV[a + 7]) are the host incarnation's
+ * cumulative counts, and ARGV[a + 13], ARGV[a + 14] what it had
+ * acknowledged of them; the last key, PREFIX{project}:h:<host>:<16 hex
+ * incarnation>, keeps per flag the cumulative counts applied ("e:" and
+ * "n:" + the flag), the host's calls ("q", from ARGV[5], its acknowledged
+ * calls) and its last call's second ("at"), for a day.  fresh() adds
+ * sent - applied: a resent call adds nothing, a store that lost some adds
+ * them again, one without them (or that lost them a window ago or more)
+ * adds what was never acknowledged.  A caller whose version is above the
+ * hash's, same epoch, read versions the store lost: the range is kept in
+ * "lost" ("from to at_ms", merged within 60 s), ver jumps past it, and
+ * every caller within it is told so (bit 1 of a fifth element; a range
+ * not below the version, which the script never writes, tells nobody:
+ * a host told so would stay within it); bit 2
+ * says the store lacks acknowledged calls of this host (it resends).
  * Returns {epoch, version} or, when the host's are stale, {epoch, version,
  * HGETALL of the control hash}; with ramped entries {epoch, version,
  * HGETALL or 0, ramps}, ramps holding one item an entry: 0, or its
- * FL_SYNC_RAMP_VALUES numbers as strings.
+ * FL_SYNC_RAMP_VALUES numbers as strings; with news of a loss {epoch,
+ * version, HGETALL or 0, ramps or 0, bits}.
  */
 
 namespace {
@@ -103,6 +121,50 @@ constexpr char script[] =
     "local bump = 0\n"
     "local n = tonumber(ARGV[3])\n"
     "local host = ARGV[4]\n"
+    "local back = 0\n"
+    "local mine = tonumber(ARGV[2]) or 0\n"
+    "local ver0 = tonumber(redis.call('HGET', ctl, 'ver') or '0') or 0\n"
+    "local lf, lt, la\n"
+    "local lost = redis.call('HGET', ctl, 'lost')\n"
+    "if lost then\n"
+    "  lf, lt, la = string.match(lost, '(%d+) (%d+) (%d+)')\n"
+    "  lf, lt, la = tonumber(lf), tonumber(lt), tonumber(la)\n"
+    "end\n"
+    "local vfloor = ver0\n"
+    "if epoch == ARGV[1] and mine > ver0 then\n"
+    "  vfloor = mine + 1\n"
+    "  if lf and now_ms - la < 60000 then\n"
+    "    lf, lt = math.min(lf, ver0), math.max(lt, mine)\n"
+    "  else\n"
+    "    lf, lt = ver0, mine\n"
+    "  end\n"
+    "  la = now_ms\n"
+    "  redis.call('HSET', ctl, 'lost', lf .. ' ' .. lt .. ' ' .. la,\n"
+    "             'ver', mine)\n"
+    "  bump = bump + 1\n"
+    "end\n"
+    "if lf and epoch == ARGV[1] and mine > lf and mine <= lt\n"
+    "   and lt < vfloor then\n"
+    "  back = 1\n"
+    "end\n"
+    "local hk = KEYS[2 + 3 * n]\n"
+    "local hv = redis.call('HMGET', hk, 'q', 'at')\n"
+    "local hat = tonumber(hv[2] or '0') or 0\n"
+    "local calls = tonumber(ARGV[5]) or 0\n"
+    "if (tonumber(hv[1] or '0') or 0) < calls then back = back + 2 end\n"
+    "redis.call('HSET', hk, 'q', calls + 1, 'at', now)\n"
+    "redis.call('EXPIRE', hk, 86400)\n"
+    "local function fresh(field, s, acked, win)\n"
+    "  local sent = tonumber(s) or 0\n"
+    "  local ap = tonumber(redis.call('HGET', hk, field) or '')\n"
+    "  local was = ap\n"
+    "  if ap == nil or ap > sent or (ap < acked and now - hat >= win) then\n"
+    "    ap = acked\n"
+    "  end\n"
+    "  if ap > sent then ap = sent end\n"
+    "  if was ~= sent then redis.call('HSET', hk, field, s) end\n"
+    "  return sent - ap\n"
+    "end\n"
     "local RF = {'state', 'stage', 'start', 'sms', 'pms', 'next', 'on',\n"
     "  'off', 'chg', 'cause', 'dms', 'stall', 'n1', 'n0', 'e1', 'e0', 'l1',\n"
     "  'l2', 'l3', 'l4', 'l5', 'ticks', 'eon', 'eoff', 'dtick', 'dec', 'dn1',\n"
@@ -315,7 +377,7 @@ constexpr char script[] =
     "end\n"
     "local ramps, ramped = {}, false\n"
     "for i = 0, n - 1 do\n"
-    "  local a = 5 + i * 13\n"
+    "  local a = 6 + i * 15\n"
     "  local flag, def = ARGV[a], ARGV[a + 1]\n"
     "  local rbf = 'rb:' .. def .. ':' .. flag\n"
     "  local ovf = 'ov:' .. def .. ':' .. flag\n"
@@ -384,8 +446,12 @@ constexpr char script[] =
     "             and (r.off > 0 or r.n0 > 0)\n"
     "    ramped = true\n"
     "  end\n"
-    "  local de, dn = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])\n"
     "  local pol = ARGV[a + 8]\n"
+    "  local pwin = tonumber(string.match(pol, '^%d+ %d+ (%d+)') or '0')\n"
+    "  local de = fresh('e:' .. flag, ARGV[a + 6],\n"
+    "                   tonumber(ARGV[a + 13]) or 0, pwin)\n"
+    "  local dn = fresh('n:' .. flag, ARGV[a + 7],\n"
+    "                   tonumber(ARGV[a + 14]) or 0, pwin)\n"
     "  if (de > 0 or dn > 0) and pol ~= ''\n"
     "     and redis.call('HEXISTS', ctl, rbf) == 0 then\n"
     "    local me, rate, win, ms =\n"
@@ -440,6 +506,10 @@ constexpr char script[] =
     "local c = 0\n"
     "if epoch ~= ARGV[1] or ver ~= ARGV[2] then\n"
     "  c = redis.call('HGETALL', ctl)\n"
+    "end\n"
+    "if back > 0 then\n"
+    "  if ramped then return {epoch, ver, c, ramps, back} end\n"
+    "  return {epoch, ver, c, 0, back}\n"
     "end\n"
     "if ramped then return {epoch, ver, c, ramps} end\n"
     "if c ~= 0 then return {epoch, ver, c} end\n"

@@ -193,6 +193,7 @@ static fl_sync_round_t shop_round(void)
         .project = "shop", .project_len = 4,
         .host = "h1", .host_len = 2,
         .epoch = 1700000000123456ull, .ver = 7,
+        .incarnation = 0x0123456789abcdefull, .calls = 41,
     };
     return r;
 }
@@ -292,6 +293,8 @@ static size_t round_flags(fl_sync_flag_t *f, uint32_t *keys, uint32_t *ages)
     f[0].base_errors = 4;
     f[0].enabled = 100;
     f[0].base_enabled = 40;
+    f[0].acked_errors = 100;
+    f[0].acked_enabled = 20;
     keys[0] = 0xdeadbeef;
     ages[0] = 3;
     keys[1] = 0x1;
@@ -365,13 +368,15 @@ static void test_round_args(void **state)
         "flags:{shop}:r:00c0ffee12345678:risky",
         "flags:{shop}:r:abcdef0123456789:calm",
         "flags:{shop}:r:0000000000000001:back",
-        "1700000000123456", "7", "3", "h1",
+        "flags:{shop}:h:h1:0123456789abcdef",
+        "1700000000123456", "7", "3", "h1", "41",
         "risky", "00c0ffee12345678", "-", "0 0 0 h1 0", "-", "off",
-        "6", "60", "5 10000 60 3", "deadbeef:3 00000001:0", "", "", "",
+        "106", "80", "5 10000 60 3", "deadbeef:3 00000001:0", "", "", "",
+        "100", "20",
         "calm", "abcdef0123456789", "-", "0 0 0 h1 0", "set", "25000",
-        "0", "0", "", "", "", "", "",
+        "0", "0", "", "", "", "", "", "0", "0",
         "back", "0000000000000001", "set", "1700000000000 6 40 h1 2",
-        "del", "off", "0", "0", "5 10000 60 3", "", "", "", "",
+        "del", "off", "0", "0", "5 10000 60 3", "", "", "", "", "0", "0",
     };
     fl_sync_round_t r = shop_round();
     fl_sync_flag_t f[4];
@@ -392,7 +397,7 @@ static void test_round_args(void **state)
                               &nkeys);
     assert_int_equal(argc, FL_SYNC_ROUND_ARGC(3));
     assert_int_equal(argc, N(want));
-    assert_int_equal(nkeys, 10);
+    assert_int_equal(nkeys, 11);
 
     for (i = 0; i < argc; i++) {
         if (argvlen[i] != strlen(want[i])
@@ -422,7 +427,7 @@ static void test_round_args(void **state)
 static void test_round_empty(void **state)
 {
     static const char *want[] = {
-        "p{q}:ctl", "0", "0", "0", "h1",
+        "p{q}:ctl", "p{q}:h:h1:0123456789abcdef", "0", "0", "0", "h1", "41",
     };
     fl_sync_round_t r = shop_round();
     fl_sync_flag_t f = flag("x", 1, 1);
@@ -443,7 +448,7 @@ static void test_round_empty(void **state)
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, sizeof(buf), argv,
                                         argvlen, 8, &nkeys),
                      FL_SYNC_ROUND_ARGC(0));
-    assert_int_equal(nkeys, 1);
+    assert_int_equal(nkeys, 2);
     for (i = 0; i < N(want); i++) {
         assert_int_equal(argvlen[i], strlen(want[i]));
         assert_memory_equal(argv[i], want[i], argvlen[i]);
@@ -474,6 +479,9 @@ static void test_round_bound(void **state)
     f.source_keys = keys;
     f.source_ages = ages;
     f.nsources = N(keys);           /* more than a window holds: capped */
+    f.acked_errors = f.acked_enabled = UINT64_MAX;
+    r.calls = UINT64_MAX;
+    r.incarnation = UINT64_MAX;
 
     assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
     bound = fl_sync_round_bound(&r, &f, 1);
@@ -483,7 +491,7 @@ static void test_round_bound(void **state)
                                         argvlen, 32, &nkeys),
                      FL_SYNC_ROUND_ARGC(1));
     /* the sources: FL_SOURCE_SLOTS of "ffffffff:4294967295" */
-    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 4],
+    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 6],
                      FL_SOURCE_SLOTS * 20 - 1);
     free(buf);
 
@@ -511,7 +519,7 @@ static void test_round_bound(void **state)
                                         argvlen, 32, &nkeys),
                      FL_SYNC_ROUND_ARGC(1));
     /* the actions: 16 digits; the witnesses and the floor */
-    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 2],
+    assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 4],
                      4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 2 * 11);
     free(buf);
 }
@@ -525,7 +533,8 @@ static void test_round_ramp(void **state)
         "flags:{shop}:w:0000000000000009:climb",
         "flags:{shop}:s:0000000000000009:climb",
         "flags:{shop}:r:0000000000000009:climb",
-        "1700000000123456", "7", "1", "h1",
+        "flags:{shop}:h:h1:0123456789abcdef",
+        "1700000000123456", "7", "1", "h1", "41",
         "climb", "0000000000000009", "-", "0 0 0 h1 0", "-", "off", "0",
         "0", "5 10000 60 3", "",
         "1 10000 1500 1700000000000 30 1 3 1000:60:0 50000:120:100 "
@@ -533,6 +542,7 @@ static void test_round_ramp(void **state)
         "5 15 1 0 0 1 32 0 0",
         "1 2 1700000000000 1700000001000 0 1700000002000 10 40 2 0 0 0 "
         "3 12 0 1 0.5 -0.25 0 0 0 7 1 2 0 0 0 0 0 0",
+        "0", "0",
     };
     fl_sync_round_t r = shop_round();
     fl_sync_flag_t f = flag("climb", 9, 1);
@@ -597,7 +607,7 @@ static void test_round_ramp(void **state)
     assert_non_null(buf);
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
                                         32, &nkeys), FL_SYNC_ROUND_ARGC(1));
-    assert_int_equal(nkeys, 4);
+    assert_int_equal(nkeys, 5);
     for (i = 0; i < N(want); i++) {
         if (argvlen[i] != strlen(want[i])
             || memcmp(argv[i], want[i], argvlen[i]) != 0)
@@ -615,9 +625,9 @@ static void test_round_ramp(void **state)
     f.ramp_min_witnesses = 2;
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
                                         32, &nkeys), FL_SYNC_ROUND_ARGC(1));
-    assert_int_equal(argvlen[19], strlen("5 15 1 0 1 1 - 3 2"));
-    assert_memory_equal(argv[19], "5 15 1 0 1 1 - 3 2", argvlen[19]);
-    assert_int_equal(argvlen[20], 0);
+    assert_int_equal(argvlen[21], strlen("5 15 1 0 1 1 - 3 2"));
+    assert_memory_equal(argv[21], "5 15 1 0 1 1 - 3 2", argvlen[21]);
+    assert_int_equal(argvlen[22], 0);
     free(buf);
 }
 
@@ -647,6 +657,257 @@ static void test_ramp_actions(void **state)
     assert_true(fl_sync_ramp_actions_drop(q, FL_SYNC_RAMP_ACTIONS_MAX) == 0);
     assert_int_equal(fl_sync_ramp_actions_count(
                          fl_sync_ramp_actions_drop(q, 15)), 1);
+}
+
+
+/* ------------------------------------------------ what a failover loses */
+
+/* Counts made while Redis was away go when it is back only if the
+ * outage was shorter than the flag's window (docs/sync.md). */
+static void test_away_keeps(void **state)
+{
+    fl_sync_flag_t f = flag("x", 1, 1);     /* window 60 s */
+
+    (void) state;
+    assert_int_equal(fl_sync_away_keeps(0, &f.policy), 1);
+    assert_int_equal(fl_sync_away_keeps(1500, &f.policy), 1);
+    assert_int_equal(fl_sync_away_keeps(59999, &f.policy), 1);
+    assert_int_equal(fl_sync_away_keeps(60000, &f.policy), 0);
+    assert_int_equal(fl_sync_away_keeps(3600000, &f.policy), 0);
+    /* never had a round */
+    assert_int_equal(fl_sync_away_keeps(UINT64_MAX, &f.policy), 0);
+    f.policy.window = 0;
+    assert_int_equal(fl_sync_away_keeps(0, &f.policy), 0);
+    f.policy.window = UINT32_MAX;
+    assert_int_equal(fl_sync_away_keeps(UINT64_MAX - 1, &f.policy), 0);
+    assert_int_equal(fl_sync_away_keeps(3600000, &f.policy), 1);
+    f = flag("x", 1, 0);                    /* no policy: nothing counted */
+    assert_int_equal(fl_sync_away_keeps(0, &f.policy), 0);
+    assert_int_equal(fl_sync_away_keeps(0, NULL), 0);
+}
+
+/* A round's counts are cumulative: what was acknowledged plus what was
+ * counted since; a reply lost leaves both, so the next round sends the
+ * same cumulative plus what is new (the script adds the difference). */
+static void test_cumulative(void **state)
+{
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f = flag("risky", 0x5, 1);
+    const char *argv[32];
+    size_t argvlen[32], nkeys, bound;
+    char *buf;
+
+    (void) state;
+    f.errors = 12;
+    f.base_errors = 9;
+    f.enabled = 30;
+    f.base_enabled = 30;
+    f.acked_errors = 7;
+    f.acked_enabled = 25;
+
+    assert_int_equal(fl_sync_round_plan(&r, &f, 1, NULL), 1);
+    assert_int_equal(f.entry, FL_SYNC_ENTRY_SOURCES);
+    bound = fl_sync_round_bound(&r, &f, 1);
+    buf = malloc(bound);
+    assert_non_null(buf);
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
+                                        32, &nkeys), FL_SYNC_ROUND_ARGC(1));
+    /* keys: ctl, w, s, r, h; argv: 5 of the head, then the entry */
+    assert_int_equal(nkeys, 5);
+    assert_int_equal(argvlen[5 + 5 + 6], 2);
+    assert_memory_equal(argv[5 + 5 + 6], "10", 2);      /* 7 + 3 */
+    assert_int_equal(argvlen[5 + 5 + 7], 2);
+    assert_memory_equal(argv[5 + 5 + 7], "25", 2);      /* 25 + 0 */
+    assert_memory_equal(argv[5 + 5 + 13], "7", 1);
+    assert_memory_equal(argv[5 + 5 + 14], "25", 2);
+    free(buf);
+}
+
+/* After the store lost calls it had acknowledged, every counted flag
+ * with acknowledged counts sends them, though nothing is new here. */
+static void test_plan_resend(void **state)
+{
+    static const struct {
+        const char      *why;
+        int              policy_on;
+        uint64_t         control, acked_errors, acked_enabled;
+        fl_sync_entry_t  want, want_resend;
+    } rows[] = {
+        { "acknowledged errors", 1, 0, 3, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_ENTRY },
+        { "acknowledged evaluations", 1, 0, 0, 8,
+          FL_SYNC_NO_ENTRY, FL_SYNC_ENTRY },
+        { "never sent anything", 1, 0, 0, 0,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "rolled back (the fleet knows)", 1, 1, 3, 8,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+        { "no policy", 0, 0, 3, 8,
+          FL_SYNC_NO_ENTRY, FL_SYNC_NO_ENTRY },
+    };
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f[N(rows)];
+    size_t i;
+
+    (void) state;
+    for (int resend = 0; resend < 2; resend++) {
+        r.resend = resend;
+        for (i = 0; i < N(rows); i++) {
+            f[i] = flag("x", i, rows[i].policy_on);
+            f[i].control = rows[i].control;
+            f[i].known = rows[i].control;
+            f[i].acked_errors = rows[i].acked_errors;
+            f[i].acked_enabled = rows[i].acked_enabled;
+        }
+        assert_int_equal(fl_sync_round_plan(&r, f, N(rows), NULL),
+                         resend ? 2 : 0);
+        for (i = 0; i < N(rows); i++) {
+            fl_sync_entry_t w = resend ? rows[i].want_resend : rows[i].want;
+            if (f[i].entry != w) {
+                fail_msg("%s (resend %d): entry %d, want %d", rows[i].why,
+                         resend, (int) f[i].entry, (int) w);
+            }
+        }
+    }
+}
+
+/* The fifth element of an answer: what the store lost. */
+static void test_head_back(void **state)
+{
+    fl_sync_head_t h;
+    fl_sync_elt_t back[] = { A(5), S("1700000000123456"), S("12"), A(0),
+                             I(0), I(1) };
+    fl_sync_elt_t both[] = { A(5), S("1700000000123456"), S("12"), A(0),
+                             I(0), S("3") };
+    fl_sync_elt_t resend[] = { A(5), S("1700000000123456"), S("12"), I(0),
+                               I(0), I(2) };
+    fl_sync_elt_t nohash[] = { A(5), S("1700000000123456"), S("12"), I(0),
+                               I(0), I(1) };
+    fl_sync_elt_t ramps[] = { A(5), S("1700000000123456"), S("12"), A(0),
+                              A(1), I(0), I(1) };
+    fl_sync_elt_t odd[] = { A(5), S("1700000000123456"), S("12"), A(0),
+                            I(0), I(4) };
+    fl_sync_elt_t word[] = { A(5), S("1700000000123456"), S("12"), A(0),
+                             I(0), S("x") };
+    fl_sync_elt_t four[] = { A(4), S("1700000000123456"), S("12"), A(0),
+                             I(0) };
+
+    (void) state;
+    assert_int_equal(head_of(back, N(back), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_true(h.has_control && h.went_back && !h.resend);
+    assert_true(h.ver == 12);
+
+    assert_int_equal(head_of(both, N(both), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_true(h.went_back && h.resend);
+
+    /* resend alone, no control hash */
+    assert_int_equal(head_of(resend, N(resend), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_true(!h.has_control && !h.went_back && h.resend);
+
+    /* went back without the store's view: nothing to take as known */
+    assert_int_equal(head_of(nohash, N(nohash), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_false(h.went_back);
+
+    /* a new epoch is a store restarted empty: forgotten, not repaired */
+    assert_int_equal(head_of(back, N(back), 1600000000000000ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_true(h.new_epoch && !h.went_back);
+
+    /* with the ramps before it */
+    assert_int_equal(head_of(ramps, N(ramps), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_true(h.has_ramps && h.ramps == 4 && h.went_back && !h.resend);
+
+    /* bits this host does not know, a word, no fifth element: no news */
+    assert_int_equal(head_of(odd, N(odd), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_false(h.went_back || h.resend);
+    assert_int_equal(head_of(word, N(word), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_false(h.went_back || h.resend);
+    assert_int_equal(head_of(four, N(four), 1700000000123456ull, &h),
+                     FL_SYNC_REPLY_OK);
+    assert_false(h.went_back || h.resend);
+}
+
+/* A store that went back: its view becomes what the fleet says, so the
+ * next round publishes the rollback it lost ("set"), the clear it lost
+ * ("clr", not a resurrected rollback) and the override it lost. */
+static void test_back_known(void **state)
+{
+    char fb[3][64];
+    fl_sync_elt_t pairs[] = {
+        S(field(fb[0], sizeof(fb[0]), "rb", def_calm, "calm")),
+        S("1700000000000 6 40 h0 1"),
+        S("lost"), S("7 11 1700000000000"),
+        S("epoch"), S("1700000000123456"),
+    };
+    fl_sync_fleet_t fleets[3];
+    size_t ignored = 9;
+    fl_sync_round_t r = shop_round();
+    fl_sync_flag_t f[3];
+    const char *argv[64];
+    size_t argvlen[64], nkeys, bound;
+    char *buf;
+
+    (void) state;
+    /* "lost" is the hash's own field: used by nobody, ignored by nobody */
+    assert_int_equal(controls(pairs, N(pairs), fleets, &ignored), 1);
+    assert_int_equal(ignored, 0);
+
+    /* the store's view: calm rolled back (cleared here before the
+     * loss), risky not (rolled back here before the loss), no override
+     * of other (set here before the loss) */
+    assert_true(fl_sync_back_known(&fleets[1]) == 1);
+    assert_true(fl_sync_back_known(&fleets[0]) == 0);
+    assert_true(fl_sync_back_known(&fleets[2]) == 0);
+    fleets[2].override_kind = FL_OVERRIDE_PERCENT;
+    fleets[2].override_milli = 2500;
+    assert_true(fl_sync_back_known(&fleets[2])
+                == fl_sync_control(0, FL_OVERRIDE_PERCENT, 2500));
+    fleets[2].override_kind = FL_OVERRIDE_OFF;
+    assert_true(fl_sync_back_known(&fleets[2])
+                == fl_sync_control(0, FL_OVERRIDE_OFF, 0));
+    fleets[2].override_kind = FL_OVERRIDE_NONE;
+    fleets[2].override_milli = 0;
+
+    f[0] = flag("risky", def_risky, 1);
+    f[0].control = 1;
+    f[0].rb_at_ms = 1700000000500ull;
+    f[0].rb_errors = 6;
+    f[0].rb_enabled = 9;
+    f[0].rb_sources = 2;
+    f[1] = flag("calm", def_calm, 1);
+    f[1].control = 0;
+    f[2] = flag("other", 0x3, 0);
+    f[2].control = fl_sync_control(0, FL_OVERRIDE_OFF, 0);
+    for (int i = 0; i < 3; i++) {
+        f[i].known = fl_sync_back_known(&fleets[i]);
+    }
+
+    assert_int_equal(fl_sync_round_plan(&r, f, 3, NULL), 3);
+    bound = fl_sync_round_bound(&r, f, 3);
+    buf = malloc(bound);
+    assert_non_null(buf);
+    assert_int_equal(fl_sync_round_args(&r, f, 3, buf, bound, argv, argvlen,
+                                        64, &nkeys), FL_SYNC_ROUND_ARGC(3));
+    /* the entries start after 11 keys and 5 of the head */
+    size_t e = 11 + 5;
+    assert_memory_equal(argv[e + 2], "set", 3);
+    assert_int_equal(argvlen[e + 3], strlen("1700000000500 6 9 h1 2"));
+    assert_memory_equal(argv[e + 3], "1700000000500 6 9 h1 2", argvlen[e + 3]);
+    assert_memory_equal(argv[e + 4], "-", 1);
+    e += FL_SYNC_ENTRY_ARGS;
+    assert_memory_equal(argv[e + 2], "clr", 3);
+    assert_memory_equal(argv[e + 4], "-", 1);
+    e += FL_SYNC_ENTRY_ARGS;
+    assert_memory_equal(argv[e + 2], "-", 1);
+    assert_memory_equal(argv[e + 4], "set", 3);
+    assert_memory_equal(argv[e + 5], "off", 3);
+    free(buf);
 }
 
 /* ------------------------------------------------------ a reply's head */
@@ -1561,6 +1822,10 @@ int main(void)
         cmocka_unit_test(test_round_args),
         cmocka_unit_test(test_round_empty),
         cmocka_unit_test(test_round_bound),
+        cmocka_unit_test(test_away_keeps),
+        cmocka_unit_test(test_cumulative),
+        cmocka_unit_test(test_plan_resend),
+        cmocka_unit_test(test_head_back),
         cmocka_unit_test(test_round_ramp),
         cmocka_unit_test(test_ramp_actions),
         cmocka_unit_test(test_head_good),
@@ -1571,6 +1836,7 @@ int main(void)
         cmocka_unit_test(test_controls_ignored),
         cmocka_unit_test(test_controls_refused),
         cmocka_unit_test(test_action),
+        cmocka_unit_test(test_back_known),
         cmocka_unit_test(test_ramps),
         cmocka_unit_test(test_ramp_checks),
         cmocka_unit_test(test_ramp_copy_rolled),
