@@ -31,8 +31,22 @@
 #     runs of WRK_SECONDS each; the measured workers on CPU 0, wrk on
 #     CPU 1 (when there are two CPUs).
 #
-# Environment: HOSTS (10), INTERVAL (200ms), ROUNDS (10), POLL_MS (5),
-# LOAD_SECONDS (10), WRK_SECONDS (5), WRK_RUNS (2), NGINX_BIN.
+#   MODE=storm bench/fleet.pl   (reconnects after an outage; only this)
+#
+#  d. HOSTS nginx (one worker each, one project of 30 flags) connected to
+#     Redis, which runs with --loglevel verbose: it logs each connection
+#     it accepts ("Accepted 127.0.0.1:PORT") with its millisecond.  Redis
+#     is killed (SIGKILL, by PID), kept down DOWN seconds, started again
+#     on the same port; when every host says connected again, the accepted
+#     connections of the new Redis are counted: the most in any 10 ms and
+#     in any 1 s (sliding windows), and when the first, the median and the
+#     last arrived after Redis was back.  START=together starts the hosts
+#     all at once (a deployment, a boot) instead of one after the other.
+#     MODULE=path measures another build (the one before a change).
+#
+# Environment: HOSTS (10), INTERVAL (200ms; storm: 1s), ROUNDS (10),
+# POLL_MS (5), LOAD_SECONDS (10), WRK_SECONDS (5), WRK_RUNS (2), NGINX_BIN,
+# MODE, DOWN (20), START (one; together), MODULE.
 # Exit status: non-zero when nginx or Redis does not start or dies, a host
 # rolls back before the crossing or never (10 s), a clear never reaches a
 # host, wrk fails or gets non-2xx answers, or an error log has
@@ -49,8 +63,12 @@ use JSON::PP ();
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(time sleep);
 
+my $MODE = $ENV{MODE} // 'fleet';
+my $STORM = $MODE eq 'storm';
 my $HOSTS = $ENV{HOSTS} // 10;
-my $INTERVAL = $ENV{INTERVAL} // '200ms';
+my $INTERVAL = $ENV{INTERVAL} // ($STORM ? '1s' : '200ms');
+my $DOWN = $ENV{DOWN} // 20;
+my $TOGETHER = ($ENV{START} // 'one') eq 'together';
 my $ROUNDS = $ENV{ROUNDS} // 10;
 my $POLL = ($ENV{POLL_MS} // 5) / 1000;
 my $LOAD_SECONDS = $ENV{LOAD_SECONDS} // 10;
@@ -58,20 +76,35 @@ my $WRK_SECONDS = $ENV{WRK_SECONDS} // 5;
 my $WRK_RUNS = $ENV{WRK_RUNS} // 2;
 my $BIN = $ENV{NGINX_BIN} // '/usr/sbin/nginx';
 my $ROOT = "$FindBin::Bin/..";
-my $MODULE = "$ROOT/build/ngx_http_flags_module.so";
+my $MODULE = $ENV{MODULE} // "$ROOT/build/ngx_http_flags_module.so";
 my $PREFIX = "$ROOT/build/bench-fleet";
 my $MIN_ERRORS = 10;
 
 my ($ival_s) = $INTERVAL =~ /^(\d+)ms$/ ? ($1 / 1000) : $INTERVAL =~ /^(\d+)s$/ ? ($1) : ();
 die "INTERVAL must be like 200ms or 1s\n" unless defined $ival_s;
 die "HOSTS must be at least 2\n" unless $HOSTS >= 2;
+die "MODE is fleet or storm\n" unless $MODE =~ /^(?:fleet|storm)$/;
 die "no module at $MODULE: run ./build.sh\n" unless -f $MODULE;
 my $redis_bin = `command -v redis-server 2>/dev/null`;
 chomp $redis_bin;
 die "redis-server not found\n" unless $redis_bin;
 $SIG{PIPE} = 'IGNORE';
 
+my %given;
 sub free_port {
+    # storm: below the ephemeral range, so that the hosts' own connects to
+    # Redis cannot take a port a host is about to listen on
+    if ($STORM) {
+        my ($lo) = split ' ', read_file('/proc/sys/net/ipv4/ip_local_port_range') // '32768';
+        for (1 .. 1000) {
+            my $p = 10000 + int rand($lo - 10000);
+            next if $given{$p}++;
+            my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p,
+                                          Listen => 1, ReuseAddr => 1) or next;
+            return $p;
+        }
+        die "no free port below $lo\n";
+    }
     my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
         or die "no free port: $!\n";
     return $s->sockport;
@@ -82,14 +115,21 @@ make_path("$PREFIX/redis");
 
 # --- Redis -----------------------------------------------------------------
 my $rport = free_port();
-my $redis_pid = fork() // die "fork: $!\n";
-if (!$redis_pid) {
-    open STDOUT, '>', "$PREFIX/redis/redis.log";
-    open STDERR, '>&', \*STDOUT;
-    exec $redis_bin, '--port', $rport, '--bind', '127.0.0.1', '--save', '',
-         '--appendonly', 'no', '--daemonize', 'no', '--dir', "$PREFIX/redis";
-    exit 127;
+my $redis_pid;
+# storm: verbose, so that Redis logs every connection it accepts
+sub redis_up {
+    my ($log) = @_;
+    $redis_pid = fork() // die "fork: $!\n";
+    if (!$redis_pid) {
+        open STDOUT, '>', "$PREFIX/redis/$log";
+        open STDERR, '>&', \*STDOUT;
+        exec $redis_bin, '--port', $rport, '--bind', '127.0.0.1', '--save', '',
+             '--appendonly', 'no', '--daemonize', 'no', '--dir', "$PREFIX/redis",
+             '--loglevel', $STORM ? 'verbose' : 'notice';
+        exit 127;
+    }
 }
+redis_up('redis.log');
 my (@master, $nosync_master);
 END {
     local $?;
@@ -133,12 +173,14 @@ my $rb = join ',',
 my $fleet = join ',', map { qq({"name":"f$_","enabled":true,"rolloutPercentage":100}) } 1 .. 1000;
 my $user = $> == 0 ? "user root;\n" : '';
 
-sub start_host {
+# the configuration of a host; storm: one small project, nothing else
+sub host_conf {
     my ($dir, $port, $sync) = @_;
     make_path("$dir/conf", "$dir/logs", "$dir/html");
     write_file("$dir/conf/rb.json", qq({"flags":[$rb]}));
-    write_file("$dir/conf/fleet.json", qq({"flags":[$fleet]}));
+    write_file("$dir/conf/fleet.json", qq({"flags":[$fleet]})) unless $STORM;
     my $line = $sync ? "flags_sync redis://127.0.0.1:$rport interval=$INTERVAL prefix=bench:;" : '';
+    my $fleet_project = $STORM ? '' : 'flags_project fleet token=tok_fleet file=fleet.json;';
     write_file("$dir/conf/nginx.conf", <<"_C_");
 load_module $MODULE;
 ${user}worker_processes 1;
@@ -148,7 +190,7 @@ events { worker_connections 1024; }
 http {
     access_log off;
     flags_project rb token=tok_rb file=rb.json;
-    flags_project fleet token=tok_fleet file=fleet.json;
+    $fleet_project
     flags_error_log off;
     $line
     server {
@@ -161,15 +203,45 @@ http {
     }
 }
 _C_
+}
+
+sub start_host {
+    my ($dir, $port, $sync) = @_;
+    host_conf($dir, $port, $sync);
     return nginx_start($BIN, $dir, port => $port);
 }
 
 my @port = map { free_port() } 1 .. $HOSTS;
 my $nosync_port = free_port();
-for my $i (0 .. $HOSTS - 1) {
-    push @master, start_host("$PREFIX/h$i", $port[$i], 1);
+if ($STORM && $TOGETHER) {
+    # every nginx started at once, then each waited for
+    host_conf("$PREFIX/h$_", $port[$_], 1) for 0 .. $HOSTS - 1;
+    my @kids;
+    for my $i (0 .. $HOSTS - 1) {
+        my $k = fork() // die "fork: $!\n";
+        if (!$k) {
+            exec $BIN, '-p', "$PREFIX/h$i/", '-c', 'conf/nginx.conf';
+            exit 127;
+        }
+        push @kids, $k;
+    }
+    waitpid $_, 0 for @kids;
+    my @missing;
+    for my $i (0 .. $HOSTS - 1) {
+        my $m = NginxProc::wait_for(sub {
+            my $p = read_file("$PREFIX/h$i/logs/nginx.pid");
+            return $p && $p =~ /^(\d+)/ ? $1 : undef;
+        }, 10);
+        # the others are stopped (END) before this one is said
+        $m ? push(@master, $m) : push(@missing, $i);
+    }
+    die "host(s) @missing did not start\n" if @missing;
+} else {
+    for my $i (0 .. $HOSTS - 1) {
+        push @master, start_host("$PREFIX/h$i", $port[$i], 1);
+    }
 }
-$nosync_master = start_host("$PREFIX/nosync", $nosync_port, 0);
+$nosync_master = start_host("$PREFIX/nosync", $nosync_port, 0) unless $STORM;
 
 # one request on a connection of its own: (status, body)
 sub request {
@@ -189,7 +261,7 @@ sub request {
 }
 
 sub check_alive {
-    for my $m (@master, $nosync_master) {
+    for my $m (grep { $_ } @master, $nosync_master) {
         die "nginx $m died\n" unless kill 0, $m;
         my @w = worker_pids($m);
         die "nginx $m has no worker\n" unless @w;
@@ -241,13 +313,18 @@ sub pct {
     return $v[int($p / 100 * $#v + 0.5)];
 }
 
+sub connected {
+    my ($i) = @_;
+    my ($st, $b) = request($port[$i], GET => '/status');
+    return $st == 200 && $b =~ /"sync":\{"connected":true/;
+}
+
 # every host connected to Redis
 for my $i (0 .. $HOSTS - 1) {
-    NginxProc::wait_for(sub {
-        my ($st, $b) = request($port[$i], GET => '/status');
-        $st == 200 && $b =~ /"sync":\{"connected":true/;
-    }, 5) or die "host $i never connected to redis\n";
+    NginxProc::wait_for(sub { connected($i) }, 5) or die "host $i never connected to redis\n";
 }
+
+storm() if $STORM;
 printf "%d nginx hosts (1 worker each) + 1 without flags_sync, redis-server %s on 127.0.0.1:%d; "
     . "interval=%s\n", $HOSTS, (redis_cmd('INFO', 'server') =~ /redis_version:(\S+)/)[0], $rport, $INTERVAL;
 
@@ -393,6 +470,97 @@ if (!$wrk) {
         $mean{nosync}, $mean{sync} / $mean{nosync}, $mean{sync} / $mean{nosync} >= 0.9 ? '(>= 0.9: met)' : '(BELOW the 0.9 target)';
     printf "   %-28s %8.0f req/s   sync/static ratio   %.3f %s\n", 'return 200 of the same body',
         $mean{static}, $mean{sync} / $mean{static}, $mean{sync} / $mean{static} >= 0.9 ? '(>= 0.9: met)' : '(BELOW the 0.9 target)';
+}
+
+# --- d. reconnects after an outage ----------------------------------------------
+
+# the connections a Redis log says it accepted, but from the client ports
+# in %$not: their times (wall clock, seconds with milliseconds, within the
+# day the log was written)
+sub accepted {
+    my ($log, $not) = @_;
+    my @t;
+    for (split /\n/, read_file($log) // '') {
+        next unless / (\d\d):(\d\d):(\d\d)\.(\d{3}) - Accepted 127\.0\.0\.1:(\d+)$/;
+        next if $not->{$5};
+        push @t, $1 * 3600 + $2 * 60 + $3 + $4 / 1000;
+    }
+    return sort { $a <=> $b } @t;
+}
+
+# the most times within any window of $w seconds
+sub peak {
+    my ($w, @t) = @_;
+    my ($best, $j) = (0, 0);
+    for my $i (0 .. $#t) {
+        $j++ while $t[$i] - $t[$j] >= $w - 1e-9;
+        $best = $i - $j + 1 if $i - $j + 1 > $best;
+    }
+    return $best;
+}
+
+sub day_seconds {
+    my @l = localtime($_[0]);
+    return $l[2] * 3600 + $l[1] * 60 + $l[0] + ($_[0] - int $_[0]);
+}
+
+sub storm {
+    sleep 3 * $ival_s + 2;
+    check_alive();
+    close $redis;
+    kill 'KILL', $redis_pid;
+    waitpid $redis_pid, 0;
+    my $t_down = time;
+    sleep $DOWN;
+    for my $i (0 .. $HOSTS - 1) {
+        die "host $i still says connected with Redis down\n" if connected($i);
+    }
+    redis_up('redis-2.log');
+    # listening: this script's own connect, left out of the count
+    my %mine;
+    NginxProc::wait_for(sub {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rport) or return 0;
+        $mine{ $s->sockport } = 1;
+        return 1;
+    }, 5) or die "redis-server did not listen again on $rport\n";
+    my $t_up = time;
+    my %back;
+    while (keys %back < $HOSTS) {
+        for my $i (0 .. $HOSTS - 1) {
+            $back{$i} = 1 if !$back{$i} && connected($i);
+        }
+        die "host(s) " . join(',', grep { !$back{$_} } 0 .. $HOSTS - 1)
+            . " not back 90 s after Redis\n" if time > $t_up + 90;
+        sleep 0.1;
+    }
+    check_alive();
+    my $up = day_seconds($t_up);
+    my @t = accepted("$PREFIX/redis/redis-2.log", \%mine);
+    my @rel = map { $_ - $up } @t;
+    printf "d. %d hosts (1 worker each), interval=%s, Redis killed and started again after %d s%s:\n",
+        $HOSTS, $INTERVAL, $DOWN, $TOGETHER ? ' (hosts started all at once)' : '';
+    printf "   %d connections accepted by the new Redis (verbose log) until every host was back\n",
+        scalar @t;
+    printf "   peak: %d in any 10 ms, %d in any 100 ms, %d in any 1 s\n",
+        peak(0.01, @t), peak(0.1, @t), peak(1, @t);
+    printf "   after Redis was back: first %.2f s, median %.2f s, last %.2f s\n",
+        $rel[0], $rel[$#rel / 2], $rel[-1] if @rel;
+    # the hosts' first connects, when they started (this script's own
+    # connections are there too: one, for INFO)
+    my @first = accepted("$PREFIX/redis/redis.log", {});
+    printf "   at the hosts' start: %d connections, peak %d in any 10 ms, %d in any 100 ms, %d in any 1 s\n",
+        scalar @first, peak(0.01, @first), peak(0.1, @first), peak(1, @first);
+    my %sec;
+    $sec{ int($_ < 0 ? 0 : $_) }++ for @rel;
+    printf "   per second after Redis was back: %s\n",
+        join ' ', map { "$_:" . ($sec{$_} // 0) } 0 .. (sort { $b <=> $a } keys %sec)[0];
+    my $bad = 0;
+    for my $d (map { "h$_" } 0 .. $HOSTS - 1) {
+        my $log = read_file("$PREFIX/$d/logs/error.log") // '';
+        my @l = grep { /\[(alert|crit|emerg)\]/ } split /\n/, $log;
+        if (@l) { print STDERR "$d/logs/error.log:\n", map { "  $_\n" } @l; $bad = 1 }
+    }
+    exit $bad;
 }
 
 # --- logs -----------------------------------------------------------------------

@@ -101,6 +101,8 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
         m.sync_connected = (int) sync.connected;
         m.sync_last_success_ms = sync.last_ok_ms;
         m.sync_lag_ms = sync.lag_ms;
+        m.sync_stale_ms = sync.stale_ms;
+        m.sync_interval_ms = sync.interval_ms;
         m.sync_failures = sync.failures;
     }
 

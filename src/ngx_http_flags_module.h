@@ -287,6 +287,11 @@ typedef struct {
      * not yet), kept across reloads (docs/sync.md, "What a failover
      * loses") */
     uint64_t                    sync_incarnation;
+    /* staleness (flags_status's staleSeconds), on the monotonic clock
+     * every process of the host shares (ngx_current_msec): the end of the
+     * last round completed, and when the host began to sync; 0: not yet */
+    ngx_atomic_t                sync_ok_msec;
+    ngx_atomic_t                sync_start_msec;
     /* the ring of recent control changes (docs/dashboard.md): the last
      * sequence number given, and the slots (seq % FL_EVENTS_MAX); NULL
      * when the zone had no room for them (a zone of a few pages) */
@@ -524,6 +529,11 @@ typedef struct {
     ngx_uint_t                  connected;
     uint64_t                    last_ok_ms;  /* 0: never */
     uint64_t                    lag_ms;      /* since the last success */
+    uint64_t                    stale_ms;    /* the same, monotonic; before
+                                              * the first: since the sync
+                                              * began (stale_never set) */
+    ngx_uint_t                  stale_never;
+    uint64_t                    interval_ms;
     uint64_t                    round_ms;    /* the last round's duration */
     uint64_t                    failures;
     uint64_t                    rounds;

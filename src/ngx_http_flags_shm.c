@@ -1573,6 +1573,7 @@ ngx_uint_t
 ngx_http_flags_zone_sync_state(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_sync_state_t *st)
 {
+    int                      never;
     uint64_t                 now;
     ngx_atomic_uint_t        lock;
     ngx_http_flags_shctx_t  *sh;
@@ -1591,6 +1592,11 @@ ngx_http_flags_zone_sync_state(ngx_http_flags_main_conf_t *fmcf,
     st->last_ok_ms = sh->sync_last_ok_ms;
     st->lag_ms = (st->last_ok_ms && now > st->last_ok_ms)
                  ? now - st->last_ok_ms : 0;
+    /* computed now, so it grows while Redis is away */
+    st->stale_ms = fl_sync_stale_ms(ngx_current_msec, sh->sync_ok_msec,
+                                    sh->sync_start_msec, &never);
+    st->stale_never = never;
+    st->interval_ms = fmcf->sync_interval;
     st->round_ms = sh->sync_round_ms;
     st->failures = sh->sync_failures;
     st->rounds = sh->sync_rounds;

@@ -55,9 +55,9 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
 
     /* flags_sync: "sync":{...} after the projects (docs/sync.md) */
     size += sizeof(",\"sync\":{\"connected\":false,\"lastSuccess\":\"\","
-                   "\"lagMs\":,\"lastRoundMs\":,\"failures\":,"
-                   "\"rounds\":,\"owner\":,\"tls\":false}")
-            + 24 + 5 * NGX_INT64_LEN;
+                   "\"lagMs\":,\"staleSeconds\":.,\"lastRoundMs\":,"
+                   "\"failures\":,\"rounds\":,\"owner\":,\"tls\":false}")
+            + 24 + 7 * NGX_INT64_LEN;
 
     /* the ring of recent changes (docs/dashboard.md) */
     size += 1 + fl_events_json_bound(FL_EVENTS_MAX);
@@ -135,10 +135,21 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
             p = ngx_cpymem(p, "null", 4);
         }
 
-        p = ngx_sprintf(p, ",\"lagMs\":%uL,\"lastRoundMs\":%uL,"
+        p = ngx_sprintf(p, ",\"lagMs\":%uL,\"staleSeconds\":", sync.lag_ms);
+
+        /* seconds with milliseconds; null before the first round */
+        if (sync.stale_never) {
+            p = ngx_cpymem(p, "null", 4);
+
+        } else {
+            p = ngx_sprintf(p, "%uL.%03uL", sync.stale_ms / 1000,
+                            sync.stale_ms % 1000);
+        }
+
+        p = ngx_sprintf(p, ",\"lastRoundMs\":%uL,"
                         "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P,"
                         "\"tls\":%s}",
-                        sync.lag_ms, sync.round_ms, sync.failures,
+                        sync.round_ms, sync.failures,
                         sync.rounds, sync.owner,
                         fmcf->sync_tls ? "true" : "false");
     }

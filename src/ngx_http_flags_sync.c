@@ -612,8 +612,17 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
 
     ngx_http_flags_sync_worker = s;
 
-    /* the first tick soon, spread a little between workers */
-    ngx_add_timer(&s->tick, 10 + (ngx_pid % 10) * 10);
+    /* staleness counts from the first worker's start until the first
+     * round (docs/sync.md); a reload's workers keep it */
+    (void) ngx_atomic_cmp_set(&fmcf->sh->sync_start_msec, 0,
+                              ngx_max(ngx_current_msec, 1));
+
+    /* the first tick at a random point of the first interval (of the
+     * first second at most): hosts started together, and a host's
+     * workers, do not all connect in one millisecond (nginx seeds
+     * random() per process) */
+    ngx_add_timer(&s->tick, 10 + (ngx_msec_t) ngx_random()
+                                 % ngx_min(s->conf->interval, 1000));
 
     /* a runtime project's write goes to the fleet without waiting for
      * the tick (ngx_http_flags_sync_defs_wake()) */

@@ -379,13 +379,15 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
 /*
  * Redis is away, slow or refused us: serving goes on (each host decides
  * on its own counters); the loss is logged once, at error level, and the
- * connection retried with exponential backoff.
+ * connection retried with exponential backoff, jittered.
  */
 
 void
 ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
     ngx_str_t *detail)
 {
+    uint64_t    backoff;
+    ngx_msec_t  wait;
     ngx_str_t   copy;
     u_char      buf[1024];
 
@@ -430,13 +432,32 @@ ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
                       "flags: sync: redis at %V: %s", &s->conf->host, why);
     }
 
-    s->backoff = s->backoff ? ngx_min(s->backoff * 2,
-                                      NGX_HTTP_FLAGS_SYNC_BACKOFF_MAX)
-                            : s->conf->interval;
-    s->next_try = ngx_current_msec + s->backoff;
+    /*
+     * The wait is drawn in [backoff/2, backoff] (fl_sync_backoff(), equal
+     * jitter), from this worker's random(), which nginx seeds per process
+     * with its pid and the time: hosts that lost Redis in the same
+     * millisecond (it died under all of them) come back spread over half
+     * the backoff, not all at once.  The tick moves to the wait's end, so
+     * the connect goes at that millisecond rather than at the next tick
+     * of a phase the hosts may share; it still runs every interval, and
+     * renews the lock as before.
+     */
+    backoff = s->backoff;
+    wait = (ngx_msec_t) fl_sync_backoff(&backoff, s->conf->interval,
+                                        NGX_HTTP_FLAGS_SYNC_BACKOFF_MAX,
+                                        (uint64_t) ngx_random());
+    s->backoff = (ngx_msec_t) backoff;
+    s->next_try = ngx_current_msec + wait;
 
-    /* what is counted while away is not sent as if it were new: the
-     * first round after it takes the totals as the baseline */
+    if (s->tick.timer_set) {
+        ngx_del_timer(&s->tick);
+        ngx_add_timer(&s->tick, wait % s->conf->interval);
+    }
+
+    /* the first round after it sends what was counted while away only
+     * for flags whose window is longer than the outage, and takes the
+     * totals as the baseline for the others (docs/sync.md, "What a
+     * failover loses") */
     s->fmcf->sh->sync_rebase = 1;
 }
 

@@ -1143,6 +1143,7 @@ ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s)
 
     sh->sync_connected = 1;
     sh->sync_last_ok_ms = now;
+    sh->sync_ok_msec = ngx_max(ngx_current_msec, 1);
     sh->sync_round_ms = ngx_current_msec - s->round_start;
     (void) ngx_atomic_fetch_add(&sh->sync_rounds, 1);
 

@@ -311,7 +311,7 @@ is($out, '', 'promtool check metrics: nothing to say');
 
 ($rc, $out) = run_cmd(undef, 'promtool', 'check', 'rules', $rules);
 is($rc, 0, 'promtool check rules: exit 0');
-like($out, qr/SUCCESS: 2 rules found/, 'promtool check rules: the two rules');
+like($out, qr/SUCCESS: 3 rules found/, 'promtool check rules: the three rules');
 
 # ---- a real Prometheus ------------------------------------------------------
 

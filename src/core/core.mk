@@ -42,6 +42,7 @@ FLAGS_CORE_SRCS = \
 	state.cpp \
 	statefile.cpp \
 	status_json.cpp \
+	sync_health.cpp \
 	sync_reply.cpp \
 	sync_round.cpp \
 	sync_script.cpp \

@@ -920,6 +920,8 @@ typedef struct {
     uint64_t    sync_last_success_ms;   /* 0: never */
     uint64_t    sync_lag_ms;            /* since the last success */
     uint64_t    sync_failures;
+    uint64_t    sync_stale_ms;          /* fl_sync_stale_ms() */
+    uint64_t    sync_interval_ms;       /* its interval= */
 } fl_metrics_module_t;
 
 /* Upper bound of fl_metrics_write() for these projects. */
@@ -1913,6 +1915,24 @@ fl_ramp_event_t fl_sync_ramp_copy(const fl_ramp_def_t *d, fl_ramp_t *r,
  * not above the first stage's. */
 uint32_t fl_sync_ramp_unknown_milli(const fl_ramp_def_t *d,
     uint32_t configured_milli) FL_NOEXCEPT;
+
+
+/* ------------------------------ a host's standing (sync_health.cpp) */
+
+/* Milliseconds this host's view of the fleet is old, from one clock that
+ * does not step (the glue's monotonic milliseconds): since last_ok_ms,
+ * the end of the last round completed, or, before the first (last_ok_ms
+ * 0, *never set to 1), since started_ms, when the host began to sync.
+ * 0 when now_ms is not past it (or both are 0). */
+uint64_t fl_sync_stale_ms(uint64_t now_ms, uint64_t last_ok_ms,
+    uint64_t started_ms, int *never) FL_NOEXCEPT;
+
+/* After a failed connect or round: *backoff_ms (0 after a success)
+ * becomes the next backoff, one interval at first, then doubled up to
+ * cap_ms; returns the wait before the next connect, in [backoff/2,
+ * backoff] as random (any number, uniform: ngx_random()) says. */
+uint64_t fl_sync_backoff(uint64_t *backoff_ms, uint64_t interval_ms,
+    uint64_t cap_ms, uint64_t random) FL_NOEXCEPT;
 
 
 /* ------------------------------- runtime definitions (definitions.cpp) */

@@ -77,6 +77,8 @@ enum {
     F_SYNC_LAST_SUCCESS,
     F_SYNC_LAG,
     F_SYNC_FAILURES,
+    F_SYNC_STALE,
+    F_SYNC_INTERVAL,
     /* a project's definitions (docs/definitions.md) */
     F_DEFS_VERSION,
     F_DEFS_REJECTED,
@@ -163,6 +165,12 @@ constexpr family families[F_MAX] = {
      "Seconds since the host last completed a sync round with Redis."},
     {"flags_sync_failures_total", "counter",
      "Sync rounds and connects that failed (Redis away, slow, refusing)."},
+    {"flags_sync_stale_seconds", "gauge",
+     "Seconds since the host last completed a sync round with Redis, on a "
+     "clock that does not step; before the first, since the host began to "
+     "sync."},
+    {"flags_sync_interval_seconds", "gauge",
+     "The sync interval of flags_sync (interval=), in seconds."},
     {"flags_definitions_version", "gauge",
      "The version of the project's definitions this host serves (a flags "
      "file: 1)."},
@@ -586,8 +594,8 @@ size_t fl_metrics_bound(const fl_metrics_project_t *p, size_t n) noexcept
                     + std::strlen(families[f].type);
         }
 
-        /* the module's samples: reasons, zone, push, uncounted */
-        size += (FL_REFUSED_MAX + 8) * (64 + sample_fixed + value_max);
+        /* the module's samples: reasons, zone, push, uncounted, sync */
+        size += (FL_REFUSED_MAX + 10) * (64 + sample_fixed + value_max);
 
         /* a project's: its version, its refusals by reason */
         for (size_t i = 0; i < n; i++) {
@@ -714,6 +722,18 @@ size_t fl_metrics_write(const fl_metrics_project_t *p, size_t n,
             o = put_name(o, F_SYNC_FAILURES);
             *o++ = ' ';
             o += fl::put_u64(m->sync_failures, o);
+            *o++ = '\n';
+
+            o = put_header(o, F_SYNC_STALE);
+            o = put_name(o, F_SYNC_STALE);
+            *o++ = ' ';
+            o = put_seconds(o, m->sync_stale_ms);
+            *o++ = '\n';
+
+            o = put_header(o, F_SYNC_INTERVAL);
+            o = put_name(o, F_SYNC_INTERVAL);
+            *o++ = ' ';
+            o = put_seconds(o, m->sync_interval_ms);
             *o++ = '\n';
         }
 

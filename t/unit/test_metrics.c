@@ -314,6 +314,53 @@ static void test_empty(void **state)
 }
 
 
+/* flags_sync's families, only with flags_sync: staleness and the
+ * interval beside the lag, in seconds with milliseconds (docs/sync.md). */
+static void test_sync(void **state)
+{
+    fl_metrics_module_t m;
+    size_t len;
+    char *out;
+
+    (void) state;
+    memset(&m, 0, sizeof(m));
+    m.push_connections = -1;
+
+    out = render(NULL, 0, &m, &len);
+    assert_no(out, "flags_sync_");
+    free(out - 16);
+
+    m.sync_enabled = 1;
+    m.sync_connected = 0;
+    m.sync_last_success_ms = 1764300000250ULL;
+    m.sync_lag_ms = 12346;
+    m.sync_failures = 3;
+    m.sync_stale_ms = 12345;
+    m.sync_interval_ms = 200;
+
+    out = render(NULL, 0, &m, &len);
+    assert_line(out, "flags_sync_connected 0");
+    assert_line(out, "flags_sync_last_success_timestamp_seconds 1764300000.250");
+    assert_line(out, "flags_sync_lag_seconds 12.346");
+    assert_line(out, "flags_sync_failures_total 3");
+    assert_line(out, "# TYPE flags_sync_stale_seconds gauge");
+    assert_line(out, "flags_sync_stale_seconds 12.345");
+    assert_line(out, "# TYPE flags_sync_interval_seconds gauge");
+    assert_line(out, "flags_sync_interval_seconds 0.200");
+    assert_int_equal(count(out, "# HELP flags_sync_"), 6);
+    assert_int_equal(count(out, "\nflags_sync_stale_seconds "), 1);
+    free(out - 16);
+
+    /* a host that just began to sync: 0, not absent */
+    m.sync_stale_ms = 0;
+    m.sync_interval_ms = 3600000;
+    out = render(NULL, 0, &m, &len);
+    assert_line(out, "flags_sync_stale_seconds 0.000");
+    assert_line(out, "flags_sync_interval_seconds 3600.000");
+    free(out - 16);
+}
+
+
 /* Long names and large values stay within the bound. */
 static void test_bound(void **state)
 {
@@ -415,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_sync),
         cmocka_unit_test(test_bound),
         cmocka_unit_test(test_rollback_count),
     };
