@@ -726,8 +726,9 @@ ngx_http_flags_sync_sconn_timer(ngx_event_t *ev)
     ngx_http_flags_sync_t  *s = sc->s;
 
     if (sc->pc.connection) {
-        ngx_http_flags_sync_sconn_failed(sc, sc->connected ? "timed out"
-                                                           : "connect timed out",
+        ngx_http_flags_sync_sconn_failed(sc,
+                                         sc->connected ? "timed out"
+                                                       : "connect timed out",
                                          NULL);
         return;
     }
