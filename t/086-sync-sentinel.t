@@ -387,37 +387,88 @@ is(scalar(log_lines(2, qr/\[error\] \d+#\d+: flags: sync: no sentinel named the 
 # --- Sentinels that misbehave, played by this test ------------------------------
 # Each listening port acts one way: garbage, a reply too large, the
 # connection closed, no answer at all, a nil master, an address that
-# refuses connections, an address that is a Sentinel (ROLE).
+# refuses connections, an address that is a Sentinel (ROLE), and the
+# address of a "master" (also played here) that says it is one and then
+# answers the round with -READONLY, as a demoted master does.  Each
+# question a fake Sentinel is asked is a line of $asked.
 my $refusing = unused_port();
 my ($live) = grep { $proc{$_} } qw(s2 s1 s0);
+my $asked = "$rdir/asked";
 my %fake = map { $_ => IO::Socket::INET->new(LocalAddr => $lo, LocalPort => 0,
                                                Listen => 16, ReuseAddr => 1)
                         // die "listen: $!" }
-           qw(garbage huge close silent nil refusing sentinel);
+           qw(garbage huge close silent nil refusing sentinel ro readonly);
+sub addr_reply {
+    my ($port) = @_;
+    return "*2\r\n\$9\r\n127.0.0.1\r\n\$" . length($port) . "\r\n$port\r\n";
+}
 my %answer = (
     garbage => "HTTP/1.0 400 Bad Request\r\n\r\n",
     huge => "*100000\r\n",
     nil => "*-1\r\n",
-    refusing => "*2\r\n\$9\r\n127.0.0.1\r\n\$" . length($refusing) . "\r\n$refusing\r\n",
-    sentinel => "*2\r\n\$9\r\n127.0.0.1\r\n\$" . length($port{$live}) . "\r\n$port{$live}\r\n",
+    refusing => addr_reply($refusing),
+    sentinel => addr_reply($port{$live}),
+    ro => addr_reply($fake{readonly}->sockport),
 );
+# the commands in $buf (RESP arrays of bulk strings), each answered as the
+# read-only master answers it; what is left incomplete stays in $buf
+sub readonly_answers {
+    my ($buf) = @_;
+    my $out = '';
+    while ($$buf =~ /\A\*(\d+)\r\n/) {
+        my ($n, $pos, @args) = ($1, length($&));
+        for (1 .. $n) {
+            last unless substr($$buf, $pos) =~ /\A\$(\d+)\r\n/;
+            my $len = $1;
+            $pos += length($&);
+            last if length($$buf) < $pos + $len + 2;
+            push @args, substr($$buf, $pos, $len);
+            $pos += $len + 2;
+        }
+        last if @args < $n;
+        substr($$buf, 0, $pos, '');
+        my $c = uc($args[0] // '');
+        $out .= $c eq 'ROLE' ? "*3\r\n\$6\r\nmaster\r\n:0\r\n*0\r\n"
+              : $c eq 'SCRIPT' ? "\$40\r\n" . ('a' x 40) . "\r\n"
+              : $c =~ /^EVAL/ ? "-READONLY You can't write against a read only replica.\r\n"
+              : "+OK\r\n";
+    }
+    return $out;
+}
 my $fakes = fork // die "fork: $!";
 if (!$fakes) {
     my $sel = IO::Select->new(values %fake);
     my %kind = map { fileno($fake{$_}) => $_ } keys %fake;
-    my %held;
+    my (%conn, %buf);
     while (1) {
-        for my $l ($sel->can_read(1)) {
-            my $k = $kind{fileno $l};
-            my $c = $l->accept or next;
-            sysread($c, my $buf, 4096);
-            if ($k eq 'close') { close $c; next }
-            syswrite($c, $answer{$k}) if $answer{$k};
-            $held{fileno $c} = $c;          # silent ones stay open
+        for my $h ($sel->can_read(1)) {
+            if (my $k = $kind{fileno $h}) {
+                my $c = $h->accept or next;
+                $conn{fileno $c} = [$c, $k];
+                $buf{fileno $c} = '';
+                $sel->add($c);
+                next;
+            }
+            my ($c, $k) = @{ $conn{fileno $h} };
+            my $n = sysread($c, my $in, 4096);
+            if (!$n || $k eq 'close') {          # close: once asked
+                $sel->remove($c);
+                delete $conn{fileno $c};
+                close $c;
+                next;
+            }
+            if ($k eq 'readonly') {
+                $buf{fileno $c} .= $in;
+                syswrite($c, readonly_answers(\$buf{fileno $c}));
+                next;
+            }
+            open my $f, '>>', $asked; print $f "$k\n"; close $f;
+            syswrite($c, $answer{$k}) if $answer{$k};   # silent: nothing
         }
     }
 }
 $proc{fakes} = $fakes;
+sub asked { my ($k) = @_; return scalar grep { $_ eq $k } split /\n/, read_file($asked) // '' }
 my $fp = sub { "$lo:" . $fake{$_[0]}->sockport };
 host_up(3, 'sentinel://' . join(',', map { $fp->($_) } qw(garbage huge close silent nil)) . '/t086');
 ok(wait_for(sub { log_lines(3, qr/\[error\] .*no sentinel named/) }, 8),
@@ -442,8 +493,28 @@ is(scalar(log_lines(5, qr/\[error\] \d+#\d+: flags: sync: redis at 127\.0\.0\.1:
    1, 'host a5: ROLE is checked, and its answer logged');
 is(enabled(5, 'calm'), 1, 'host a5: GET /flags answers');
 
+# a "master" answering -READONLY: the worker goes back to the Sentinels
+{
+    my $ro = $fake{readonly}->sockport;
+    host_conf(4, 'sentinel://' . $fp->('ro') . '/t086');
+    local $FlagsTest::Port = $hport[4];
+    nginx_stop($pid[4]);
+    unlink "$hdir[4]/logs/error.log";
+    my $before = asked('ro');
+    $pid[4] = nginx_start($hdir[4]);
+    ok(wait_for(sub { asked('ro') >= $before + 3 }, 5),
+       'host a4: the Sentinel is asked again after each -READONLY');
+    is(scalar(log_lines(4, qr/\[error\] \d+#\d+: flags: sync: redis at 127\.0\.0\.1:$ro: the sync script failed: READONLY You can't write against a read only replica\.; hosts decide alone until it is back$/)),
+       1, 'host a4: -READONLY is logged once, at error');
+    ok(scalar(log_lines(4, qr/\[info\] \d+#\d+: flags: sync: redis at 127\.0\.0\.1:$ro: the sync script failed$/)) >= 1,
+       'host a4: then at info');
+    is(sync(4)->{connected}, JSON::PP::false, 'host a4: not connected');
+    is(enabled(4, 'calm'), 1, 'host a4: GET /flags answers');
+}
+
 for my $i (0 .. 5) {
     is(scalar(log_lines($i, qr/\[(?:alert|crit|emerg)\]|signal \d+/)), 0, "host a$i: no alert, no crash");
 }
+nginx_stop($_) for grep { $_ } @pid;
 
 done_testing();
