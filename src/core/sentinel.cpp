@@ -86,11 +86,16 @@ fl_sentinel_master(const fl_sync_elt_t *view, size_t n, fl_sync_addr_t *out)
     char host[64];
     uint32_t port = 0;
 
-    if (view == nullptr || out == nullptr || n == 0) {
+    if (out == nullptr) {
         return FL_SENTINEL_MALFORMED;
     }
 
+    /* a refusal leaves no address behind */
     std::memset(out, 0, sizeof(*out));
+
+    if (view == nullptr || n == 0) {
+        return FL_SENTINEL_MALFORMED;
+    }
 
     if (!whole(view, n)) {
         return FL_SENTINEL_MALFORMED;

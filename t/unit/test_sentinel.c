@@ -69,6 +69,16 @@ static void test_master_good(void **state)
     assert_string_equal(fl_sentinel_status_text(FL_SENTINEL_OK), "");
 }
 
+static const fl_sync_elt_t *v4ok(void)
+{
+    static fl_sync_elt_t v[3];
+
+    v[0] = A(2);
+    v[1] = S("127.0.0.1");
+    v[2] = S("6380");
+    return v;
+}
+
 static void test_master_broken(void **state)
 {
     fl_sync_addr_t a;
@@ -106,8 +116,10 @@ static void test_master_broken(void **state)
                      FL_SENTINEL_MALFORMED);
     assert_int_equal(fl_sentinel_master(after, N(after), &a),
                      FL_SENTINEL_MALFORMED);
-    assert_int_equal(fl_sentinel_master(after, 0, &a),
+    assert_int_equal(fl_sentinel_master(v4ok(), 3, &a), FL_SENTINEL_OK);
+    assert_int_equal(fl_sentinel_master(NULL, 0, &a),
                      FL_SENTINEL_MALFORMED);
+    assert_int_equal(a.port, 0);             /* nothing left behind */
     assert_int_equal(fl_sentinel_master(name, N(name), &a),
                      FL_SENTINEL_HOST);
     assert_int_equal(fl_sentinel_master(empty, N(empty), &a),
