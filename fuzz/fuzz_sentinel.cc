@@ -13,7 +13,8 @@
  *
  * Each string is a heap copy of its exact size, so a read past it is
  * caught.  The view is read as a get-master-addr-by-name answer, as a
- * ROLE reply and as a +switch-master message.  Checked: statuses in
+ * ROLE reply, as a +switch-master message and as a subscription's
+ * confirmation.  Checked: statuses in
  * range; an address only from exactly an array of two strings, of family
  * 4 or 6 and a port 1 to 65535 whose digits are the second string; no
  * address left behind a refusal; a role and a switch only from an array
@@ -153,6 +154,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    && std::memcmp(view[3].str, "shop ", 5) == 0,
                    "switched: from another message");
     }
+
+    /* the subscription's confirmation */
+    int sub = fl_sentinel_subscribed(view, n);
+
+    FUZZ_CHECK(sub == 0 || (sub == 1 && n == 4 && is(view[1], "subscribe")
+                            && is(view[2], "+switch-master")
+                            && view[3].type == FL_SYNC_ELT_INTEGER),
+               "subscribed %d from another reply", sub);
 
     return 0;
 }

@@ -929,6 +929,11 @@ ngx_http_flags_sync_sconn_reply(ngx_http_flags_sync_sconn_t *sc,
 
     if (!sc->subscribed) {
         /* ["subscribe", "+switch-master", 1]: listening from now on */
+        if (!fl_sentinel_subscribed(view, n)) {
+            ngx_http_flags_sync_sconn_failed(sc, "not subscribed", NULL);
+            return NGX_DONE;
+        }
+
         sc->subscribed = 1;
 
         if (sc->timer.timer_set) {

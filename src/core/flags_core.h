@@ -1927,6 +1927,10 @@ typedef enum {
 fl_sync_role_t fl_sync_role(const fl_sync_elt_t *view, size_t n) FL_NOEXCEPT;
 const char *fl_sync_role_text(fl_sync_role_t role) FL_NOEXCEPT;
 
+/* 1 when the first reply on the subscribed connection confirms it:
+ * ["subscribe", "+switch-master", N]. */
+int fl_sentinel_subscribed(const fl_sync_elt_t *view, size_t n) FL_NOEXCEPT;
+
 /* 1 when a reply on the subscribed connection is a message of the
  * +switch-master channel about the master named name: ["message",
  * "+switch-master", "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"]. */

@@ -12,7 +12,9 @@
  *  - a reply must be exactly one array of two strings, nothing after it;
  *  - a node is a master only when ROLE's first element is "master";
  *  - a message moves our master only when its channel is +switch-master
- *    and its first word is our name, whole.
+ *    and its first word is our name, whole;
+ *  - a subscription is confirmed only by ["subscribe", "+switch-master",
+ *    N]: a Sentinel that answers anything else is not listened to.
  */
 
 #include "flags_core.h"
@@ -234,4 +236,15 @@ fl_sentinel_switched(const fl_sync_elt_t *view, size_t n, const char *name,
 
     return m.len > name_len && std::memcmp(m.str, name, name_len) == 0
            && m.str[name_len] == ' ';
+}
+
+
+extern "C" int
+fl_sentinel_subscribed(const fl_sync_elt_t *view, size_t n) noexcept
+{
+    return view != nullptr && n == 4 && whole(view, n)
+           && view[0].type == FL_SYNC_ELT_ARRAY && view[0].elements == 3
+           && is_string(view, n, 1) && same(view[1], "subscribe", 9)
+           && is_string(view, n, 2) && same(view[2], "+switch-master", 14)
+           && view[3].type == FL_SYNC_ELT_INTEGER;
 }

@@ -194,6 +194,25 @@ static void test_switched(void **state)
     assert_int_equal(fl_sentinel_switched(ours, 3, "shop", 4), 0);
 }
 
+static void test_subscribed(void **state)
+{
+    fl_sync_elt_t good[] = { A(3), S("subscribe"), S("+switch-master"),
+                             I(1) };
+    fl_sync_elt_t other[] = { A(3), S("subscribe"), S("+sdown"), I(1) };
+    fl_sync_elt_t addr[] = { A(2), S("127.0.0.1"), S("6379") };
+    fl_sync_elt_t str[] = { A(3), S("subscribe"), S("+switch-master"),
+                            S("1") };
+
+    (void) state;
+
+    assert_int_equal(fl_sentinel_subscribed(good, N(good)), 1);
+    assert_int_equal(fl_sentinel_subscribed(good, 3), 0);
+    assert_int_equal(fl_sentinel_subscribed(other, N(other)), 0);
+    assert_int_equal(fl_sentinel_subscribed(addr, N(addr)), 0);
+    assert_int_equal(fl_sentinel_subscribed(str, N(str)), 0);
+    assert_int_equal(fl_sentinel_subscribed(NULL, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_master_broken),
         cmocka_unit_test(test_role),
         cmocka_unit_test(test_switched),
+        cmocka_unit_test(test_subscribed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
