@@ -56,7 +56,8 @@
  *   ngx_http_flags_sync_conn.c its connection, owned by the event loop
  *   ngx_http_flags_sync_round.c  its round: the zone to the core's
  *                              encoding, the answer applied to the zone
- *                              (these three share ngx_http_flags_sync.h)
+ *   ngx_http_flags_sync_tls.c  its TLS (rediss://), nginx's own
+ *                              (these share ngx_http_flags_sync.h)
  *
  * Layers.  A file calls only the files below it (and the core); a lower
  * file calls up only through a callback the caller handed it (the report
@@ -419,6 +420,7 @@ typedef struct {
     ngx_http_flags_vars_conf_t *vars;        /* NULL until one is needed */
     ngx_http_flags_sync_conf_t *sync;        /* NULL: no flags_sync */
     ngx_msec_t                  sync_interval;   /* its interval= */
+    ngx_uint_t                  sync_tls;        /* rediss://, tls=on */
     ngx_array_t                *upstream_lists; /* flags= of
                                                  * flags_upstream_errors,
                                                  * checked at

@@ -58,7 +58,8 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     /* flags_sync: "sync":{...} after the projects (docs/sync.md) */
     size += sizeof(",\"sync\":{\"connected\":false,\"lastSuccess\":\"\","
                    "\"lagMs\":,\"lastRoundMs\":,\"failures\":,"
-                   "\"rounds\":,\"owner\":}") + 24 + 5 * NGX_INT64_LEN
+                   "\"rounds\":,\"owner\":,\"tls\":false}")
+            + 24 + 5 * NGX_INT64_LEN
             + sizeof(",\"master\":\"\",\"sentinel\":\"\"")
             + 2 * NGX_SOCKADDR_STRLEN;
 
@@ -139,9 +140,11 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
         }
 
         p = ngx_sprintf(p, ",\"lagMs\":%uL,\"lastRoundMs\":%uL,"
-                        "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P",
+                        "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P,"
+                        "\"tls\":%s",
                         sync.lag_ms, sync.round_ms, sync.failures,
-                        sync.rounds, sync.owner);
+                        sync.rounds, sync.owner,
+                        fmcf->sync_tls ? "true" : "false");
 
         /* sentinel://: the master the Sentinels named, and which one */
         if (ngx_http_flags_sync_sentinel_shown(fmcf, &master, &sentinel,

@@ -190,13 +190,14 @@ ngx_http_flags_sync_secret_file(ngx_conf_t *cf, const char *what,
 
 
 /*
- * The URL: redis://[:PASSWORD@]HOST:PORT[/DB].  shown is the URL as
- * messages show it (no password).
+ * The URL: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS.
+ * shown is the URL as messages show it (no password); host gets the
+ * host without the port (the name TLS checks by default).
  */
 
 static char *
 ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
-    ngx_str_t *url, ngx_str_t *shown)
+    ngx_str_t *url, ngx_str_t *shown, ngx_str_t *host)
 {
     u_char     *p, *last, *at, *slash;
     ngx_int_t   n;
@@ -206,12 +207,19 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
     p = url->data;
     last = p + url->len;
 
-    if (url->len < sizeof("redis://") - 1
+    if (url->len >= sizeof("rediss://") - 1
+        && ngx_strncmp(p, "rediss://", sizeof("rediss://") - 1) == 0)
+    {
+        sc->tls = 1;
+        p++;        /* one byte longer than redis:// */
+
+    } else if (url->len < sizeof("redis://") - 1
         || ngx_strncmp(p, "redis://", sizeof("redis://") - 1) != 0)
     {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: \"%V\" is not a redis:// URL "
-                           "(redis://[:PASSWORD@]HOST:PORT[/DB])", shown);
+                           "(redis://[:PASSWORD@]HOST:PORT[/DB], or "
+                           "rediss:// for TLS)", shown);
         return NGX_CONF_ERROR;
     }
 
@@ -271,6 +279,7 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
     sc->addr = &u.addrs[0];
     sc->host = hp;
+    *host = u.host;
 
     return NGX_CONF_OK;
 }
@@ -509,10 +518,23 @@ ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
         return NGX_CONF_OK;
     }
 
+    /* tls=, tls_ca=, tls_cert=, tls_key=, tls_name=, tls_verify= */
+    if (ngx_strncmp(value->data, "tls", 3) == 0) {
+        switch (ngx_http_flags_sync_tls_param(cf, sc, value)) {
+        case NGX_OK:
+            return NGX_CONF_OK;
+        case NGX_DECLINED:
+            break;
+        default:
+            return NGX_CONF_ERROR;
+        }
+    }
+
     ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                        "flags_sync: unknown parameter \"%V\" (expected "
-                       "interval=, prefix=, password_file=, key_file= or "
-                       "host=)",
+                       "interval=, prefix=, password_file=, key_file=, "
+                       "host=, tls=, tls_ca=, tls_cert=, tls_key=, "
+                       "tls_name= or tls_verify=)",
                        value);
     return NGX_CONF_ERROR;
 }
@@ -521,7 +543,10 @@ ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 /*
  * flags_sync redis://[:PASSWORD@]HOST:PORT[/DB] [interval=1s]
  *  (or sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER_NAME[/DB])
- *            [prefix=flags:] [password_file=PATH] [host=NAME];
+ *            [prefix=flags:] [password_file=PATH] [host=NAME]
+ *            [tls=on] [tls_ca=PATH] [tls_cert=PATH tls_key=PATH]
+ *            [tls_name=NAME] [tls_verify=off];
+ * (rediss:// is redis:// with tls=on)
  */
 
 char *
@@ -530,7 +555,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_flags_main_conf_t *fmcf = conf;
 
     char                        *rv;
-    ngx_str_t                   *value, *shown, pwfile, keyfile;
+    ngx_str_t                   *value, *shown, pwfile, keyfile, host;
     ngx_uint_t                   i;
     ngx_http_flags_sync_conf_t  *sc;
 
@@ -548,11 +573,14 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     sc->interval = 1000;
     ngx_str_set(&sc->prefix, "flags:");
     sc->name = cf->cycle->hostname;
+    sc->tls_verify = NGX_CONF_UNSET_UINT;
     ngx_str_null(&pwfile);
     ngx_str_null(&keyfile);
 
     /* no message shows the password */
     shown = ngx_http_flags_sync_shown(cf, &value[1]);
+
+    ngx_str_null(&host);
 
     if (value[1].len >= sizeof("sentinel://") - 1
         && ngx_strncmp(value[1].data, "sentinel://",
@@ -561,7 +589,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         rv = ngx_http_flags_sync_sentinel_url(cf, sc, &value[1], shown);
 
     } else {
-        rv = ngx_http_flags_sync_url(cf, sc, &value[1], shown);
+        rv = ngx_http_flags_sync_url(cf, sc, &value[1], shown, &host);
     }
 
     if (rv != NGX_CONF_OK) {
@@ -601,6 +629,21 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
+    /* sentinel:// over TLS is not wired yet: neither the Sentinels'
+     * connections nor the name a master's certificate is checked against */
+    if (sc->nsentinels && sc->tls) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: tls=on with sentinel:// is not "
+                           "supported yet");
+        return NGX_CONF_ERROR;
+    }
+
+    /* TLS: its context, the CA and the client's pair read now */
+    rv = ngx_http_flags_sync_tls_conf(cf, sc, &host);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
     if (!fl_sync_host_valid((const char *) sc->name.data, sc->name.len)) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "flags_sync: the host name \"%V\" cannot name "
@@ -611,6 +654,7 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     fmcf->sync = sc;
     fmcf->sync_interval = sc->interval;
+    fmcf->sync_tls = sc->tls;
 
     return NGX_CONF_OK;
 }

@@ -18,6 +18,9 @@
  *                                fleet: a write proposed in the zone and
  *                                sent as a compare-and-set, the fleet's
  *                                newest version taken, signed versions
+ *   ngx_http_flags_sync_tls.c    TLS (rediss://, tls=on): the SSL context
+ *                                and its files, a connection's handshake
+ *                                and checks, its close
  *
  * The decisions (which flag sends what, how the answer reads, what it does
  * to a flag) are the core's: src/core/sync_round.cpp, sync_reply.cpp.
@@ -48,6 +51,17 @@ struct ngx_http_flags_sync_conf_s {
     ngx_addr_t                 *sentinels;
     ngx_uint_t                  nsentinels;  /* 0: redis:// */
     ngx_str_t                   master_name;
+
+    /* TLS (ngx_http_flags_sync_tls.c): rediss:// or tls=on */
+    ngx_uint_t                  tls;
+    ngx_uint_t                  tls_verify;  /* tls_verify=, default on */
+    ngx_str_t                   tls_name;    /* SNI and the name checked */
+    ngx_str_t                   tls_ca;      /* paths; NULL data: none */
+    ngx_str_t                   tls_cert;
+    ngx_str_t                   tls_key;
+#if (NGX_SSL)
+    ngx_ssl_t                  *ssl;         /* made by the master */
+#endif
 };
 
 
@@ -230,6 +244,22 @@ ngx_int_t ngx_http_flags_sync_sentinel_ask(ngx_http_flags_sync_t *s);
 void ngx_http_flags_sync_sentinel_close(ngx_http_flags_sync_t *s);
 ngx_int_t ngx_http_flags_sync_sentinel_role(ngx_http_flags_sync_t *s,
     redisReply *reply);
+/* ngx_http_flags_sync_tls.c */
+
+/* a TLS connection is ready (error NULL: handshake done, the certificate
+ * checked, c's handlers back) or failed (error says why; the caller
+ * closes c with ngx_http_flags_sync_tls_close()) */
+typedef void (*ngx_http_flags_sync_tls_done_pt)(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_str_t *error);
+
+ngx_int_t ngx_http_flags_sync_tls_param(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *value);
+char *ngx_http_flags_sync_tls_conf(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *host);
+ngx_int_t ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_http_flags_sync_tls_done_pt done);
+ngx_str_t *ngx_http_flags_sync_tls_error(ngx_connection_t *c);
+void ngx_http_flags_sync_tls_close(ngx_connection_t *c);
 
 /* ngx_http_flags_sync_round.c */
 ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);

@@ -8,6 +8,8 @@
  * NOSCRIPT is retried as EVAL, and a script's answer goes to the round
  * (ngx_http_flags_sync_round.c).  When Redis is away the loss is logged
  * once and the connection retried with backoff; serving never waits.
+ * With TLS the handshake runs between the connect and the first write
+ * (ngx_http_flags_sync_tls.c), within the connect's timeout.
  */
 
 #include "ngx_http_flags_sync.h"
@@ -19,6 +21,10 @@
 static ngx_uint_t ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_write(ngx_event_t *wev);
 static void ngx_http_flags_sync_read(ngx_event_t *rev);
+#if (NGX_SSL)
+static void ngx_http_flags_sync_tls_ready(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_str_t *error);
+#endif
 static ngx_int_t ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s);
 static ngx_int_t ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s,
     redisReply *reply);
@@ -127,8 +133,19 @@ ngx_http_flags_sync_timeout(ngx_event_t *ev)
 {
     ngx_http_flags_sync_t  *s = ev->data;
 
-    ngx_http_flags_sync_fail(s, s->state == NGX_HTTP_FLAGS_SYNC_CONNECTING
-                                ? "connect timed out" : "timed out", NULL);
+    const char  *why;
+
+    why = (s->state == NGX_HTTP_FLAGS_SYNC_CONNECTING) ? "connect timed out"
+                                                       : "timed out";
+#if (NGX_SSL)
+    if (s->pc.connection && s->pc.connection->ssl
+        && !s->pc.connection->ssl->handshaked)
+    {
+        why = "TLS handshake timed out";
+    }
+#endif
+
+    ngx_http_flags_sync_fail(s, why, NULL);
 }
 
 
@@ -330,7 +347,8 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
     }
 
     if (s->pc.connection) {
-        ngx_close_connection(s->pc.connection);
+        /* TLS or not */
+        ngx_http_flags_sync_tls_close(s->pc.connection);
         s->pc.connection = NULL;
     }
 
@@ -384,6 +402,22 @@ void
 ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
     ngx_str_t *detail)
 {
+    ngx_str_t   copy;
+    u_char      buf[1024];
+
+    /* a TLS connection's failure: OpenSSL's reason, as nginx said it */
+    if (detail == NULL) {
+        detail = ngx_http_flags_sync_tls_error(s->pc.connection);
+    }
+
+    /* the detail may live in what closing frees */
+    if (detail) {
+        copy.data = buf;
+        copy.len = ngx_min(detail->len, sizeof(buf));
+        ngx_memcpy(buf, detail->data, copy.len);
+        detail = &copy;
+    }
+
     ngx_http_flags_sync_close(s);
 
     (void) ngx_atomic_fetch_add(&s->fmcf->sh->sync_failures, 1);
@@ -401,6 +435,11 @@ ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
                           "flags: sync: redis at %V: %s; hosts decide alone "
                           "until it is back", &s->conf->host, why);
         }
+
+    } else if (detail) {
+        ngx_log_error(NGX_LOG_INFO, s->log, 0,
+                      "flags: sync: redis at %V: %s: %V",
+                      &s->conf->host, why, detail);
 
     } else {
         ngx_log_error(NGX_LOG_INFO, s->log, 0,
@@ -597,6 +636,20 @@ ngx_http_flags_sync_write(ngx_event_t *wev)
             return;
         }
 
+#if (NGX_SSL)
+        if (s->conf->tls && c->ssl == NULL) {
+            /* the handshake, then ngx_http_flags_sync_tls_ready() */
+            if (ngx_http_flags_sync_tls_start(s, c,
+                                              ngx_http_flags_sync_tls_ready)
+                != NGX_OK)
+            {
+                ngx_http_flags_sync_fail(s, "TLS", NULL);
+            }
+
+            return;
+        }
+#endif
+
         s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
         s->round_start = ngx_current_msec;
     }
@@ -605,6 +658,30 @@ ngx_http_flags_sync_write(ngx_event_t *wev)
         ngx_http_flags_sync_fail(s, "could not send", NULL);
     }
 }
+
+
+#if (NGX_SSL)
+
+/* TLS is up (the commands queued go now) or failed */
+
+static void
+ngx_http_flags_sync_tls_ready(ngx_http_flags_sync_t *s, ngx_connection_t *c,
+    ngx_str_t *error)
+{
+    if (error) {
+        ngx_http_flags_sync_fail(s, "TLS", error);
+        return;
+    }
+
+    /* connected: the socket is not asked again (a server refusing the
+     * client's certificate may have reset it, and the reason is TLS's) */
+    s->state = NGX_HTTP_FLAGS_SYNC_BUSY;
+    s->round_start = ngx_current_msec;
+
+    ngx_http_flags_sync_write(c->write);
+}
+
+#endif
 
 
 /*
