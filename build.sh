@@ -58,7 +58,7 @@ BUILD_PKGS=(build-essential nginx-dev libyajl-dev libpcre2-dev libwslay-dev
 TEST_PKGS=(nginx libcmocka-dev perl libtest-base-perl libtext-diff-perl
            libtest-longstring-perl liblist-moreutils-perl libwww-perl
            libhttp-message-perl liburi-perl libipc-run-perl curl
-           prometheus redis-server faketime openssl)
+           prometheus redis-server redis-sentinel faketime openssl)
 # what "./build.sh deb" needs on top (dh-sequence-nginx comes with nginx-dev)
 DEB_TOOLS=(debhelper dpkg-dev fakeroot)
 

@@ -6,7 +6,7 @@
 #   fuzz/run.sh 0               build and replay the regressions only
 #
 # Targets (fuzz/fuzz_<target>.cc): report, query, loader, evaluate,
-# override_state, sync_reply, defs, targeting.  FUZZ_TARGETS="query loader" limits the run
+# override_state, sync_reply, defs, targeting, sentinel.  FUZZ_TARGETS="query loader" limits the run
 # to some.
 #
 # The core (src/core/core.mk lists its sources) is compiled again by clang++
@@ -34,7 +34,7 @@ OUT=$ROOT/build/fuzz
 SECONDS_PER_TARGET=${1:-30}
 JOBS=${JOBS:-$(nproc)}
 CXX=${CXX_FUZZ:-clang++}
-ALL_TARGETS=(report query loader evaluate override_state sync_reply defs targeting)
+ALL_TARGETS=(report query loader evaluate override_state sync_reply defs targeting sentinel)
 read -r -a TARGETS <<<"${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -116,7 +116,7 @@ max_len() {
 dict_for() {
     case $1 in
         query|evaluate) echo "$FUZZ/dict/query.dict" ;;
-        sync_reply) echo "$FUZZ/dict/sync.dict" ;;
+        sync_reply|sentinel) echo "$FUZZ/dict/sync.dict" ;;
         targeting) echo "" ;;           # bytes, not text: no dictionary
         *) echo "$FUZZ/dict/json.dict" ;;
     esac

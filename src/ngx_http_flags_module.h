@@ -292,6 +292,12 @@ typedef struct {
      * last round completed, and when the host began to sync; 0: not yet */
     ngx_atomic_t                sync_ok_msec;
     ngx_atomic_t                sync_start_msec;
+    /* flags_sync sentinel://: the master the Sentinels named last
+     * ("host:port", 0 bytes: none yet) and the Sentinel that named it
+     * (its index in the directive + 1); under the zone's lock */
+    u_char                      sync_master[NGX_SOCKADDR_STRLEN];
+    size_t                      sync_master_len;
+    ngx_uint_t                  sync_sentinel;
     /* the ring of recent control changes (docs/dashboard.md): the last
      * sequence number given, and the slots (seq % FL_EVENTS_MAX); NULL
      * when the zone had no room for them (a zone of a few pages) */
@@ -965,6 +971,11 @@ ngx_int_t ngx_http_flags_sync_defs_poll(ngx_http_flags_main_conf_t *fmcf,
 ngx_int_t ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
     ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_sync_exit_process(ngx_http_flags_main_conf_t *fmcf);
+/* sentinel://: 1, with the master the Sentinels named last (copied into
+ * buf, NGX_SOCKADDR_STRLEN bytes; empty: none yet) and the Sentinel that
+ * named it (empty: none); 0 for redis:// and without flags_sync */
+ngx_uint_t ngx_http_flags_sync_sentinel_shown(ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *master, ngx_str_t *sentinel, u_char *buf);
 
 
 

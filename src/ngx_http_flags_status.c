@@ -46,6 +46,8 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     ngx_http_flags_project_t    *project;
     ngx_http_flags_main_conf_t  *fmcf;
     ngx_http_flags_sync_state_t  sync;
+    ngx_str_t                    master, sentinel;
+    u_char                       mbuf[NGX_SOCKADDR_STRLEN];
     u_char                       at[24];
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
@@ -57,7 +59,9 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     size += sizeof(",\"sync\":{\"connected\":false,\"lastSuccess\":\"\","
                    "\"lagMs\":,\"staleSeconds\":.,\"lastRoundMs\":,"
                    "\"failures\":,\"rounds\":,\"owner\":,\"tls\":false}")
-            + 24 + 7 * NGX_INT64_LEN;
+            + 24 + 7 * NGX_INT64_LEN
+            + sizeof(",\"master\":\"\",\"sentinel\":\"\"")
+            + 2 * NGX_SOCKADDR_STRLEN;
 
     /* the ring of recent changes (docs/dashboard.md) */
     size += 1 + fl_events_json_bound(FL_EVENTS_MAX);
@@ -148,10 +152,24 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
 
         p = ngx_sprintf(p, ",\"lastRoundMs\":%uL,"
                         "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P,"
-                        "\"tls\":%s}",
+                        "\"tls\":%s",
                         sync.round_ms, sync.failures,
                         sync.rounds, sync.owner,
                         fmcf->sync_tls ? "true" : "false");
+
+        /* sentinel://: the master the Sentinels named, and which one */
+        if (ngx_http_flags_sync_sentinel_shown(fmcf, &master, &sentinel,
+                                               mbuf))
+        {
+            p = ngx_cpymem(p, ",\"master\":", sizeof(",\"master\":") - 1);
+            p = master.len ? ngx_sprintf(p, "\"%V\"", &master)
+                           : ngx_cpymem(p, "null", 4);
+            p = ngx_cpymem(p, ",\"sentinel\":", sizeof(",\"sentinel\":") - 1);
+            p = sentinel.len ? ngx_sprintf(p, "\"%V\"", &sentinel)
+                             : ngx_cpymem(p, "null", 4);
+        }
+
+        *p++ = '}';
     }
 
     ngx_http_flags_events_read(fmcf, events);

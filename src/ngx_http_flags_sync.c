@@ -285,6 +285,153 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 }
 
 
+/*
+ * The URL of a master found by Sentinels (docs/sync.md "Sentinel"):
+ * sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER_NAME[/DB].  The
+ * password and the database are the master's; the Sentinels are asked
+ * without AUTH.  Each Sentinel is resolved now, as redis://'s host is.
+ */
+
+static char *
+ngx_http_flags_sync_sentinel_url(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, ngx_str_t *url, ngx_str_t *shown)
+{
+    u_char     *p, *last, *at, *slash, *name_end, *comma, *d;
+    ngx_int_t   n;
+    ngx_str_t   hp;
+    ngx_url_t   u;
+    ngx_uint_t  i;
+
+    p = url->data + sizeof("sentinel://") - 1;
+    last = url->data + url->len;
+
+    /* the password may hold '@': the last one ends it */
+    at = NULL;
+    for (d = p; d < last; d++) {
+        if (*d == '@') {
+            at = d;
+        }
+    }
+
+    if (at) {
+        if (*p != ':' || at == p + 1) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: expected \":PASSWORD@\" before "
+                               "the sentinels in \"%V\"", shown);
+            return NGX_CONF_ERROR;
+        }
+
+        sc->password.data = p + 1;
+        sc->password.len = at - p - 1;
+        p = at + 1;
+    }
+
+    slash = ngx_strlchr(p, last, '/');
+
+    if (slash == NULL || slash + 1 >= last || slash[1] == '/') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: \"%V\" names no master "
+                           "(sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]"
+                           "/MASTER_NAME[/DB])", shown);
+        return NGX_CONF_ERROR;
+    }
+
+    name_end = ngx_strlchr(slash + 1, last, '/');
+    if (name_end == NULL) {
+        name_end = last;
+    }
+
+    sc->master_name.data = slash + 1;
+    sc->master_name.len = name_end - slash - 1;
+
+    if (!fl_sync_host_valid((const char *) sc->master_name.data,
+                            sc->master_name.len))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: invalid master name \"%V\" in "
+                           "\"%V\": 1 to %d bytes of letters, digits, "
+                           "\".\", \"-\", \"_\" or \":\"",
+                           &sc->master_name, shown, (int) FL_SYNC_HOST_MAX);
+        return NGX_CONF_ERROR;
+    }
+
+    if (name_end < last) {
+        n = ngx_atoi(name_end + 1, last - name_end - 1);
+        if (n == NGX_ERROR || n > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: the database in \"%V\" is not "
+                               "a number", shown);
+            return NGX_CONF_ERROR;
+        }
+
+        sc->db = n;
+    }
+
+    /* the Sentinels, in the order they are asked */
+    sc->sentinels = ngx_pcalloc(cf->pool, NGX_HTTP_FLAGS_SYNC_SENTINELS_MAX
+                                          * sizeof(ngx_addr_t));
+    if (sc->sentinels == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; p < slash; i++) {
+        comma = ngx_strlchr(p, slash, ',');
+        if (comma == NULL) {
+            comma = slash;
+        }
+
+        hp.data = p;
+        hp.len = comma - p;
+        p = comma + 1;
+
+        if (i == NGX_HTTP_FLAGS_SYNC_SENTINELS_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: more than %d sentinels in "
+                               "\"%V\"", NGX_HTTP_FLAGS_SYNC_SENTINELS_MAX,
+                               shown);
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_memzero(&u, sizeof(ngx_url_t));
+        u.url = hp;
+        u.no_resolve = 0;
+
+        if (hp.len == 0 || ngx_parse_url(cf->pool, &u) != NGX_OK
+            || u.no_port || u.naddrs == 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "flags_sync: the sentinel \"%V\" in \"%V\" "
+                               "is not HOST:PORT%s%s", &hp, shown,
+                               u.err ? ": " : "", u.err ? u.err : "");
+            return NGX_CONF_ERROR;
+        }
+
+        sc->sentinels[i] = u.addrs[0];
+    }
+
+    if (i == 0 || slash[-1] == ',') {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: \"%V\" needs HOST:PORT of a sentinel "
+                           "before \"/\"%s", shown,
+                           i ? " after the last \",\"" : "");
+        return NGX_CONF_ERROR;
+    }
+
+    sc->nsentinels = i;
+
+    /* what the log shows until the Sentinels name the master */
+    sc->host.len = sizeof("master \"\"") - 1 + sc->master_name.len;
+    sc->host.data = ngx_pnalloc(cf->pool, sc->host.len);
+    if (sc->host.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    (void) ngx_sprintf(sc->host.data, "master \"%V\"", &sc->master_name);
+
+    return NGX_CONF_OK;
+}
+
+
 /* One parameter after the URL; password_file= is read at the end. */
 
 static char *
@@ -395,6 +542,7 @@ ngx_http_flags_sync_param(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
 /*
  * flags_sync redis://[:PASSWORD@]HOST:PORT[/DB] [interval=1s]
+ *  (or sentinel://[:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER_NAME[/DB])
  *            [prefix=flags:] [password_file=PATH] [host=NAME]
  *            [tls=on] [tls_ca=PATH] [tls_cert=PATH tls_key=PATH]
  *            [tls_name=NAME] [tls_verify=off];
@@ -432,7 +580,18 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     /* no message shows the password */
     shown = ngx_http_flags_sync_shown(cf, &value[1]);
 
-    rv = ngx_http_flags_sync_url(cf, sc, &value[1], shown, &host);
+    ngx_str_null(&host);
+
+    if (value[1].len >= sizeof("sentinel://") - 1
+        && ngx_strncmp(value[1].data, "sentinel://",
+                       sizeof("sentinel://") - 1) == 0)
+    {
+        rv = ngx_http_flags_sync_sentinel_url(cf, sc, &value[1], shown);
+
+    } else {
+        rv = ngx_http_flags_sync_url(cf, sc, &value[1], shown, &host);
+    }
+
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -468,6 +627,15 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (rv != NGX_CONF_OK) {
             return rv;
         }
+    }
+
+    /* sentinel:// over TLS is not wired yet: neither the Sentinels'
+     * connections nor the name a master's certificate is checked against */
+    if (sc->nsentinels && sc->tls) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: tls=on with sentinel:// is not "
+                           "supported yet");
+        return NGX_CONF_ERROR;
     }
 
     /* TLS: its context, the CA and the client's pair read now */
@@ -600,6 +768,12 @@ ngx_http_flags_sync_init_process(ngx_cycle_t *cycle,
 
     ngx_http_flags_sync_unknown_ramps(fmcf);
 
+    if (s->conf->nsentinels
+        && ngx_http_flags_sync_sentinel_init(s, cycle) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     s->tick.handler = ngx_http_flags_sync_tick;
     s->tick.data = s;
     s->tick.log = cycle->log;
@@ -682,4 +856,42 @@ ngx_http_flags_sync_host(ngx_http_flags_main_conf_t *fmcf, ngx_str_t *name)
     }
 
     *name = ngx_cycle->hostname;
+}
+
+
+/* flags_status's "master" and "sentinel" (docs/sync.md "Sentinel"), as
+ * the syncing worker wrote them into the zone. */
+
+ngx_uint_t
+ngx_http_flags_sync_sentinel_shown(ngx_http_flags_main_conf_t *fmcf,
+    ngx_str_t *master, ngx_str_t *sentinel, u_char *buf)
+{
+    ngx_uint_t               k;
+    ngx_http_flags_shctx_t  *sh;
+
+    if (fmcf->sync == NULL || fmcf->sync->nsentinels == 0 || fmcf->sh == NULL)
+    {
+        return 0;
+    }
+
+    sh = fmcf->sh;
+
+    ngx_shmtx_lock(&fmcf->shpool->mutex);
+
+    master->len = ngx_min(sh->sync_master_len, NGX_SOCKADDR_STRLEN);
+    master->data = buf;
+    ngx_memcpy(buf, sh->sync_master, master->len);
+    k = sh->sync_sentinel;
+
+    ngx_shmtx_unlock(&fmcf->shpool->mutex);
+
+    /* an index of another generation's list is not shown */
+    if (k == 0 || k > fmcf->sync->nsentinels) {
+        ngx_str_null(sentinel);
+
+    } else {
+        *sentinel = fmcf->sync->sentinels[k - 1].name;
+    }
+
+    return 1;
 }

@@ -8,6 +8,9 @@
  *                                loop: the lock, the tick, connect, send,
  *                                read (hiredis, bounded), the replies to
  *                                AUTH, SELECT and SCRIPT LOAD, NOSCRIPT
+ *   ngx_http_flags_sync_sentinel.c  sentinel://: the Sentinels asked for
+ *                                the master, its ROLE checked, a failover
+ *                                heard on +switch-master
  *   ngx_http_flags_sync_round.c  a round: the zone read into the core's
  *                                fl_sync_flag_t, the command sent, the
  *                                script's answer applied to the zone
@@ -42,6 +45,12 @@ struct ngx_http_flags_sync_conf_s {
     ngx_msec_t                  interval;
     ngx_str_t                   prefix;
     ngx_str_t                   key;         /* key_file=: empty, none */
+    /* sentinel://: the Sentinels in order, resolved when the configuration
+     * is read, and the name of the master they watch; addr is NULL (the
+     * Sentinels name the master) and host shows the master's name */
+    ngx_addr_t                 *sentinels;
+    ngx_uint_t                  nsentinels;  /* 0: redis:// */
+    ngx_str_t                   master_name;
 
     /* TLS (ngx_http_flags_sync_tls.c): rediss:// or tls=on */
     ngx_uint_t                  tls;
@@ -54,6 +63,12 @@ struct ngx_http_flags_sync_conf_s {
     ngx_ssl_t                  *ssl;         /* made by the master */
 #endif
 };
+
+
+#define NGX_HTTP_FLAGS_SYNC_SENTINELS_MAX  16
+
+
+typedef struct ngx_http_flags_sync_sentinel_s  ngx_http_flags_sync_sentinel_t;
 
 
 /* a project's last round: per flag what it read and decided (the
@@ -129,6 +144,8 @@ typedef struct {
 
 typedef enum {
     NGX_HTTP_FLAGS_SYNC_OFF = 0,             /* no connection */
+    NGX_HTTP_FLAGS_SYNC_ASKING,              /* sentinel://: the Sentinels
+                                              * are asked for the master */
     NGX_HTTP_FLAGS_SYNC_CONNECTING,
     NGX_HTTP_FLAGS_SYNC_IDLE,                /* connected, no round */
     NGX_HTTP_FLAGS_SYNC_BUSY                 /* replies awaited */
@@ -140,6 +157,7 @@ typedef enum {
     NGX_HTTP_FLAGS_SYNC_R_AUTH = 0,
     NGX_HTTP_FLAGS_SYNC_R_SELECT,
     NGX_HTTP_FLAGS_SYNC_R_LOAD,
+    NGX_HTTP_FLAGS_SYNC_R_ROLE,              /* sentinel://: a master? */
     NGX_HTTP_FLAGS_SYNC_R_EVAL               /* + project index: EVALSHA;
                                               * + projects + index: EVAL;
                                               * + 2 * projects + index:
@@ -188,6 +206,11 @@ typedef struct {
     ngx_uint_t                      has_sha;
     ngx_uint_t                      changed; /* the zone changed: save */
     ngx_http_flags_sync_project_t  *projects;
+
+    /* sentinel:// (ngx_http_flags_sync_sentinel.c), NULL for redis://;
+     * then conf is this worker's own copy of the configuration, whose
+     * addr and host are the master the Sentinels named last */
+    ngx_http_flags_sync_sentinel_t *sentinel;
 } ngx_http_flags_sync_t;
 
 
@@ -204,6 +227,7 @@ ngx_http_flags_sync_defs(ngx_http_flags_sync_t *s,
 
 /* ngx_http_flags_sync_conn.c */
 void ngx_http_flags_sync_tick(ngx_event_t *ev);
+void ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s);
 void ngx_http_flags_sync_timeout(ngx_event_t *ev);
 ngx_uint_t ngx_http_flags_sync_owns(ngx_http_flags_sync_t *s);
 void ngx_http_flags_sync_close(ngx_http_flags_sync_t *s);
@@ -213,6 +237,13 @@ ngx_int_t ngx_http_flags_sync_send(ngx_http_flags_sync_t *s, char *cmd,
     int len, ngx_uint_t kind);
 ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
 
+/* ngx_http_flags_sync_sentinel.c */
+ngx_int_t ngx_http_flags_sync_sentinel_init(ngx_http_flags_sync_t *s,
+    ngx_cycle_t *cycle);
+ngx_int_t ngx_http_flags_sync_sentinel_ask(ngx_http_flags_sync_t *s);
+void ngx_http_flags_sync_sentinel_close(ngx_http_flags_sync_t *s);
+ngx_int_t ngx_http_flags_sync_sentinel_role(ngx_http_flags_sync_t *s,
+    redisReply *reply);
 /* ngx_http_flags_sync_tls.c */
 
 /* a TLS connection is ready (error NULL: handshake done, the certificate

@@ -19,7 +19,6 @@
 
 
 static ngx_uint_t ngx_http_flags_sync_lock(ngx_http_flags_sync_t *s);
-static void ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s);
 static void ngx_http_flags_sync_write(ngx_event_t *wev);
 static void ngx_http_flags_sync_read(ngx_event_t *rev);
 #if (NGX_SSL)
@@ -263,11 +262,23 @@ ngx_http_flags_sync_reader(ngx_http_flags_sync_t *s)
 }
 
 
-static void
+/*
+ * Connects to Redis.  sentinel://: unless the Sentinels named the master
+ * since the last connection was lost, they are asked first
+ * (ngx_http_flags_sync_sentinel.c), and their answer calls this again.
+ * The one place a connection to Redis is made: what becomes usable is
+ * c, with its handlers.
+ */
+
+void
 ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
 {
     ngx_int_t          rc;
     ngx_connection_t  *c;
+
+    if (s->sentinel && ngx_http_flags_sync_sentinel_ask(s) == NGX_AGAIN) {
+        return;
+    }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, s->log, 0,
                    "flags: sync: connecting to redis at %V", &s->conf->host);
@@ -344,6 +355,11 @@ ngx_http_flags_sync_close(ngx_http_flags_sync_t *s)
     if (s->reader) {
         redisReaderFree(s->reader);
         s->reader = NULL;
+    }
+
+    /* sentinel://: the next connection asks the Sentinels again */
+    if (s->sentinel) {
+        ngx_http_flags_sync_sentinel_close(s);
     }
 
     if (s->state != NGX_HTTP_FLAGS_SYNC_OFF) {
@@ -550,6 +566,19 @@ ngx_http_flags_sync_hello(ngx_http_flags_sync_t *s)
 
         if (ngx_http_flags_sync_command(s, 2, argv, argvlen,
                                         NGX_HTTP_FLAGS_SYNC_R_SELECT)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    /* sentinel://: is it still the master? (a failover demotes it) */
+    if (s->sentinel) {
+        argv[0] = "ROLE";
+        argvlen[0] = 4;
+
+        if (ngx_http_flags_sync_command(s, 1, argv, argvlen,
+                                        NGX_HTTP_FLAGS_SYNC_R_ROLE)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -835,6 +864,8 @@ ngx_http_flags_sync_refused(ngx_http_flags_sync_t *s, ngx_uint_t kind,
                              "flags_sync)"
                            : kind == NGX_HTTP_FLAGS_SYNC_R_LOAD
                            ? "SCRIPT LOAD refused"
+                           : kind == NGX_HTTP_FLAGS_SYNC_R_ROLE
+                           ? "ROLE refused"
                            : "the sync script failed", &detail);
     return NGX_ERROR;
 }
@@ -866,6 +897,14 @@ ngx_http_flags_sync_reply(ngx_http_flags_sync_t *s, redisReply *reply)
 
     case NGX_HTTP_FLAGS_SYNC_R_AUTH:
     case NGX_HTTP_FLAGS_SYNC_R_SELECT:
+        break;
+
+    case NGX_HTTP_FLAGS_SYNC_R_ROLE:
+        /* not a master: failed (and closed), the Sentinels asked again */
+        if (ngx_http_flags_sync_sentinel_role(s, reply) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
         break;
 
     case NGX_HTTP_FLAGS_SYNC_R_LOAD:

@@ -39,6 +39,7 @@ FLAGS_CORE_SRCS = \
 	report.cpp \
 	sdk.cpp \
 	semver.cpp \
+	sentinel.cpp \
 	state.cpp \
 	statefile.cpp \
 	status_json.cpp \

@@ -1934,6 +1934,61 @@ uint64_t fl_sync_stale_ms(uint64_t now_ms, uint64_t last_ok_ms,
 uint64_t fl_sync_backoff(uint64_t *backoff_ms, uint64_t interval_ms,
     uint64_t cap_ms, uint64_t random) FL_NOEXCEPT;
 
+/* ------------------------------------- flags_sync sentinel:// (sentinel.cpp) */
+
+/*
+ * What flags_sync reads of Redis Sentinel (docs/sync.md "Sentinel"), from
+ * replies as the glue hands them over (fl_sync_elt_t, pre-order): the
+ * answer to SENTINEL get-master-addr-by-name, the reply to ROLE, and a
+ * message of the +switch-master channel.  Nothing in them is trusted.
+ */
+
+/* An address a Sentinel gave: an IPv4 or IPv6 address and a port. */
+typedef struct {
+    int         family;         /* 4 or 6 */
+    uint8_t     addr[16];       /* network order; IPv4 in the first 4 */
+    uint16_t    port;           /* 1 to 65535 */
+} fl_sync_addr_t;
+
+typedef enum {
+    FL_SENTINEL_OK = 0,
+    FL_SENTINEL_MALFORMED,      /* not one whole reply */
+    FL_SENTINEL_NOT_PAIR,       /* not an array of two strings */
+    FL_SENTINEL_HOST,           /* the first is no IPv4 or IPv6 address
+                                 * (a host name: not resolved) */
+    FL_SENTINEL_PORT            /* the second is no port, 1 to 65535 */
+} fl_sentinel_status_t;
+
+/* The master in the answer ["IP", "PORT"].  (A nil answer, the name is
+ * unknown, and an error reply are the glue's to tell apart.) */
+fl_sentinel_status_t fl_sentinel_master(const fl_sync_elt_t *view, size_t n,
+    fl_sync_addr_t *out) FL_NOEXCEPT;
+
+/* What a status says, for the log; "" for OK. */
+const char *fl_sentinel_status_text(fl_sentinel_status_t st) FL_NOEXCEPT;
+
+typedef enum {
+    FL_SYNC_ROLE_MASTER = 0,
+    FL_SYNC_ROLE_REPLICA,       /* "slave" */
+    FL_SYNC_ROLE_SENTINEL,
+    FL_SYNC_ROLE_UNKNOWN        /* anything else, or not an array whose
+                                 * first element is a string */
+} fl_sync_role_t;
+
+/* The role in a reply to ROLE, and its name for the log ("master",
+ * "replica", "sentinel", "unknown"). */
+fl_sync_role_t fl_sync_role(const fl_sync_elt_t *view, size_t n) FL_NOEXCEPT;
+const char *fl_sync_role_text(fl_sync_role_t role) FL_NOEXCEPT;
+
+/* 1 when the first reply on the subscribed connection confirms it:
+ * ["subscribe", "+switch-master", N]. */
+int fl_sentinel_subscribed(const fl_sync_elt_t *view, size_t n) FL_NOEXCEPT;
+
+/* 1 when a reply on the subscribed connection is a message of the
+ * +switch-master channel about the master named name: ["message",
+ * "+switch-master", "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"]. */
+int fl_sentinel_switched(const fl_sync_elt_t *view, size_t n,
+    const char *name, size_t name_len) FL_NOEXCEPT;
 
 /* ------------------------------- runtime definitions (definitions.cpp) */
 

@@ -349,7 +349,8 @@ sub nginx_stop {
 
 END {
     my $status = $?;
-    nginx_stop($_) for @Started;
+    # a copy: nginx_stop() takes each one out of @Started
+    nginx_stop($_) for @{[ @Started ]};
     $? = $status;
 }
 
