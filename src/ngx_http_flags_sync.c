@@ -629,15 +629,6 @@ ngx_http_flags_sync(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    /* sentinel:// over TLS is not wired yet: neither the Sentinels'
-     * connections nor the name a master's certificate is checked against */
-    if (sc->nsentinels && sc->tls) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "flags_sync: tls=on with sentinel:// is not "
-                           "supported yet");
-        return NGX_CONF_ERROR;
-    }
-
     /* TLS: its context, the CA and the client's pair read now */
     rv = ngx_http_flags_sync_tls_conf(cf, sc, &host);
     if (rv != NGX_CONF_OK) {

@@ -257,7 +257,8 @@ ngx_int_t ngx_http_flags_sync_tls_param(ngx_conf_t *cf,
 char *ngx_http_flags_sync_tls_conf(ngx_conf_t *cf,
     ngx_http_flags_sync_conf_t *sc, ngx_str_t *host);
 ngx_int_t ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s,
-    ngx_connection_t *c, ngx_http_flags_sync_tls_done_pt done);
+    ngx_connection_t *c, ngx_str_t *peer,
+    ngx_http_flags_sync_tls_done_pt done);
 ngx_str_t *ngx_http_flags_sync_tls_error(ngx_connection_t *c);
 void ngx_http_flags_sync_tls_close(ngx_connection_t *c);
 

@@ -660,7 +660,9 @@ ngx_http_flags_sync_write(ngx_event_t *wev)
 #if (NGX_SSL)
         if (s->conf->tls && c->ssl == NULL) {
             /* the handshake, then ngx_http_flags_sync_tls_ready() */
-            if (ngx_http_flags_sync_tls_start(s, c,
+            /* checked against tls_name=, else (sentinel://) the
+             * master's address the Sentinels gave */
+            if (ngx_http_flags_sync_tls_start(s, c, &s->conf->host,
                                               ngx_http_flags_sync_tls_ready)
                 != NGX_OK)
             {

@@ -87,6 +87,10 @@ static void ngx_http_flags_sync_sconn_close(ngx_http_flags_sync_sconn_t *sc);
 static void ngx_http_flags_sync_sconn_write(ngx_event_t *wev);
 static void ngx_http_flags_sync_sconn_read(ngx_event_t *rev);
 static void ngx_http_flags_sync_sconn_timer(ngx_event_t *ev);
+#if (NGX_SSL)
+static void ngx_http_flags_sync_sconn_tls_ready(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_str_t *error);
+#endif
 static void ngx_http_flags_sync_sconn_failed(ngx_http_flags_sync_sconn_t *sc,
     const char *why, ngx_str_t *detail);
 static ngx_int_t ngx_http_flags_sync_sconn_reply(
@@ -683,7 +687,8 @@ ngx_http_flags_sync_sconn_close(ngx_http_flags_sync_sconn_t *sc)
     }
 
     if (sc->pc.connection) {
-        ngx_close_connection(sc->pc.connection);
+        /* TLS or not */
+        ngx_http_flags_sync_tls_close(sc->pc.connection);
         sc->pc.connection = NULL;
     }
 
@@ -771,6 +776,22 @@ ngx_http_flags_sync_sconn_write(ngx_event_t *wev)
         }
 
         sc->connected = 1;
+
+#if (NGX_SSL)
+        if (sc->s->conf->tls && c->ssl == NULL) {
+            /* the handshake (bounded by sc->timer), checked against
+             * tls_name=, else this Sentinel's address; then the command */
+            if (ngx_http_flags_sync_tls_start(sc->s, c,
+                    &sc->s->conf->sentinels[sc->index].name,
+                    ngx_http_flags_sync_sconn_tls_ready)
+                != NGX_OK)
+            {
+                ngx_http_flags_sync_sconn_failed(sc, "TLS", NULL);
+            }
+
+            return;
+        }
+#endif
     }
 
     while (sc->out && sc->out_sent < sc->out_len) {
@@ -798,6 +819,27 @@ ngx_http_flags_sync_sconn_write(ngx_event_t *wev)
         ngx_http_flags_sync_sconn_failed(sc, "could not send", NULL);
     }
 }
+
+
+#if (NGX_SSL)
+
+/* TLS with a Sentinel is up (the command goes now) or failed */
+
+static void
+ngx_http_flags_sync_sconn_tls_ready(ngx_http_flags_sync_t *s,
+    ngx_connection_t *c, ngx_str_t *error)
+{
+    ngx_http_flags_sync_sconn_t  *sc = c->data;
+
+    if (error) {
+        ngx_http_flags_sync_sconn_failed(sc, "TLS", error);
+        return;
+    }
+
+    ngx_http_flags_sync_sconn_write(c->write);
+}
+
+#endif
 
 
 static void

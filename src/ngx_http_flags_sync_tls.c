@@ -43,6 +43,8 @@ typedef struct {
     ngx_event_handler_pt              write_handler;
     ngx_str_t                         reason;
     u_char                            buf[NGX_HTTP_FLAGS_SYNC_TLS_REASON];
+    ngx_str_t                         name;   /* sent and checked, with a
+                                               * '\0' after it */
 } ngx_http_flags_sync_tls_t;
 
 
@@ -282,8 +284,14 @@ ngx_http_flags_sync_tls_conf(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
         sc->tls_verify = 1;
     }
 
-    /* the name sent (SNI) and checked: tls_name=, else the URL's host */
+    /* the name sent (SNI) and checked: tls_name=, else the URL's host;
+     * with sentinel:// and no tls_name=, each connection's own peer (a
+     * Sentinel's address, the master's address the Sentinels gave) */
     if (sc->tls_name.data == NULL) {
+        if (sc->nsentinels) {
+            goto context;
+        }
+
         sc->tls_name = *host;
     }
 
@@ -301,6 +309,8 @@ ngx_http_flags_sync_tls_conf(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
     (void) ngx_cpystrn(p, sc->tls_name.data, sc->tls_name.len + 1);
     sc->tls_name.data = p;
+
+context:
 
     ssl = ngx_pcalloc(cf->pool, sizeof(ngx_ssl_t));
     if (ssl == NULL) {
@@ -512,9 +522,11 @@ ngx_http_flags_sync_tls_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
 
 ngx_int_t
 ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s, ngx_connection_t *c,
-    ngx_http_flags_sync_tls_done_pt done)
+    ngx_str_t *peer, ngx_http_flags_sync_tls_done_pt done)
 {
+    u_char                     *p, *last;
     ngx_int_t                   rc;
+    ngx_str_t                   name;
     ngx_http_flags_sync_tls_t  *t;
 
     if (c->pool == NULL) {
@@ -528,6 +540,42 @@ ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s, ngx_connection_t *c,
     if (t == NULL) {
         return NGX_ERROR;
     }
+
+    /* tls_name=, else the peer's "host:port" without the port (and an
+     * IPv6 address without its brackets) */
+    if (s->conf->tls_name.data) {
+        name = s->conf->tls_name;
+
+    } else {
+        name = *peer;
+        last = name.data + name.len;
+
+        for (p = last; p > name.data; p--) {
+            if (p[-1] == ':') {
+                name.len = p - 1 - name.data;
+                break;
+            }
+
+            if (p[-1] == ']') {
+                break;
+            }
+        }
+
+        if (name.len > 1 && name.data[0] == '['
+            && name.data[name.len - 1] == ']')
+        {
+            name.data++;
+            name.len -= 2;
+        }
+    }
+
+    t->name.data = ngx_pnalloc(c->pool, name.len + 1);
+    if (t->name.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) ngx_cpystrn(t->name.data, name.data, name.len + 1);
+    t->name.len = name.len;
 
     t->s = s;
     t->done = done;
@@ -559,14 +607,14 @@ ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s, ngx_connection_t *c,
     }
 
     /* SNI names a host; an address is not sent (RFC 6066) */
-    if (!ngx_http_flags_sync_tls_is_addr(&s->conf->tls_name)
+    if (!ngx_http_flags_sync_tls_is_addr(&t->name)
         && SSL_set_tlsext_host_name(c->ssl->connection,
-                                    (char *) s->conf->tls_name.data)
+                                    (char *) t->name.data)
            == 0)
     {
         ngx_ssl_error(NGX_LOG_ERR, c->log, 0,
                       "SSL_set_tlsext_host_name(\"%V\") failed",
-                      &s->conf->tls_name);
+                      &t->name);
         return NGX_ERROR;
     }
 
@@ -633,14 +681,14 @@ ngx_http_flags_sync_tls_handshaked(ngx_connection_t *c)
         match = 0;
 
         if (cert) {
-            if (ngx_http_flags_sync_tls_is_addr(&s->conf->tls_name)) {
+            if (ngx_http_flags_sync_tls_is_addr(&t->name)) {
                 match = X509_check_ip_asc(cert,
-                                          (char *) s->conf->tls_name.data, 0)
+                                          (char *) t->name.data, 0)
                         == 1;
 
             } else {
-                match = X509_check_host(cert, (char *) s->conf->tls_name.data,
-                                        s->conf->tls_name.len, 0, NULL)
+                match = X509_check_host(cert, (char *) t->name.data,
+                                        t->name.len, 0, NULL)
                         == 1;
             }
 
@@ -652,7 +700,7 @@ ngx_http_flags_sync_tls_handshaked(ngx_connection_t *c)
             error.len = ngx_snprintf(msg, sizeof(msg), "the certificate of "
                                      "redis does not match \"%V\" (set "
                                      "tls_name= to a name it holds)",
-                                     &s->conf->tls_name)
+                                     &t->name)
                         - msg;
             t->done(s, c, &error);
             return;
@@ -766,7 +814,7 @@ ngx_http_flags_sync_tls_conf(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
 ngx_int_t
 ngx_http_flags_sync_tls_start(ngx_http_flags_sync_t *s, ngx_connection_t *c,
-    ngx_http_flags_sync_tls_done_pt done)
+    ngx_str_t *peer, ngx_http_flags_sync_tls_done_pt done)
 {
     return NGX_ERROR;
 }

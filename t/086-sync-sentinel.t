@@ -212,7 +212,7 @@ my $url = "sentinel://:$pass\@$sentinels/$name";
                   ["sentinel://$lo:1/m/x", qr/flags_sync: the database in "sentinel:\/\/127\.0\.0\.1:1\/m\/x" is not a number/],
                   ["'sentinel://$lo:1/a b'", qr/flags_sync: invalid master name "a b" in "sentinel:\/\/127\.0\.0\.1:1\/a b": 1 to 64 bytes/],
                   ["sentinel://$pass\@$lo:1/m", qr/flags_sync: expected ":PASSWORD@" before the sentinels in "sentinel:\/\/\*\*\*\@127\.0\.0\.1:1\/m"/],
-                  ["sentinel://$lo:1/m tls=on", qr/flags_sync: tls=on with sentinel:\/\/ is not supported yet/])
+                  ["sentinel://$lo:1/m tls=on tls_cert=$d/c.pem", qr/flags_sync: tls_cert= and tls_key= go together/])
     {
         write_file("$d/conf/nginx.conf", nginx_conf(http => <<"_H_", server => ''));
     flags_project shop token=tok_1 file=shop.json;
