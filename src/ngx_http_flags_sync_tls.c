@@ -665,8 +665,8 @@ ngx_http_flags_sync_tls_handshaked(ngx_connection_t *c)
 
         if (rc != X509_V_OK) {
             error.data = msg;
-            error.len = ngx_snprintf(msg, sizeof(msg), "the certificate of "
-                                     "redis does not verify: %s (%l)",
+            error.len = ngx_snprintf(msg, sizeof(msg), "the peer's certificate "
+                                     "does not verify: %s (%l)",
                                      X509_verify_cert_error_string(rc), rc)
                         - msg;
             t->done(s, c, &error);
@@ -697,8 +697,8 @@ ngx_http_flags_sync_tls_handshaked(ngx_connection_t *c)
 
         if (!match) {
             error.data = msg;
-            error.len = ngx_snprintf(msg, sizeof(msg), "the certificate of "
-                                     "redis does not match \"%V\" (set "
+            error.len = ngx_snprintf(msg, sizeof(msg), "the peer's certificate "
+                                     "does not match \"%V\" (set "
                                      "tls_name= to a name it holds)",
                                      &t->name)
                         - msg;

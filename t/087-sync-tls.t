@@ -325,7 +325,7 @@ host_stop(0);
 
 # --- a CA that did not sign redis's certificate ----------------------------
 host_start(2, "rediss://127.0.0.1:$rport tls_ca=$pki/wrong-ca.pem");
-fails_with(2, qr/TLS: the certificate of redis does not verify: self-signed certificate in certificate chain \(19\)/,
+fails_with(2, qr/TLS: the peer's certificate does not verify: self-signed certificate in certificate chain \(19\)/,
            'wrong CA');
 
 # the same without verification: encrypted, not authenticated
@@ -335,7 +335,7 @@ ok(wait_for(sub { my $s = status(2); $s && $s->{sync}{connected} }, 5),
 
 # --- a name the certificate does not hold ----------------------------------
 host_start(2, "rediss://127.0.0.1:$rport tls_ca=$pki/ca.pem tls_name=other.test");
-fails_with(2, qr/TLS: the certificate of redis does not match "other\.test" \(set tls_name= to a name it holds\)/,
+fails_with(2, qr/TLS: the peer's certificate does not match "other\.test" \(set tls_name= to a name it holds\)/,
            'tls_name mismatch');
 
 # --- plain redis:// against the TLS port -----------------------------------
