@@ -264,6 +264,10 @@ void ngx_http_flags_sync_tls_close(ngx_connection_t *c);
 
 /* ngx_http_flags_sync_round.c */
 ngx_int_t ngx_http_flags_sync_round(ngx_http_flags_sync_t *s);
+/* a reply as the core reads it (fl_sync_elt_t, its elements in pre-order):
+ * how many it has, the first max written (max 0: a count) */
+size_t ngx_http_flags_sync_view(redisReply *r, fl_sync_elt_t *view,
+    size_t max, size_t i);
 ngx_int_t ngx_http_flags_sync_answer(ngx_http_flags_sync_t *s,
     ngx_uint_t pi, redisReply *reply);
 void ngx_http_flags_sync_round_done(ngx_http_flags_sync_t *s);

@@ -515,7 +515,7 @@ ngx_http_flags_sync_project(ngx_http_flags_sync_t *s, ngx_uint_t pi,
  * nests replies at most 7 deep, so the recursion is bounded.
  */
 
-static size_t
+size_t
 ngx_http_flags_sync_view(redisReply *r, fl_sync_elt_t *view, size_t max,
     size_t i)
 {

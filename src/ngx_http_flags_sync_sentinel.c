@@ -529,56 +529,6 @@ ngx_http_flags_sync_snil(const redisReadTask *task)
 }
 
 
-/* A Sentinel's reply as the core reads it: its elements in pre-order,
- * at most max written; returns how many it has. */
-
-static size_t
-ngx_http_flags_sync_sview(redisReply *r, fl_sync_elt_t *view, size_t max,
-    size_t i)
-{
-    size_t          k;
-    fl_sync_elt_t  *e;
-
-    if (i < max) {
-        e = &view[i];
-        ngx_memzero(e, sizeof(fl_sync_elt_t));
-
-        switch (r->type) {
-
-        case REDIS_REPLY_INTEGER:
-            e->type = FL_SYNC_ELT_INTEGER;
-            e->integer = r->integer;
-            break;
-
-        case REDIS_REPLY_STRING:
-            e->type = FL_SYNC_ELT_STRING;
-            e->str = r->str;
-            e->len = r->len;
-            break;
-
-        case REDIS_REPLY_ARRAY:
-            e->type = FL_SYNC_ELT_ARRAY;
-            e->elements = r->elements;
-            break;
-
-        default:
-            e->type = FL_SYNC_ELT_OTHER;
-            break;
-        }
-    }
-
-    i++;
-
-    if (r->type == REDIS_REPLY_ARRAY) {
-        for (k = 0; k < r->elements; k++) {
-            i = ngx_http_flags_sync_sview(r->element[k], view, max, i);
-        }
-    }
-
-    return i;
-}
-
-
 static ngx_int_t
 ngx_http_flags_sync_sconn_open(ngx_http_flags_sync_sconn_t *sc,
     ngx_uint_t index)
@@ -945,7 +895,7 @@ ngx_http_flags_sync_sconn_reply(ngx_http_flags_sync_sconn_t *sc,
         return NGX_DONE;
     }
 
-    n = ngx_http_flags_sync_sview(reply, view,
+    n = ngx_http_flags_sync_view(reply, view,
                                   NGX_HTTP_FLAGS_SENTINEL_ELEMENTS, 0);
     n = ngx_min(n, NGX_HTTP_FLAGS_SENTINEL_ELEMENTS);
 
