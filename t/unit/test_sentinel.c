@@ -15,37 +15,7 @@
 
 #include "flags_core.h"
 
-static fl_sync_elt_t elt(fl_sync_elt_type_t type)
-{
-    fl_sync_elt_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = type;
-    return e;
-}
-
-static fl_sync_elt_t S(const char *s)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_STRING);
-    e.str = s;
-    e.len = strlen(s);
-    return e;
-}
-
-static fl_sync_elt_t I(int64_t v)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_INTEGER);
-    e.integer = v;
-    return e;
-}
-
-static fl_sync_elt_t A(size_t elements)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_ARRAY);
-    e.elements = elements;
-    return e;
-}
-
-#define N(v)  (sizeof(v) / sizeof((v)[0]))
+#include "unit_sync_view.h"
 
 static void test_master_good(void **state)
 {

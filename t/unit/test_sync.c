@@ -19,44 +19,9 @@
 
 #include "flags_core.h"
 
+#include "unit_sync_view.h"
+
 /* ------------------------------------------------------------ helpers */
-
-static fl_sync_elt_t elt(fl_sync_elt_type_t type)
-{
-    fl_sync_elt_t e;
-    memset(&e, 0, sizeof(e));
-    e.type = type;
-    return e;
-}
-
-static fl_sync_elt_t S(const char *s)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_STRING);
-    e.str = s;
-    e.len = strlen(s);
-    return e;
-}
-
-static fl_sync_elt_t I(int64_t v)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_INTEGER);
-    e.integer = v;
-    return e;
-}
-
-static fl_sync_elt_t A(size_t elements)
-{
-    fl_sync_elt_t e = elt(FL_SYNC_ELT_ARRAY);
-    e.elements = elements;
-    return e;
-}
-
-static fl_sync_elt_t NIL(void)
-{
-    return elt(FL_SYNC_ELT_OTHER);
-}
-
-#define N(v)  (sizeof(v) / sizeof((v)[0]))
 
 static fl_sync_reply_status_t head_of(const fl_sync_elt_t *v, size_t n,
     uint64_t known, fl_sync_head_t *h)
