@@ -190,6 +190,69 @@ ngx_http_flags_sync_secret_file(ngx_conf_t *cf, const char *what,
 
 
 /*
+ * A URL's "[:PASSWORD@]" at *pp (the password may hold '@': the last one
+ * ends it), into sc->password, *pp moved past it; before names what
+ * follows it, for the message.
+ */
+
+static char *
+ngx_http_flags_sync_url_password(ngx_conf_t *cf,
+    ngx_http_flags_sync_conf_t *sc, u_char **pp, u_char *last,
+    ngx_str_t *shown, const char *before)
+{
+    u_char  *p, *at, *c;
+
+    p = *pp;
+    at = NULL;
+
+    for (c = p; c < last; c++) {
+        if (*c == '@') {
+            at = c;
+        }
+    }
+
+    if (at == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    if (*p != ':' || at == p + 1) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: expected \":PASSWORD@\" before "
+                           "%s in \"%V\"", before, shown);
+        return NGX_CONF_ERROR;
+    }
+
+    sc->password.data = p + 1;
+    sc->password.len = at - p - 1;
+    *pp = at + 1;
+
+    return NGX_CONF_OK;
+}
+
+
+/* A URL's database, the bytes from p to last, into sc->db. */
+
+static char *
+ngx_http_flags_sync_url_db(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
+    u_char *p, u_char *last, ngx_str_t *shown)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(p, last - p);
+    if (n == NGX_ERROR || n > 65535) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "flags_sync: the database in \"%V\" is not "
+                           "a number", shown);
+        return NGX_CONF_ERROR;
+    }
+
+    sc->db = n;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
  * The URL: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS.
  * shown is the URL as messages show it (no password); host gets the
  * host without the port (the name TLS checks by default).
@@ -199,8 +262,7 @@ static char *
 ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
     ngx_str_t *url, ngx_str_t *shown, ngx_str_t *host)
 {
-    u_char     *p, *last, *at, *slash;
-    ngx_int_t   n;
+    u_char     *p, *last, *slash;
     ngx_str_t   hp;
     ngx_url_t   u;
 
@@ -225,25 +287,10 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
 
     p += sizeof("redis://") - 1;
 
-    /* the password may hold '@': the last one ends it */
-    at = NULL;
-    for (slash = p; slash < last; slash++) {
-        if (*slash == '@') {
-            at = slash;
-        }
-    }
-
-    if (at) {
-        if (*p != ':' || at == p + 1) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_sync: expected \":PASSWORD@\" before "
-                               "the host in \"%V\"", shown);
-            return NGX_CONF_ERROR;
-        }
-
-        sc->password.data = p + 1;
-        sc->password.len = at - p - 1;
-        p = at + 1;
+    if (ngx_http_flags_sync_url_password(cf, sc, &p, last, shown, "the host")
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     slash = ngx_strlchr(p, last, '/');
@@ -251,16 +298,11 @@ ngx_http_flags_sync_url(ngx_conf_t *cf, ngx_http_flags_sync_conf_t *sc,
     hp.data = p;
     hp.len = (slash ? slash : last) - p;
 
-    if (slash && slash + 1 < last) {
-        n = ngx_atoi(slash + 1, last - slash - 1);
-        if (n == NGX_ERROR || n > 65535) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_sync: the database in \"%V\" is not "
-                               "a number", shown);
-            return NGX_CONF_ERROR;
-        }
-
-        sc->db = n;
+    if (slash && slash + 1 < last
+        && ngx_http_flags_sync_url_db(cf, sc, slash + 1, last, shown)
+           != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     ngx_memzero(&u, sizeof(ngx_url_t));
@@ -296,8 +338,7 @@ static char *
 ngx_http_flags_sync_sentinel_url(ngx_conf_t *cf,
     ngx_http_flags_sync_conf_t *sc, ngx_str_t *url, ngx_str_t *shown)
 {
-    u_char     *p, *last, *at, *slash, *name_end, *comma, *d;
-    ngx_int_t   n;
+    u_char     *p, *last, *slash, *name_end, *comma;
     ngx_str_t   hp;
     ngx_url_t   u;
     ngx_uint_t  i;
@@ -305,25 +346,11 @@ ngx_http_flags_sync_sentinel_url(ngx_conf_t *cf,
     p = url->data + sizeof("sentinel://") - 1;
     last = url->data + url->len;
 
-    /* the password may hold '@': the last one ends it */
-    at = NULL;
-    for (d = p; d < last; d++) {
-        if (*d == '@') {
-            at = d;
-        }
-    }
-
-    if (at) {
-        if (*p != ':' || at == p + 1) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_sync: expected \":PASSWORD@\" before "
-                               "the sentinels in \"%V\"", shown);
-            return NGX_CONF_ERROR;
-        }
-
-        sc->password.data = p + 1;
-        sc->password.len = at - p - 1;
-        p = at + 1;
+    if (ngx_http_flags_sync_url_password(cf, sc, &p, last, shown,
+                                         "the sentinels")
+        != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     slash = ngx_strlchr(p, last, '/');
@@ -355,16 +382,11 @@ ngx_http_flags_sync_sentinel_url(ngx_conf_t *cf,
         return NGX_CONF_ERROR;
     }
 
-    if (name_end < last) {
-        n = ngx_atoi(name_end + 1, last - name_end - 1);
-        if (n == NGX_ERROR || n > 65535) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "flags_sync: the database in \"%V\" is not "
-                               "a number", shown);
-            return NGX_CONF_ERROR;
-        }
-
-        sc->db = n;
+    if (name_end < last
+        && ngx_http_flags_sync_url_db(cf, sc, name_end + 1, last, shown)
+           != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
     }
 
     /* the Sentinels, in the order they are asked */
