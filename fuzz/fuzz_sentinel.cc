@@ -21,24 +21,13 @@
  * whose strings say so.
  */
 
-#include "fuzz_common.h"
+#include "fuzz_view.h"
 
 #include <vector>
 
 namespace {
 
-struct View {
-    std::vector<fl_sync_elt_t>  elts;
-    std::vector<char *>         strings;
-
-    ~View()
-    {
-        for (char *s : strings) {
-            std::free(s);
-        }
-    }
-};
-
+/* the value of a port's digits, as the check below reads them */
 uint64_t number_of(const uint8_t *p, size_t n)
 {
     uint64_t v = 0;
@@ -46,46 +35,6 @@ uint64_t number_of(const uint8_t *p, size_t n)
         v = v * 10 + (p[i] - '0');
     }
     return v;
-}
-
-void decode(const uint8_t *data, size_t size, View *v)
-{
-    size_t at = 0;
-
-    while (at < size) {
-        const uint8_t *nl = static_cast<const uint8_t *>(
-            std::memchr(data + at, '\n', size - at));
-        size_t end = nl ? static_cast<size_t>(nl - data) : size;
-        const uint8_t *line = data + at;
-        size_t len = end - at;
-        fl_sync_elt_t e;
-
-        std::memset(&e, 0, sizeof(e));
-        char type = len ? static_cast<char>(line[0]) : '_';
-
-        if (type == '*') {
-            e.type = FL_SYNC_ELT_ARRAY;
-            e.elements = static_cast<size_t>(number_of(line + 1, len - 1));
-        } else if (type == ':') {
-            e.type = FL_SYNC_ELT_INTEGER;
-            e.integer = static_cast<int64_t>(number_of(line + 1, len - 1));
-        } else if (type == '$') {
-            char *s = static_cast<char *>(std::malloc(len > 1 ? len - 1 : 1));
-            FUZZ_CHECK(s != nullptr, "malloc");
-            if (len > 1) {
-                std::memcpy(s, line + 1, len - 1);
-            }
-            v->strings.push_back(s);
-            e.type = FL_SYNC_ELT_STRING;
-            e.str = s;
-            e.len = len - 1;
-        } else {
-            e.type = FL_SYNC_ELT_OTHER;
-        }
-
-        v->elts.push_back(e);
-        at = end + 1;
-    }
 }
 
 bool is(const fl_sync_elt_t &e, const char *s)

@@ -22,7 +22,7 @@
  * with the encoding, a round's arguments inside the core's bound.
  */
 
-#include "fuzz_common.h"
+#include "fuzz_view.h"
 
 #include <cmath>
 #include <cstring>
@@ -53,81 +53,6 @@ fl_project_t *project()
         return q;
     }();
     return p;
-}
-
-struct View {
-    std::vector<fl_sync_elt_t>  elts;
-    std::vector<char *>         strings;
-
-    ~View()
-    {
-        for (char *s : strings) {
-            std::free(s);
-        }
-    }
-
-    /* the element at the one whose string holds [p, p + len) */
-    bool holds(const char *p, size_t len) const
-    {
-        for (const fl_sync_elt_t &e : elts) {
-            if (e.type == FL_SYNC_ELT_STRING && e.str != nullptr
-                && p >= e.str && p + len <= e.str + e.len)
-            {
-                return true;
-            }
-        }
-        return false;
-    }
-};
-
-uint64_t number_of(const uint8_t *p, size_t n)
-{
-    bool neg = n > 0 && p[0] == '-';
-    uint64_t v = 0;
-    for (size_t i = neg ? 1 : 0; i < n && p[i] >= '0' && p[i] <= '9'; i++) {
-        v = v * 10 + (p[i] - '0');
-    }
-    return neg ? 0 - v : v;
-}
-
-void decode(const uint8_t *data, size_t size, View *v)
-{
-    size_t at = 0;
-
-    while (at < size) {
-        const uint8_t *nl = static_cast<const uint8_t *>(
-            std::memchr(data + at, '\n', size - at));
-        size_t end = nl ? static_cast<size_t>(nl - data) : size;
-        const uint8_t *line = data + at;
-        size_t len = end - at;
-        fl_sync_elt_t e;
-
-        std::memset(&e, 0, sizeof(e));
-        char type = len ? static_cast<char>(line[0]) : '_';
-
-        if (type == '*') {
-            e.type = FL_SYNC_ELT_ARRAY;
-            e.elements = static_cast<size_t>(number_of(line + 1, len - 1));
-        } else if (type == ':') {
-            e.type = FL_SYNC_ELT_INTEGER;
-            e.integer = static_cast<int64_t>(number_of(line + 1, len - 1));
-        } else if (type == '$') {
-            char *s = static_cast<char *>(std::malloc(len > 1 ? len - 1 : 1));
-            FUZZ_CHECK(s != nullptr, "malloc");
-            if (len > 1) {
-                std::memcpy(s, line + 1, len - 1);
-            }
-            v->strings.push_back(s);
-            e.type = FL_SYNC_ELT_STRING;
-            e.str = s;
-            e.len = len - 1;
-        } else {
-            e.type = FL_SYNC_ELT_OTHER;
-        }
-
-        v->elts.push_back(e);
-        at = end + 1;
-    }
 }
 
 void check_host(const View &v, const char *host, size_t len, const char *what)
