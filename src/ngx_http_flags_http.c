@@ -43,12 +43,21 @@ ngx_http_flags_token_equal(const u_char *conf, size_t conf_len,
     const u_char *cand, size_t cand_len)
 {
     size_t      i;
+    uint64_t    a, b;
     ngx_uint_t  diff;
 
+    /* cand holds at least conf_len bytes (zeros past the caller's own):
+     * eight bytes a step, as many steps whatever cand is */
     diff = conf_len ^ cand_len;
 
-    for (i = 0; i < conf_len; i++) {
-        diff |= conf[i] ^ cand[i < cand_len ? i : 0];
+    for (i = 0; i + 8 <= conf_len; i += 8) {
+        ngx_memcpy(&a, conf + i, 8);
+        ngx_memcpy(&b, cand + i, 8);
+        diff |= (a ^ b) != 0;
+    }
+
+    for ( /* void */ ; i < conf_len; i++) {
+        diff |= conf[i] ^ cand[i];
     }
 
 #if (NGX_HAVE_GCC_ATOMIC || defined __GNUC__)
@@ -200,12 +209,29 @@ ngx_http_flags_project_t *
 ngx_http_flags_token_project(ngx_http_request_t *r, const u_char *token,
     size_t len)
 {
+    u_char                       pad[NGX_HTTP_FLAGS_TOKEN_PAD], *cand;
+    size_t                       n;
     ngx_str_t                   *tokens;
     ngx_uint_t                   i, j, found;
     ngx_http_flags_project_t    *projects;
     ngx_http_flags_main_conf_t  *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    /* the caller's token padded with zeros to the longest configured one,
+     * so that every comparison reads whole words of both */
+    cand = pad;
+
+    if (fmcf->token_max > sizeof(pad)) {
+        cand = ngx_pnalloc(r->pool, fmcf->token_max);
+        if (cand == NULL) {
+            return NULL;
+        }
+    }
+
+    n = ngx_min(len, fmcf->token_max);
+    ngx_memcpy(cand, token, n);
+    ngx_memzero(cand + n, fmcf->token_max - n);
 
     found = NGX_CONF_UNSET_UINT;
     projects = fmcf->projects.elts;
@@ -215,7 +241,7 @@ ngx_http_flags_token_project(ngx_http_request_t *r, const u_char *token,
 
         for (j = 0; j < projects[i].tokens.nelts; j++) {
             if (ngx_http_flags_token_equal(tokens[j].data, tokens[j].len,
-                                           token, len))
+                                           cand, len))
             {
                 found = i;
             }

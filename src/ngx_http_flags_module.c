@@ -1052,8 +1052,9 @@ static char *
 ngx_http_flags_project_token(ngx_conf_t *cf, ngx_http_flags_project_t *project,
     ngx_str_t *value)
 {
-    size_t      k;
-    ngx_str_t  *token;
+    size_t                       k;
+    ngx_str_t                   *token;
+    ngx_http_flags_main_conf_t  *fmcf;
 
     token = ngx_array_push(&project->tokens);
     if (token == NULL) {
@@ -1062,6 +1063,10 @@ ngx_http_flags_project_token(ngx_conf_t *cf, ngx_http_flags_project_t *project,
 
     token->data = value->data + 6;
     token->len = value->len - 6;
+
+    /* the longest token, for ngx_http_flags_token_project() */
+    fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
+    fmcf->token_max = ngx_max(fmcf->token_max, token->len);
 
     if (token->len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

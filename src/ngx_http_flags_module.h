@@ -132,6 +132,8 @@
  */
 
 #define NGX_HTTP_FLAGS_MAX_PROCS      256
+/* tokens up to this long are compared from a stack buffer */
+#define NGX_HTTP_FLAGS_TOKEN_PAD      256
 #define NGX_HTTP_FLAGS_KEY_LEN        FL_KEY_LEN        /* project\0flag */
 
 
@@ -417,6 +419,7 @@ typedef struct {
     ssize_t                     zone_size;
 
     ngx_array_t                 projects;    /* of ngx_http_flags_project_t */
+    size_t                      token_max;   /* the longest token */
     fl_rollback_policy_t        rollback;    /* the http-level policy */
 
     ngx_open_file_t            *error_log;   /* NULL when "off" */
