@@ -24,6 +24,9 @@ namespace {
 constexpr char trait_prefix[] = "trait_";
 constexpr size_t trait_prefix_len = sizeof(trait_prefix) - 1;
 
+/* fl_user_trait() scans up to this many traits, and halves beyond */
+constexpr size_t trait_scan_max = 16;
+
 struct Entry {
     const char  *name;
     size_t       name_len;
@@ -34,36 +37,69 @@ struct Entry {
 
 enum class Decode { ok, malformed, nul };
 
+constexpr uint64_t ones = 0x0101010101010101ull;
+constexpr uint64_t lows = 0x7f7f7f7f7f7f7f7full;
+
+/* The high bit of each zero byte of x, exactly (no borrow into the next
+ * byte, unlike (x - ones) & ~x). */
+inline uint64_t zero_bytes(uint64_t x)
+{
+    return ~(((x & lows) + lows) | x | lows);
+}
+
+/* Whether eight bytes hold a '%', a '+' or a NUL (a zero byte of x ^ c
+ * borrows in (x ^ c) - 0x01..01; a false alarm only sends the word to the
+ * byte loop). */
+inline bool special_word(uint64_t x)
+{
+    constexpr uint64_t highs = 0x8080808080808080ull;
+    uint64_t pc = x ^ (ones * '%');
+    uint64_t pl = x ^ (ones * '+');
+    return ((((pc - ones) & ~pc) | ((pl - ones) & ~pl) | ((x - ones) & ~x))
+            & highs) != 0;
+}
+
+/* The bytes decode() must look at: '%', '+' and NUL. */
+struct Special {
+    bool is[256] = {};
+    constexpr Special() { is['%'] = true; is['+'] = true; is[0] = true; }
+};
+constexpr Special special{};
+
 /* Decodes %XX and '+' from src into dst (which may hold n bytes). */
 Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
 {
-    size_t o = 0;
+    size_t i = 0, o = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        /* eight plain bytes at a time: no '%', '+' or NUL among them (a
-         * zero byte of x ^ c borrows in (x ^ c) - 0x01..01); o <= i, so
-         * the store stays inside dst */
-        while (i + 8 <= n) {
-            constexpr uint64_t ones = 0x0101010101010101ull;
-            constexpr uint64_t highs = 0x8080808080808080ull;
-            uint64_t x, pc = 0, pl = 0;
+    while (i < n) {
+        /* eight plain bytes at a time; o <= i, so the store stays inside
+         * dst */
+        if (i + 8 <= n) {
+            uint64_t x;
             std::memcpy(&x, src + i, 8);
-            pc = x ^ (ones * '%');
-            pl = x ^ (ones * '+');
-            if ((((pc - ones) & ~pc) | ((pl - ones) & ~pl) | ((x - ones) & ~x))
-                & highs)
-            {
+            if (!special_word(x)) {
+                std::memcpy(dst + o, &x, 8);
+                o += 8;
+                i += 8;
+                continue;
+            }
+        }
+
+        /* then a byte at a time up to the next special byte or the end of
+         * this word */
+        size_t stop = i + 8 < n ? i + 8 : n;
+        unsigned char c = static_cast<unsigned char>(src[i]);
+
+        while (!special.is[c]) {
+            dst[o++] = static_cast<char>(c);
+            if (++i == stop) {
                 break;
             }
-            std::memcpy(dst + o, &x, 8);
-            o += 8;
-            i += 8;
+            c = static_cast<unsigned char>(src[i]);
         }
-        if (i == n) {
-            break;
+        if (i == stop) {
+            continue;
         }
-
-        unsigned char c = static_cast<unsigned char>(src[i]);
 
         if (c == '%') {
             if (i + 2 >= n) {             /* "%" or "%4" at the end */
@@ -84,10 +120,28 @@ Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
             return Decode::nul;
         }
         dst[o++] = static_cast<char>(c);
+        i++;
     }
 
     *out_len = o;
     return Decode::ok;
+}
+
+/* The number of '&' in s (n bytes): eight bytes a step. */
+size_t count_amps(const char *s, size_t n)
+{
+    size_t count = 0, i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, s + i, 8);
+        count += static_cast<size_t>(
+            __builtin_popcountll(zero_bytes(x ^ (ones * '&'))));
+    }
+    for (; i < n; i++) {
+        count += s[i] == '&';
+    }
+    return count;
 }
 
 /* A name is echoed in a message only when it is short printable ASCII
@@ -109,10 +163,7 @@ bool echoable(const char *s, size_t n)
 fl_status_t parse(const char *args, size_t len, size_t max_traits,
     const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
 {
-    size_t npieces = 1;
-    for (size_t i = 0; i < len; i++) {
-        npieces += args[i] == '&';
-    }
+    size_t npieces = 1 + count_amps(args, len);
 
     char *buf = static_cast<char *>(a->alloc(a->ctx, len));
     Entry *entries = static_cast<Entry *>(
@@ -283,6 +334,23 @@ const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
     size_t len) noexcept
 {
     if (u == nullptr || u->traits == nullptr) {
+        return nullptr;
+    }
+
+    /* A caller sends a handful of traits: a scan that compares a length
+     * and a first byte rejects nearly every other trait without a call to
+     * memcmp (a binary search costs one a step); a long list is searched
+     * by halves, as the traits are sorted. */
+    if (u->ntraits <= trait_scan_max) {
+        for (size_t i = 0; i < u->ntraits; i++) {
+            const fl_trait_t &t = u->traits[i];
+            if (t.name_len == len
+                && (len == 0 || (t.name[0] == name[0]
+                                 && std::memcmp(t.name, name, len) == 0)))
+            {
+                return &t;
+            }
+        }
         return nullptr;
     }
 
