@@ -113,9 +113,17 @@ bool regex_search(const fl_project_s &p, const Rule &r, const char *a,
         return false;
     }
     /* "" for an empty value: PCRE2 10.42 wants a non-NULL subject. */
-    int rc = pcre2_match(r.re.get(),
-        reinterpret_cast<PCRE2_SPTR>(a ? a : ""), an, 0, 0,
-        p.match_data.get(), p.match_ctx.get());
+    PCRE2_SPTR subject = reinterpret_cast<PCRE2_SPTR>(a ? a : "");
+    /* JIT code is run directly: pcre2_match() would check the subject and
+     * options first, and then call the same code.  A subject that is not
+     * valid UTF-8 is safe there only because every pattern is compiled
+     * with PCRE2_MATCH_INVALID_UTF (project.cpp); the match limit of
+     * match_ctx holds for both */
+    int rc = r.jit
+             ? pcre2_jit_match(r.re.get(), subject, an, 0, 0,
+                               p.match_data.get(), p.match_ctx.get())
+             : pcre2_match(r.re.get(), subject, an, 0, 0,
+                           p.match_data.get(), p.match_ctx.get());
     /* rc == 0 means a match with too small an ovector: still a match.
      * Errors (e.g. the match limit) count as no match. */
     return rc >= 0;
@@ -123,23 +131,32 @@ bool regex_search(const fl_project_s &p, const Rule &r, const char *a,
 
 } // namespace
 
-bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
+/* The trait r reads of u, or nullptr; "$userId" is written into *id. */
+const fl_trait_t *rule_trait(const Rule &r, const fl_user_t *u,
+    fl_trait_t *id)
 {
-    fl_trait_t        id;
-    const fl_trait_t *t;
-
     if (r.user_id) {
         /* "$userId": the caller's id, absent when it has none */
-        id.name = r.trait.data();
-        id.name_len = r.trait.size();
-        id.value = u ? u->user_id : nullptr;
-        id.value_len = u ? u->user_id_len : 0;
-        t = (u != nullptr && u->user_id != nullptr) ? &id : nullptr;
-
-    } else {
-        t = fl_user_trait(u, r.trait.data(), r.trait.size());
+        id->name = r.trait.data();
+        id->name_len = r.trait.size();
+        id->value = u ? u->user_id : nullptr;
+        id->value_len = u ? u->user_id_len : 0;
+        return (u != nullptr && u->user_id != nullptr) ? id : nullptr;
     }
 
+    return fl_user_trait(u, r.trait.data(), r.trait.size());
+}
+
+bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
+{
+    fl_trait_t id;
+
+    return rule_test(p, r, rule_trait(r, u, &id));
+}
+
+/* Whether the trait t (nullptr: the caller has none) passes r. */
+bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t)
+{
     if (t == nullptr) {
         return r.op == Op::not_exists || r.op == Op::neq
                || r.op == Op::not_in;
@@ -193,39 +210,65 @@ bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
 
 namespace {
 
+using fl::in_rollout;
+
+/* Segment results are shared by the flags of one evaluation: a segment
+ * is evaluated at most once per call for the first cache_size segments
+ * (a stack array: no allocation), and every time beyond that.  So are
+ * the caller's traits the rules read: each of the first trait_slots trait
+ * names of the project (fl::Rule::slot) is looked up once. */
+constexpr size_t cache_size = 1024;
+constexpr size_t trait_slots = 64;
+enum : uint8_t { unknown = 0, no = 1, yes = 2 };
+
+struct EvalCache {
+    uint8_t             seg[cache_size];
+    uint64_t            known = 0;          /* a bit a trait slot */
+    const fl_trait_t   *trait[trait_slots];
+};
+
 bool segment_matches(const fl_project_s &p, const fl::Segment &s,
-    const fl_user_t *u)
+    const fl_user_t *u, EvalCache *cache)
 {
     for (const fl::Rule &r : s.rules) {
-        if (!fl::rule_matches(p, r, u)) {
+        const fl_trait_t *t;
+        fl_trait_t id;
+
+        if (cache != nullptr && r.slot < trait_slots) {
+            uint64_t bit = uint64_t(1) << r.slot;
+            if (!(cache->known & bit)) {
+                cache->trait[r.slot] = fl_user_trait(u, r.trait.data(),
+                                                     r.trait.size());
+                cache->known |= bit;
+            }
+            t = cache->trait[r.slot];
+        } else {
+            t = fl::rule_trait(r, u, &id);
+        }
+
+        if (!fl::rule_test(p, r, t)) {
             return false;
         }
     }
     return true;
 }
 
-using fl::in_rollout;
-
-/* Segment results are shared by the flags of one evaluation: a segment
- * is evaluated at most once per call for the first cache_size segments
- * (a stack array: no allocation), and every time beyond that. */
-constexpr size_t cache_size = 1024;
-enum : uint8_t { unknown = 0, no = 1, yes = 2 };
-
 /* Whether one of the segments segs matches u (false for none), through
  * the cache of this evaluation when given: a flag's segments, a rule's. */
 FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
-    size_t n, const fl_user_t *u, uint8_t *cache)
+    size_t n, const fl_user_t *u, EvalCache *cache)
 {
     for (size_t k = 0; k < n; k++) {
         uint32_t si = segs[k];
         bool m;
-        if (cache != nullptr && si < cache_size && cache[si] != unknown) {
-            m = cache[si] == yes;
+        if (cache != nullptr && si < cache_size
+            && cache->seg[si] != unknown)
+        {
+            m = cache->seg[si] == yes;
         } else {
-            m = segment_matches(p, p.segments[si], u);
+            m = segment_matches(p, p.segments[si], u, cache);
             if (cache != nullptr && si < cache_size) {
-                cache[si] = m ? yes : no;
+                cache->seg[si] = m ? yes : no;
             }
         }
         if (m) {
@@ -236,14 +279,14 @@ FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
 }
 
 FL_HOT_INLINE bool any_of(const fl_project_s &p,
-    const std::vector<uint32_t> &segs, const fl_user_t *u, uint8_t *cache)
+    const std::vector<uint32_t> &segs, const fl_user_t *u, EvalCache *cache)
 {
     return any_of(p, segs.data(), segs.size(), u, cache);
 }
 
 /* Whether one of f's segments matches u (f has at least one). */
 FL_HOT_INLINE bool any_segment(const fl_project_s &p, const fl::Flag &f,
-    const fl_user_t *u, uint8_t *cache)
+    const fl_user_t *u, EvalCache *cache)
 {
     return any_of(p, f.segments, u, cache);
 }
@@ -319,7 +362,7 @@ FL_HOT_INLINE bool hot_bucket_in(const fl_project_s &p, size_t index,
 /* Whether rule r of a flag with rules matches: one of its segments does,
  * or it names none. */
 FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
-    const fl::TargetingRule &r, const fl_user_t *u, uint8_t *cache)
+    const fl::TargetingRule &r, const fl_user_t *u, EvalCache *cache)
 {
     return r.segments.empty() || any_of(p, r.segments, u, cache);
 }
@@ -340,7 +383,7 @@ FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
  */
 FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
-    uint8_t *cache, CallerId *id)
+    EvalCache *cache, CallerId *id)
 {
     Decision d{false, false, false, 0};
     const fl::FlagHot &h = p.hot[index];
@@ -442,7 +485,7 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
  */
 FL_HOT_INLINE void detail_one(const fl_project_s &p, size_t index,
     const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
-    uint8_t *cache, CallerId *id, fl_detail_t *out)
+    EvalCache *cache, CallerId *id, fl_detail_t *out)
 {
     Decision d = flag_value(p, index, f, eff, sw, u, cache, id);
     bool off = !f.enabled || sw == FL_SWITCH_ROLLED_BACK
@@ -507,8 +550,8 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
         return;
     }
 
-    uint8_t cache[cache_size];
-    std::memset(cache, unknown,
+    EvalCache cache;
+    std::memset(cache.seg, unknown,
                 p->segments.size() < cache_size ? p->segments.size()
                                                 : cache_size);
     CallerId id;
@@ -518,7 +561,7 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     for (size_t i = 0; i < p->flags.size(); i++) {
         const fl::Flag &f = p->flags[i];
         one(i, f, effective_milli ? effective_milli[i] : f.rollout_milli,
-            cache, &id);
+            &cache, &id);
     }
 }
 
@@ -535,7 +578,7 @@ void fl_evaluate_detail(const fl_project_t *p, const fl_user_t *u,
     noexcept
 {
     each_flag(p, effective_milli, out,
-        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
+        [&](size_t i, const fl::Flag &f, uint32_t eff, EvalCache *cache,
             CallerId *id) {
             detail_one(*p, i, f, eff, sw ? sw[i] : uint8_t(FL_SWITCH_NONE),
                        u, cache, id, &out[i]);
@@ -549,7 +592,7 @@ void fl_evaluate_values(const fl_project_t *p, const fl_user_t *u,
     noexcept
 {
     each_flag(p, effective_milli, out,
-        [&](size_t i, const fl::Flag &f, uint32_t eff, uint8_t *cache,
+        [&](size_t i, const fl::Flag &f, uint32_t eff, EvalCache *cache,
             CallerId *id) {
             uint8_t s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
             Decision d = flag_value(*p, i, f, eff, s, u, cache, id);

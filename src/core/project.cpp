@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -553,7 +554,7 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
          * (Its SIMD search reads whole 16-byte words past the end of a
          * subject, which valgrind reports; build with -DFL_NO_PCRE2_JIT
          * for a clean memcheck run.) */
-        (void) pcre2_jit_compile(r.re.get(), PCRE2_JIT_COMPLETE);
+        r.jit = pcre2_jit_compile(r.re.get(), PCRE2_JIT_COMPLETE) == 0;
 #endif
         any_regex_ = true;
         return true;
@@ -1005,6 +1006,19 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why,
  * is at most FL_MAX_FLAGS_FILE_SIZE bytes, so every offset fits 32 bits) */
 void Loader::build_hot()
 {
+    /* one slot per distinct trait name the segments' rules read */
+    std::unordered_map<std::string, uint32_t> slots;
+    for (Segment &s : p_.segments) {
+        for (Rule &r : s.rules) {
+            if (r.user_id) {
+                continue;
+            }
+            auto it = slots.emplace(r.trait,
+                                    static_cast<uint32_t>(slots.size()));
+            r.slot = it.first->second;
+        }
+    }
+
     size_t nsegs = 0, bytes = 0;
     for (const Flag &f : p_.flags) {
         nsegs += f.has_rules ? 0 : f.segments.size();

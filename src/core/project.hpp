@@ -72,6 +72,13 @@ struct Rule {
     std::vector<std::string>  values;    /* in / not_in: sorted, unique */
     Decimal                   number;    /* gt gte lt lte */
     RegexPtr                  re;        /* regex */
+    bool                      jit = false;   /* re compiled by PCRE2's JIT */
+    /* the trait's place among the project's trait names (one per distinct
+     * name a segment's rule reads, not "$userId"): an evaluation looks
+     * each one up once (evaluate.cpp); no_slot for "$userId" */
+    uint32_t                  slot = no_slot;
+
+    static constexpr uint32_t no_slot = UINT32_MAX;
 };
 
 struct Segment {
@@ -241,8 +248,12 @@ inline unsigned char fold(unsigned char c)
     return (c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
 }
 
-/* Whether rule r holds for user u (evaluate.cpp). */
+/* Whether rule r holds for user u (evaluate.cpp): rule_test() of the
+ * trait rule_trait() finds ("$userId" is written into *id). */
 bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u);
+const fl_trait_t *rule_trait(const Rule &r, const fl_user_t *u,
+    fl_trait_t *id);
+bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t);
 
 } // namespace fl
 
