@@ -117,6 +117,25 @@ Outcome parse(const uint8_t *data, size_t size, const size_t *cuts,
         FUZZ_CHECK(cmp < 0 || (cmp == 0 && a < b), "traits not sorted");
     }
 
+    /* the same caller when the traits are read again from traits_json
+     * (rep.traits is the parser's own reading of them) */
+    fl_report_t text = rep;
+    text.traits = nullptr;
+    fl_user_t again;
+    FUZZ_CHECK(fl_report_cohort(&text, 4, users.handle(), &again) == c,
+               "another cohort from traits_json");
+    FUZZ_CHECK((u.user_id == nullptr) == (again.user_id == nullptr)
+               && u.user_id_len == again.user_id_len
+               && u.ntraits == again.ntraits,
+               "another caller from traits_json");
+    for (size_t i = 0; i < u.ntraits; i++) {
+        const fl_trait_t &x = u.traits[i], &y = again.traits[i];
+        FUZZ_CHECK(x.name_len == y.name_len && x.value_len == y.value_len
+                   && std::memcmp(x.name, y.name, x.name_len) == 0
+                   && std::memcmp(x.value, y.value, x.value_len) == 0,
+                   "trait %zu differs when read from traits_json", i);
+    }
+
     size_t bound = fl_report_log_bound(&rep, sizeof(project) - 1);
     char *buf = static_cast<char *>(std::malloc(bound ? bound : 1));
     FUZZ_CHECK(buf != nullptr, "malloc");

@@ -692,6 +692,11 @@ typedef struct {
     const char  *traits_json;   size_t traits_json_len;
                                 /* the traits object re-serialized
                                  * compactly, NULL when absent/null */
+    const struct fl_report_traits_s  *traits;
+                                /* the same traits as read, for the
+                                 * report's caller (fl_report_user(),
+                                 * fl_report_cohort()) without reading
+                                 * traits_json again; NULL: read it */
     int          has_enabled;   /* "enabled" was a boolean (null: absent) */
     int          enabled;       /* then the answer the client got: 0, 1 */
 } fl_report_t;

@@ -103,6 +103,13 @@ enum top_kind {
 
 } // namespace
 
+/* A report's traits as the parser read them: an object of members in
+ * order of first appearance, the tree fl::json_read() would make of
+ * traits_json. */
+struct fl_report_traits_s {
+    fl::jval    obj;
+};
+
 struct fl_report_parser_s {
     fl_alloc_t      alloc;          /* a copy: yajl keeps a pointer to it */
     yajl_handle     yajl;           /* made at the first piece yajl reads */
@@ -455,6 +462,41 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
 
     out->traits_json = buf;
     out->traits_json_len = static_cast<size_t>(o - buf);
+
+    /* the same members as a tree, read back by report_user() */
+    size_t n = 0;
+    for (const trait *t = p->traits; t != nullptr; t = t->next) {
+        n += !t->dropped;
+    }
+    fl_report_traits_s *tree = fl::alloc_obj<fl_report_traits_s>(&p->alloc);
+    fl::jval *m = fl::alloc_array<fl::jval>(&p->alloc, n);
+    if (tree == nullptr || (n != 0 && m == nullptr)) {
+        return FL_ERR_NOMEM;
+    }
+    tree->obj.kind = fl::J_OBJECT;
+    for (const trait *t = p->traits; t != nullptr; t = t->next) {
+        if (t->dropped) {
+            continue;
+        }
+        fl::jval &v = *m++;
+        v = fl::jval{};
+        v.kind = t->kind;
+        if (t->kind == fl::J_STRING || t->kind == fl::J_NUMBER) {
+            v.str = t->val;
+            v.len = t->val_len;
+        }
+        v.key = t->key;
+        v.key_len = t->key_len;
+        v.parent = &tree->obj;
+        if (tree->obj.last != nullptr) {
+            tree->obj.last->next = &v;
+        } else {
+            tree->obj.first = &v;
+        }
+        tree->obj.last = &v;
+        tree->obj.count++;
+    }
+    out->traits = tree;
     return FL_OK;
 }
 
@@ -592,17 +634,24 @@ fl_status_t report_user(const fl_report_t *r, bool uid, bool traits,
     size_t err_len)
 {
     fl::jval id{};
-    fl::jval *obj = nullptr;
+    const fl::jval *obj = nullptr;
 
     if (uid && r->user_id != nullptr) {
         id.kind = fl::J_STRING;
         id.str = r->user_id;
         id.len = r->user_id_len;
     }
-    if (traits && r->traits_json != nullptr) {
+    if (traits && r->traits != nullptr) {
+        /* as the parser read them: the same tree as below, without
+         * reading traits_json again */
+        obj = &r->traits->obj;
+
+    } else if (traits && r->traits_json != nullptr) {
         fl::jread_error e;
+        fl::jval *read = nullptr;
         fl::json_read(r->traits_json, r->traits_json_len, a,
-                      FL_REPORT_MAX_DEPTH, &obj, &e);
+                      FL_REPORT_MAX_DEPTH, &read, &e);
+        obj = read;
         if (obj == nullptr) {
             *out = fl_user_t{nullptr, 0, nullptr, 0};
             fl::set_err(err, err_len, e.kind == fl::jread_error::NOMEM

@@ -815,12 +815,47 @@ static void trait_is(const fl_user_t *u, size_t i, const char *name,
     assert_memory_equal(u->traits[i].value, value, strlen(value));
 }
 
+/* Two users are the same caller: id and traits, byte for byte. */
+static void same_user(const fl_user_t *a, const fl_user_t *b)
+{
+    assert_int_equal(a->user_id == NULL, b->user_id == NULL);
+    assert_int_equal(a->user_id_len, b->user_id_len);
+    if (a->user_id_len != 0) {
+        assert_memory_equal(a->user_id, b->user_id, a->user_id_len);
+    }
+    assert_int_equal(a->ntraits, b->ntraits);
+    for (size_t i = 0; i < a->ntraits; i++) {
+        same_str(a->traits[i].name, a->traits[i].name_len,
+                 b->traits[i].name, b->traits[i].name_len);
+        same_str(a->traits[i].value, a->traits[i].value_len,
+                 b->traits[i].value, b->traits[i].value_len);
+    }
+}
+
+/* The report's caller from the traits as the parser read them; the same
+ * caller, error and message from traits_json read again (r.traits NULL),
+ * as the core reads a report it did not parse. */
 static fl_status_t report_user(const char *body, size_t max_traits,
     fl_user_t *u, char *err)
 {
     result res = parse(body);
     assert_int_equal(res.rc, FL_OK);
-    return fl_report_user(&res.r, max_traits, &arena, u, err, 256);
+    assert_int_equal(res.r.traits == NULL, res.r.traits_json == NULL);
+
+    fl_status_t rc = fl_report_user(&res.r, max_traits, &arena, u, err, 256);
+
+    fl_report_t text = res.r;
+    fl_user_t again;
+    char err2[256];
+    text.traits = NULL;
+    assert_int_equal(fl_report_user(&text, max_traits, &arena, &again, err2,
+                                    256), rc);
+    if (rc == FL_OK) {
+        same_user(u, &again);
+    } else {
+        assert_string_equal(err, err2);
+    }
+    return rc;
 }
 
 static void test_report_user(void **state)
