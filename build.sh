@@ -19,6 +19,9 @@
 #                         OpenFeature OFREP providers; all, or the files given)
 #   ./build.sh valgrind   the HTTP suite with nginx under valgrind memcheck
 #   ./build.sh bench      benchmarks (bench/run.sh)
+#   ./build.sh instructions [so...]  instructions a request of the
+#                         distinct-user rows under callgrind, after a bench
+#                         (bench/instructions.sh)
 #   ./build.sh fuzz [s]   libFuzzer targets of the core, s seconds each (fuzz/run.sh)
 #   ./build.sh deb        the Debian package libnginx-mod-http-flags in build/deb/
 #   ./build.sh deps [p]   install the Debian packages the build and tests need
@@ -447,7 +450,8 @@ case $cmd in
     stop) stop ;;
     screenshot) module; screenshot "$@" ;;
     bench) need nginx wrk; module; exec "$ROOT/bench/run.sh" "$@" ;;
+    instructions) need nginx wrk valgrind; module; exec "$ROOT/bench/instructions.sh" "$@" ;;
     fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
     deb) deb ;;
-    *) echo "usage: $0 [build|run|stop|screenshot|test|unit|prove|node|valgrind|bench|fuzz|deb|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|run|stop|screenshot|test|unit|prove|node|valgrind|bench|instructions|fuzz|deb|deps]" >&2; exit 2 ;;
 esac
