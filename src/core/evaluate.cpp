@@ -192,11 +192,12 @@ bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t)
     }
 
     case Op::semver_eq: case Op::semver_gt: case Op::semver_lt: {
-        int ok = 0;
-        int c = fl_semver_cmp(v, vn, r.value.data(), r.value.size(), &ok);
-        if (!ok) {
+        /* the rule's version was read at load time */
+        Semver tv;
+        if (!semver_parse(v, vn, &tv)) {
             return false;
         }
+        int c = semver_cmp(v, tv, r.value.data(), r.semver);
         return r.op == Op::semver_eq ? c == 0
              : r.op == Op::semver_gt ? c > 0 : c < 0;
     }

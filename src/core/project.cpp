@@ -520,10 +520,7 @@ bool Loader::load_rule(const jval &v, Rule &r, std::string &why,
     r.value = str(*val);
 
     if (is_semver_op(r.op)) {
-        int ok = 0;
-        fl_semver_cmp(r.value.data(), r.value.size(), r.value.data(),
-                      r.value.size(), &ok);
-        if (!ok) {
+        if (!semver_parse(r.value.data(), r.value.size(), &r.semver)) {
             why = "\"value\" " + quoted(r.value)
                   + " is not a semantic version";
             return false;

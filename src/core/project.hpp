@@ -25,6 +25,7 @@
 #include "hash.hpp"
 #include "murmur3.hpp"
 #include "number.hpp"
+#include "semver.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,7 @@ struct Rule {
     bool                      ignore_case = false;
     std::string               value;     /* string ops, semver, regex source */
     std::vector<std::string>  values;    /* in / not_in: sorted, unique */
+    Semver                    semver{};  /* semver_*: value, read once */
     Decimal                   number;    /* gt gte lt lte */
     RegexPtr                  re;        /* regex */
     bool                      jit = false;   /* re compiled by PCRE2's JIT */

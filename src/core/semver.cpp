@@ -15,6 +15,7 @@
  */
 
 #include "flags_core.h"
+#include "semver.hpp"
 
 #include <cstring>
 
@@ -25,10 +26,8 @@ struct Span {
     size_t      n = 0;
 };
 
-struct Semver {
-    Span    num[3];     /* "0" stands in for a missing minor / patch */
-    Span    pre;        /* empty: a release */
-};
+using fl::Semver;
+using fl::SemverPart;
 
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -88,12 +87,18 @@ bool parse_idents(const char *s, size_t len, size_t *i, bool check_numeric,
     return true;
 }
 
+SemverPart part(const char *s, Span sp)
+{
+    return SemverPart{static_cast<uint32_t>(sp.p - s),
+                      static_cast<uint32_t>(sp.n)};
+}
+
 bool parse(const char *s, size_t len, Semver *v)
 {
-    static const char zero = '0';
     size_t i = 0;
 
-    if (s == nullptr) {
+    /* offsets are 32 bits; no version is nearly that long */
+    if (s == nullptr || len >= fl::zero_part) {
         return false;
     }
     if (len > 0 && s[0] == 'v') {
@@ -103,23 +108,26 @@ bool parse(const char *s, size_t len, Semver *v)
     for (int k = 0; k < 3; k++) {
         if (k > 0) {
             if (i >= len || s[i] != '.') {
-                v->num[k].p = &zero;
-                v->num[k].n = 1;
+                v->num[k] = SemverPart{fl::zero_part, 1};
                 continue;
             }
             i++;
         }
-        if (!parse_numeric(s, len, &i, &v->num[k])) {
+        Span num;
+        if (!parse_numeric(s, len, &i, &num)) {
             return false;
         }
+        v->num[k] = part(s, num);
     }
 
-    v->pre = Span();
+    v->pre = SemverPart{0, 0};
     if (i < len && s[i] == '-') {
+        Span pre;
         i++;
-        if (!parse_idents(s, len, &i, true, &v->pre)) {
+        if (!parse_idents(s, len, &i, true, &pre)) {
             return false;
         }
+        v->pre = part(s, pre);
     }
 
     if (i < len && s[i] == '+') {
@@ -131,6 +139,13 @@ bool parse(const char *s, size_t len, Semver *v)
     }
 
     return i == len;
+}
+
+/* A part's bytes in the text it was read from. */
+Span span(const char *s, SemverPart p)
+{
+    static const char zero = '0';
+    return p.at == fl::zero_part ? Span{&zero, 1} : Span{s + p.at, p.n};
 }
 
 int cmp_numeric(const char *a, size_t an, const char *b, size_t bn)
@@ -198,6 +213,28 @@ int cmp_pre(Span a, Span b)
 
 } // namespace
 
+namespace fl {
+
+bool semver_parse(const char *s, size_t len, Semver *v) noexcept
+{
+    return parse(s, len, v);
+}
+
+int semver_cmp(const char *a, const Semver &va, const char *b,
+    const Semver &vb) noexcept
+{
+    for (int k = 0; k < 3; k++) {
+        Span x = span(a, va.num[k]), y = span(b, vb.num[k]);
+        int c = cmp_numeric(x.p, x.n, y.p, y.n);
+        if (c != 0) {
+            return c;
+        }
+    }
+    return cmp_pre(span(a, va.pre), span(b, vb.pre));
+}
+
+} // namespace fl
+
 extern "C" {
 
 int fl_semver_cmp(const char *a, size_t alen, const char *b, size_t blen,
@@ -214,14 +251,7 @@ int fl_semver_cmp(const char *a, size_t alen, const char *b, size_t blen,
     if (ok) {
         *ok = 1;
     }
-
-    for (int k = 0; k < 3; k++) {
-        int c = cmp_numeric(x.num[k].p, x.num[k].n, y.num[k].p, y.num[k].n);
-        if (c != 0) {
-            return c;
-        }
-    }
-    return cmp_pre(x.pre, y.pre);
+    return fl::semver_cmp(a, x, b, y);
 }
 
 } // extern "C"
