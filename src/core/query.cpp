@@ -66,8 +66,13 @@ struct Special {
 };
 constexpr Special special{};
 
-/* Decodes %XX and '+' from src into dst (which may hold n bytes). */
-Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
+/* Decodes %XX and '+' from src into dst (which may hold n bytes).
+ * Inlined into parse()'s two calls: most names and values are a few
+ * bytes, so a call's entry and exit cost as much as the decoding. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
 {
     size_t i = 0, o = 0;
 
