@@ -200,6 +200,11 @@ typedef struct {
      * this zone's incarnation (docs/sync.md, "What a failover loses") */
     uint64_t                    sync_acked_errors;
     uint64_t                    sync_acked_enabled;
+    /* and of the cohorts', for a ramp the fleet runs */
+    uint64_t                    sync_acked_on;
+    uint64_t                    sync_acked_off;
+    uint64_t                    sync_acked_on_errors;
+    uint64_t                    sync_acked_off_errors;
     ngx_http_flags_version_t   *versions;
     size_t                      key_len;
     u_char                      key[1];

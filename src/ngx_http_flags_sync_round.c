@@ -123,9 +123,9 @@ ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
 /*
  * A flag as the round reads it from the zone.  The baseline is taken from
  * the totals when the flag has none yet, and on the first round after
- * Redis was away: for a ramp's cohorts always, for errors and enabled
- * evaluations when the outage lasted the flag's window or longer (what
- * was counted meanwhile is not sent).
+ * Redis was away for the flag's window or longer (what was counted
+ * meanwhile is not sent): errors and enabled evaluations, and a ramp's
+ * cohorts alike.
  */
 
 static void
@@ -191,9 +191,6 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
     {
         node->sync_base_errors = f->errors;
         node->sync_base_enabled = f->enabled;
-    }
-
-    if (rebase || !node->sync_based) {
         node->sync_base_on = f->on;
         node->sync_base_off = f->off;
         node->sync_base_on_errors = f->on_errors;
@@ -209,6 +206,10 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
     f->base_off = node->sync_base_off;
     f->base_on_errors = node->sync_base_on_errors;
     f->base_off_errors = node->sync_base_off_errors;
+    f->acked_on = node->sync_acked_on;
+    f->acked_off = node->sync_acked_off;
+    f->acked_on_errors = node->sync_acked_on_errors;
+    f->acked_off_errors = node->sync_acked_off_errors;
 
     if (ramped) {
         f->ramp_def = flag->ramp_def;
@@ -594,6 +595,12 @@ ngx_http_flags_sync_counted(ngx_http_flags_sync_t *s,
         node->sync_base_enabled = flags[i].enabled;
 
         if (flags[i].ramp_def) {
+            node->sync_acked_on += flags[i].on - flags[i].base_on;
+            node->sync_acked_off += flags[i].off - flags[i].base_off;
+            node->sync_acked_on_errors += flags[i].on_errors
+                                          - flags[i].base_on_errors;
+            node->sync_acked_off_errors += flags[i].off_errors
+                                           - flags[i].base_off_errors;
             node->sync_base_on = flags[i].on;
             node->sync_base_off = flags[i].off;
             node->sync_base_on_errors = flags[i].on_errors;

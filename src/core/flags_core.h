@@ -1649,6 +1649,11 @@ typedef struct {
     uint64_t                on, off, on_errors, off_errors;
     uint64_t                base_on, base_off, base_on_errors,
                             base_off_errors;
+    /* of the cohorts, the cumulative counts this incarnation has had
+     * acknowledged, as acked_errors is of the errors: a round sends
+     * acked + (totals - base) of each, and acked */
+    uint64_t                acked_on, acked_off, acked_on_errors,
+                            acked_off_errors;
     int                     ramp_stopped;   /* kill switch or override */
     int                     ramp_guard;     /* rollback not off */
     /* this host's distinct witnesses of the evidence's on errors

@@ -256,22 +256,25 @@ void ramp_def_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
     a.since(o, start);
 }
 
-/* "n1 n0 e1 e0 stopped guard actions witnesses floor": the cohorts'
- * deltas since what the fleet counted (witnessed errors), the
- * operator's actions as digits ("-": none), and this host's distinct
- * witnesses of the evidence with the floor a proof needs */
+/* "n1 n0 e1 e0 stopped guard actions witnesses floor a1 a0 ae1 ae0":
+ * the cohorts' cumulative counts this incarnation has put into the fleet
+ * (witnessed errors; acked + (totals - base), as the errors'), the
+ * operator's actions as digits ("-": none), this host's distinct
+ * witnesses of the evidence with the floor a proof needs, and what Redis
+ * acknowledged of the four counts (docs/sync.md, "What a failover
+ * loses") */
 void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
 {
     char *start = o.p;
 
     if (f->ramp_def != nullptr) {
-        o.u64(f->on - f->base_on);
+        o.u64(f->acked_on + (f->on - f->base_on));
         o.bytes(" ", 1);
-        o.u64(f->off - f->base_off);
+        o.u64(f->acked_off + (f->off - f->base_off));
         o.bytes(" ", 1);
-        o.u64(f->on_errors - f->base_on_errors);
+        o.u64(f->acked_on_errors + (f->on_errors - f->base_on_errors));
         o.bytes(" ", 1);
-        o.u64(f->off_errors - f->base_off_errors);
+        o.u64(f->acked_off_errors + (f->off_errors - f->base_off_errors));
         o.bytes(f->ramp_stopped ? " 1" : " 0", 2);
         o.bytes(f->ramp_guard ? " 1 " : " 0 ", 3);
         unsigned n = fl_sync_ramp_actions_count(f->ramp_actions);
@@ -287,6 +290,14 @@ void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
         o.u64(f->ramp_witnesses);
         o.bytes(" ", 1);
         o.u64(f->ramp_min_witnesses);
+        const uint64_t acked[] = {
+            f->acked_on, f->acked_off, f->acked_on_errors,
+            f->acked_off_errors
+        };
+        for (uint64_t v : acked) {
+            o.bytes(" ", 1);
+            o.u64(v);
+        }
     }
     a.since(o, start);
 }
@@ -469,12 +480,13 @@ extern "C" size_t fl_sync_round_bound(const fl_sync_round_t *r,
         /* each source: 8 hex digits, ':', its age, a space */
         b += ns * (8 + 1 + u32_digits + 1);
         /* the ramp: its definition (7 numbers, 3 a stage), this host's
-         * part (4 numbers, 2 flags, the actions), the seed */
+         * part (4 numbers, 2 flags, the actions, 2 numbers, what was
+         * acknowledged: 4 numbers), the seed */
         if (f->ramp_def != nullptr) {
             b += 7 * (u64_digits + 1)
                  + FL_RAMP_MAX_STAGES * (3 * (u32_digits + 1));
             b += 4 * (u64_digits + 1) + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 1
-                 + 2 * (u32_digits + 1);
+                 + 2 * (u32_digits + 1) + 4 * (u64_digits + 1);
             b += FL_SYNC_RAMP_SEED_MAX;
         }
     }

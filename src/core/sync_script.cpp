@@ -70,9 +70,12 @@
  * Time is Redis's own (TIME), so hosts' clocks need not agree.
  * A ramped entry adds three arguments (sync_round.cpp): the ramp's
  * definition, this host's part "n1 n0 e1 e0 stopped guard actions
- * witnesses floor" (witnessed errors; the host's distinct witnesses of
- * the evidence and the floor a proof needs, docs/regression.md; a host
- * of an older version sends neither, and sets no floor) and a
+ * witnesses floor a1 a0 ae1 ae0" (the cohorts' cumulative counts, the
+ * errors witnessed; the host's distinct witnesses of the evidence and
+ * the floor a proof needs, docs/regression.md; what Redis acknowledged
+ * of the four counts: fresh() adds only what it has not applied, kept in
+ * the host's hash as "c1:", "c0:", "x1:", "x0:" + the flag, with no
+ * age limit, as a ramp's evidence has no window) and a
  * seed (the host's copy of the state, taken when the fleet has none:
  * Redis restarted empty; see "A reseed" above), and the key
  * KEYS[2 + 2n + i], a hash of the ramp's state (the names in RF, then
@@ -416,16 +419,22 @@ constexpr char script[] =
     "    local seeded\n"
     "    rk = KEYS[2 + 2 * n + i]\n"
     "    r, seeded = rload(d, rk, ARGV[a + 12])\n"
-    "    local h1, h0, he1, he0, hs, hg, acts, hw, hm = string.match(\n"
-    "      ARGV[a + 11], '(%d+) (%d+) (%d+) (%d+) (%d) (%d) (%S+) ?(%d*) ?(%d*)')\n"
+    "    local h1, h0, he1, he0, hs, hg, acts, hw, hm, k1, k0, ke1, ke0 =\n"
+    "      string.match(ARGV[a + 11], '(%d+) (%d+) (%d+) (%d+) (%d) (%d) '\n"
+    "        .. '(%S+) ?(%d*) ?(%d*) ?(%d*) ?(%d*) ?(%d*) ?(%d*)')\n"
     "    local wh = redis.call('HMGET', rk, 'wit', 'held')\n"
     "    r.wit = r.wit or tonumber(wh[1] or '0') or 0\n"
     "    r.held = r.held or tonumber(wh[2] or '0') or 0\n"
     "    if seeded then r.wit, r.held = 0, 0 end\n"
     "    hw, hm = tonumber(hw) or 0, tonumber(hm) or 0\n"
     "    if hw > r.wit then r.wit = hw end\n"
-    "    r.a1, r.a0 = r.a1 + tonumber(h1), r.a0 + tonumber(h0)\n"
-    "    r.ae1, r.ae0 = r.ae1 + tonumber(he1), r.ae0 + tonumber(he0)\n"
+    "    local function cohort(pfx, c, k)\n"
+    "      return fresh(pfx .. flag, c, tonumber(k) or 0, math.huge)\n"
+    "    end\n"
+    "    r.a1 = r.a1 + cohort('c1:', h1, k1)\n"
+    "    r.a0 = r.a0 + cohort('c0:', h0, k0)\n"
+    "    r.ae1 = r.ae1 + cohort('x1:', he1, ke1)\n"
+    "    r.ae0 = r.ae0 + cohort('x0:', he0, ke0)\n"
     "    local rolled = redis.call('HEXISTS', ctl, rbf) == 1\n"
     "    if rolled then rmark(r) end\n"
     "    if not seeded and acts ~= '-' then\n"

@@ -473,6 +473,8 @@ static void test_round_bound(void **state)
     f.ramp_def = &d;
     f.ramp_seed = &seed;
     f.on = f.off = f.on_errors = f.off_errors = UINT64_MAX;
+    f.acked_on = f.acked_off = f.acked_on_errors = f.acked_off_errors
+        = UINT64_MAX;
     f.ramp_actions = 0x4444444444444444ull;
     f.ramp_stopped = f.ramp_guard = 1;
     f.ramp_witnesses = f.ramp_min_witnesses = UINT32_MAX;
@@ -483,9 +485,11 @@ static void test_round_bound(void **state)
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv,
                                         argvlen, 32, &nkeys),
                      FL_SYNC_ROUND_ARGC(1));
-    /* the actions: 16 digits; the witnesses and the floor */
+    /* the actions: 16 digits; the witnesses and the floor; what was
+     * acknowledged of the four counts */
     assert_int_equal(argvlen[FL_SYNC_ROUND_ARGC(1) - 4],
-                     4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 2 * 11);
+                     4 * 20 + 4 + 4 + FL_SYNC_RAMP_ACTIONS_MAX + 2 * 11
+                     + 4 * 21);
     free(buf);
 }
 
@@ -504,7 +508,7 @@ static void test_round_ramp(void **state)
         "0", "5 10000 60 3", "",
         "1 10000 1500 1700000000000 30 1 3 1000:60:0 50000:120:100 "
         "100000:0:0",
-        "5 15 1 0 0 1 32 0 0",
+        "5 15 1 0 0 1 32 0 0 0 0 0 0",
         "1 2 1700000000000 1700000001000 0 1700000002000 10 40 2 0 0 0 "
         "3 12 0 1 0.5 -0.25 0 0 0 7 1 2 0 0 0 0 0 0",
         "0", "0",
@@ -590,9 +594,25 @@ static void test_round_ramp(void **state)
     f.ramp_min_witnesses = 2;
     assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
                                         32, &nkeys), FL_SYNC_ROUND_ARGC(1));
-    assert_int_equal(argvlen[21], strlen("5 15 1 0 1 1 - 3 2"));
-    assert_memory_equal(argv[21], "5 15 1 0 1 1 - 3 2", argvlen[21]);
+    assert_int_equal(argvlen[21], strlen("5 15 1 0 1 1 - 3 2 0 0 0 0"));
+    assert_memory_equal(argv[21], "5 15 1 0 1 1 - 3 2 0 0 0 0", argvlen[21]);
     assert_int_equal(argvlen[22], 0);
+
+    /* cumulative, as the errors are: what was acknowledged plus what
+     * was counted since, then what was acknowledged */
+    f.acked_on = 1000;
+    f.acked_off = 2000;
+    f.acked_on_errors = 30;
+    f.acked_off_errors = 40;
+    f.base_off = 5;
+    f.off_errors = 6;
+    f.base_off_errors = 2;
+    assert_int_equal(fl_sync_round_args(&r, &f, 1, buf, bound, argv, argvlen,
+                                        32, &nkeys), FL_SYNC_ROUND_ARGC(1));
+    assert_int_equal(argvlen[21],
+                     strlen("1005 2010 31 44 1 1 - 3 2 1000 2000 30 40"));
+    assert_memory_equal(argv[21], "1005 2010 31 44 1 1 - 3 2 1000 2000 30 40",
+                        argvlen[21]);
     free(buf);
 }
 
