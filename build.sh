@@ -310,8 +310,9 @@ node_modules() {
 node_suite() {
     need nginx
     need_node
-    # the page's test (t/node/dashboard.test.js) drives Debian's chromium
-    need chromium
+    # the page's tests (t/node/dashboard*.test.js) drive Debian's chromium;
+    # the fleet's (dashboard-fleet.test.js) starts a redis-server
+    need chromium redis-server
     node_modules || return 1
     local dir=$ROOT/t/node
     export NGINX_BIN

@@ -58,8 +58,9 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
     /* flags_sync: "sync":{...} after the projects (docs/sync.md) */
     size += sizeof(",\"sync\":{\"connected\":false,\"lastSuccess\":\"\","
                    "\"lagMs\":,\"staleSeconds\":.,\"lastRoundMs\":,"
+                   "\"intervalMs\":,"
                    "\"failures\":,\"rounds\":,\"owner\":,\"tls\":false}")
-            + 24 + 7 * NGX_INT64_LEN
+            + 24 + 8 * NGX_INT64_LEN
             + sizeof(",\"master\":\"\",\"sentinel\":\"\"")
             + 2 * NGX_SOCKADDR_STRLEN;
 
@@ -150,10 +151,13 @@ ngx_http_flags_status_document(ngx_http_request_t *r, ngx_str_t *doc)
                             sync.stale_ms % 1000);
         }
 
-        p = ngx_sprintf(p, ",\"lastRoundMs\":%uL,"
+        /* the interval too, so that a reader can tell how many rounds
+         * old the view is (the page marks more than 3 as stale, as the
+         * FlagsFleetStale alert does) */
+        p = ngx_sprintf(p, ",\"lastRoundMs\":%uL,\"intervalMs\":%uL,"
                         "\"failures\":%uL,\"rounds\":%uL,\"owner\":%P,"
                         "\"tls\":%s",
-                        sync.round_ms, sync.failures,
+                        sync.round_ms, sync.interval_ms, sync.failures,
                         sync.rounds, sync.owner,
                         fmcf->sync_tls ? "true" : "false");
 

@@ -796,6 +796,18 @@
             return;
         }
         const parts = [s.connected ? 'connected' : 'NOT connected'];
+        // how old this host's view of the fleet is; stale past 3 intervals,
+        // the FlagsFleetStale alert's threshold (docs/sync.md, "Staleness")
+        const age = typeof s.staleSeconds === 'number' ? s.staleSeconds : null;
+        const stale = age !== null && s.intervalMs > 0 && age * 1000 > 3 * s.intervalMs;
+        if (age === null) {
+            parts.push('no round yet');
+        } else if (stale) {
+            parts.push('STALE: view ' + num(age, 1) + ' s old (over 3 intervals of ' +
+                       num(s.intervalMs, 0) + ' ms)');
+        } else {
+            parts.push('view ' + num(age, 1) + ' s old');
+        }
         if (s.lagMs !== undefined && s.lagMs !== null) {
             parts.push('lag ' + num(s.lagMs, 0) + ' ms');
         }
@@ -803,7 +815,7 @@
         parts.push(plural(s.failures || 0, 'failure', 'failures'));
         parts.push(plural(s.rounds || 0, 'round', 'rounds'));
         put(e, 'Fleet sync: ' + parts.join(', '), s.lastSuccess || '');
-        setClass(e, 'line ' + (s.connected && !s.failures ? 'good' : s.connected ? 'warn' : 'bad'));
+        setClass(e, 'line ' + (stale || !s.connected ? 'bad' : s.failures ? 'warn' : 'good'));
     }
 
     const KINDS = {
