@@ -98,6 +98,21 @@ for my $p (@panels) {
 }
 cmp_ok(scalar @targets, '>=', 25, scalar(@targets) . ' expressions');
 
+# how old each host's view of the fleet is, against the FlagsFleetStale
+# alert's line (t/prometheus/flags-alerts.yml: 3 intervals)
+{
+    my ($age) = grep { $_->{title} eq 'Fleet view age' } @panels;
+    ok($age, 'a panel "Fleet view age"');
+    is_deeply([map { $_->{expr} } @{ $age ? $age->{targets} : [] }],
+              ['max by (instance) (flags_sync_stale_seconds{instance=~"$instance"})',
+               '3 * max by (instance) (flags_sync_interval_seconds{instance=~"$instance"})'],
+              'Fleet view age: the staleness and its threshold, 3 intervals');
+    is($age && $age->{fieldConfig}{defaults}{unit}, 's', 'Fleet view age: in seconds');
+    my $alerts = read_file("$root/t/prometheus/flags-alerts.yml") // '';
+    like($alerts, qr/flags_sync_stale_seconds\s*>\s*3\s*\*\s*flags_sync_interval_seconds/,
+         'the alert uses the same line (3 intervals)');
+}
+
 # ---- Grafana's variables replaced --------------------------------------------
 
 # as Grafana would send them with "All" selected; the ranges are Grafana's
