@@ -21,11 +21,9 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
-const { watchPage } = require('./lib/page');
+const { watchPage, launchBrowser } = require('./lib/page');
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LIVE_MS = 2000;
 // the editor's dry run as docs/dashboard.md shows it (written to build/;
 // copied to docs/dashboard-definitions.png by hand when the page changes)
@@ -78,17 +76,7 @@ before(async () => {
         http: HTTP,
         server: SERVER,
     });
-    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
-                  '--disable-extensions', '--disable-background-networking',
-                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
-                  '--disable-dev-shm-usage'];
-    if (process.getuid && process.getuid() === 0) {
-        args.push('--no-sandbox');
-    }
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM, headless: true, args,
-        defaultViewport: { width: 1280, height: 900 },
-    });
+    browser = await launchBrowser(900);
     page = await browser.newPage();
     await page.emulateTimezone('Asia/Kolkata');
     await page.authenticate({ username: 'alice', password: 'secret' });

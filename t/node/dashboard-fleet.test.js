@@ -13,11 +13,9 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
-const { watchPage } = require('./lib/page');
+const { watchPage, launchBrowser } = require('./lib/page');
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const REDIS = process.env.REDIS_SERVER_BIN || '/usr/bin/redis-server';
 
 const SHOP = { flags: [{ name: 'new-checkout', enabled: true, rolloutPercentage: 25 }] };
@@ -63,17 +61,7 @@ before(async () => {
         location /flags-dashboard/ { flags_dashboard; allow 127.0.0.1; deny all; }
 `,
     });
-    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
-                  '--disable-extensions', '--disable-background-networking',
-                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
-                  '--disable-dev-shm-usage'];
-    if (process.getuid && process.getuid() === 0) {
-        args.push('--no-sandbox');
-    }
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM, headless: true, args,
-        defaultViewport: { width: 1280, height: 800 },
-    });
+    browser = await launchBrowser(800);
     page = await browser.newPage();
     watchPage(page, requests, problems);
 });

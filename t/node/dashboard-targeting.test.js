@@ -17,11 +17,9 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
-const { watchPage } = require('./lib/page');
+const { watchPage, launchBrowser } = require('./lib/page');
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const LIVE_MS = 2000;
 const SCREENSHOT = path.resolve(__dirname, '..', '..', 'build', 'dashboard-targeting.png');
 const AUTH = 'Basic ' + Buffer.from('alice:secret').toString('base64');
@@ -90,17 +88,7 @@ before(async () => {
         http: HTTP,
         server: SERVER,
     });
-    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
-                  '--disable-extensions', '--disable-background-networking',
-                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
-                  '--disable-dev-shm-usage'];
-    if (process.getuid && process.getuid() === 0) {
-        args.push('--no-sandbox');
-    }
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM, headless: true, args,
-        defaultViewport: { width: 1280, height: 900 },
-    });
+    browser = await launchBrowser(900);
     page = await browser.newPage();
     await page.authenticate({ username: 'alice', password: 'secret' });
     watchPage(page, requests, problems);

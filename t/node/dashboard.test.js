@@ -26,11 +26,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
 const nginx = require('./lib/nginx');
-const { watchPage } = require('./lib/page');
+const { watchPage, launchBrowser } = require('./lib/page');
 
-const CHROMIUM = process.env.CHROMIUM_BIN || '/usr/bin/chromium';
 const SCREENSHOT = path.resolve(__dirname, '..', '..', 'build', 'dashboard.png');
 const LIVE_MS = 2000;
 
@@ -110,17 +108,7 @@ before(async () => {
         http: HTTP,
         server: SERVER,
     });
-    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
-                  '--disable-extensions', '--disable-background-networking',
-                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
-                  '--disable-dev-shm-usage'];
-    if (process.getuid && process.getuid() === 0) {
-        args.push('--no-sandbox');
-    }
-    browser = await puppeteer.launch({
-        executablePath: CHROMIUM, headless: true, args,
-        defaultViewport: { width: 1280, height: 800 },
-    });
+    browser = await launchBrowser(800);
     page = await browser.newPage();
     // a zone that is not UTC: the page's times must still be UTC, and say so
     await page.emulateTimezone('Asia/Kolkata');

@@ -22,4 +22,23 @@ function watchPage(page, requests, problems) {
     });
 }
 
-module.exports = { watchPage };
+// Debian's chromium (CHROMIUM_BIN, default /usr/bin/chromium), headless,
+// through puppeteer-core: quiet (no background networking, updates or
+// sync), without the sandbox when run as root, at width x height.
+async function launchBrowser(height = 800, width = 1280) {
+    const puppeteer = require('puppeteer-core');
+    const args = ['--disable-gpu', '--no-first-run', '--no-default-browser-check',
+                  '--disable-extensions', '--disable-background-networking',
+                  '--disable-component-update', '--disable-sync', '--metrics-recording-only',
+                  '--disable-dev-shm-usage'];
+    if (process.getuid && process.getuid() === 0) {
+        args.push('--no-sandbox');
+    }
+    return puppeteer.launch({
+        executablePath: process.env.CHROMIUM_BIN || '/usr/bin/chromium',
+        headless: true, args,
+        defaultViewport: { width, height },
+    });
+}
+
+module.exports = { watchPage, launchBrowser };
