@@ -6,6 +6,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX qw(WNOHANG);
@@ -27,22 +28,11 @@ my $rdir = prefix_dir('sync-redis');
 my $redis_pid;
 
 sub redis_start {
-    $redis_pid = fork() // die "fork: $!";
-    if (!$redis_pid) {
-        open STDOUT, '>>', "$rdir/logs/redis.log";
-        open STDERR, '>&', \*STDOUT;
-        exec $redis_bin, '--port', $rport, '--bind', '127.0.0.1',
-             '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-             '--requirepass', $pass, '--dir', $rdir;
-        exit 127;
-    }
-    wait_port($rport) or die "redis-server did not listen on $rport\n";
+    $redis_pid = redis_server($rport, $rdir, '--requirepass', $pass);
 }
 
 sub redis_stop {
-    return unless $redis_pid;
-    kill 'KILL', $redis_pid;
-    waitpid $redis_pid, 0;
+    redis_kill($redis_pid);
     undef $redis_pid;
 }
 

@@ -15,6 +15,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use JSON::PP ();
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
@@ -31,23 +32,11 @@ my @dir = map { prefix_dir("fleet-ramp-$_") } 0 .. 2;
 my ($redis_pid, @pid);
 
 sub redis_start {
-    $redis_pid = fork() // die "fork: $!";
-    if (!$redis_pid) {
-        open STDOUT, '>>', "$rdir/logs/redis.log";
-        open STDERR, '>&', \*STDOUT;
-        { no warnings 'exec';
-          exec $redis_bin, '--port', $rport, '--bind', '127.0.0.1',
-               '--save', '', '--appendonly', 'no', '--daemonize', 'no',
-               '--dir', $rdir; }
-        POSIX::_exit(127);
-    }
-    wait_port($rport) or die "redis-server did not listen on $rport\n";
+    $redis_pid = redis_server($rport, $rdir);
 }
 
 sub redis_stop {
-    return unless $redis_pid;
-    kill 'KILL', $redis_pid;
-    waitpid $redis_pid, 0;
+    redis_kill($redis_pid);
     undef $redis_pid;
 }
 

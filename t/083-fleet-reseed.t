@@ -21,6 +21,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
 
@@ -37,10 +38,7 @@ my @dir = map { prefix_dir("fleet-reseed-$_") } 0 .. 2;
 my (@pid, $redis, %stopped);
 
 sub redis_start {
-    $redis = spawn("$rdir/logs/redis.log", $redis_bin, '--port', $rport,
-                   '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                   '--daemonize', 'no', '--dir', $rdir);
-    wait_port($rport) or die "redis-server did not listen on $rport\n";
+    $redis = redis_server($rport, $rdir, '--daemonize', 'no');
 }
 
 sub redis_stop { reap($redis); undef $redis; }

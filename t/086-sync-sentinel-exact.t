@@ -15,6 +15,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
@@ -35,10 +36,7 @@ END { local $?; reap($_) for values %proc }
 sub redis_start {
     my ($tag, $port, @more) = @_;
     mkdir "$rdir/$tag";
-    $proc{$tag} = spawn("$rdir/$tag.log", 'redis-server', '--port', $port,
-        '--bind', $lo, '--save', '', '--appendonly', 'no',
-        '--dir', "$rdir/$tag", @more);
-    wait_port($port) or die "redis-server $tag did not listen on $port\n";
+    $proc{$tag} = redis_server($port, "$rdir/$tag", @more);
 }
 
 sub sentinel_start {
@@ -68,13 +66,7 @@ sub kill9 {
 }
 
 # one redis-cli command: its lines (--raw)
-sub rcli {
-    my ($p, @cmd) = @_;
-    my $q = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @cmd;
-    my @out = `redis-cli -h $lo -p $p --raw $q 2>&1`;
-    chomp @out;
-    return @out;
-}
+sub rcli { redis_cli(@_) }
 
 # the fleet's error sum of a flag's window hash
 sub errors_in {

@@ -19,6 +19,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use File::Copy qw(copy);
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
@@ -39,29 +40,19 @@ my (@pid, $redis, $inspect, $sleeper);
 END { local $?; reap($_) for $sleeper, $inspect, $redis; }
 
 sub redis_start {
-    $redis = spawn("$rdir/redis.log", 'redis-server', '--port', $rport,
-                   '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                   '--dir', $rdir, '--dbfilename', 'dump.rdb',
-                   '--enable-debug-command', 'local');
-    return wait_port($rport);
+    $redis = redis_server($rport, $rdir, '--dbfilename', 'dump.rdb',
+                          '--enable-debug-command', 'local');
+    return 1;
 }
 
-sub redis_kill {
-    kill 'KILL', $redis;
-    waitpid $redis, 0;
+sub redis_gone {
+    redis_kill($redis);
     undef $redis;
 }
 
-# one redis-cli command: its lines (--raw)
-sub rcli {
-    my ($p, @cmd) = @_;
-    my $q = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @cmd;
-    my @out = `redis-cli -p $p --raw $q 2>&1`;
-    chomp @out;
-    return @out;
-}
+sub rcli { redis_cli(@_) }
 
-sub cli { rcli($rport, @_) }
+sub cli { redis_cli($rport, @_) }
 
 # the fleet's ramp of canary: its hash
 sub ramp_hash {
@@ -202,12 +193,10 @@ ok(cohorts_are($rport), 'after the snapshot, 30 more: ' . want())
     or diag(cohorts_now());
 sleep 0.5;      # acknowledged by every host
 my $acked = want();
-redis_kill();
+redis_gone();
 
-$inspect = spawn("$idir/redis.log", 'redis-server', '--port', $iport,
-                 '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                 '--dir', $idir, '--dbfilename', 'dump.rdb');
-ok(wait_port($iport), 'a redis-server of the snapshot listens');
+$inspect = redis_server($iport, $idir, '--dbfilename', 'dump.rdb');
+ok($inspect, 'a redis-server of the snapshot listens');
 is(join(' ', cohorts($iport)), $saved, "the snapshot holds $saved: it lost 30 evaluations");
 reap($inspect);
 undef $inspect;
@@ -222,7 +211,7 @@ is(cohorts_now(), $acked, "still $acked a second later");
 # redis stopped for about a second, far less than canary's window (60 s):
 # the evaluations made meanwhile reach the fleet when it is back
 cli('SAVE');
-redis_kill();
+redis_gone();
 evaluations(0, 5);
 evaluations(1, 5);
 ok(redis_start(), 'redis-server started again (its own snapshot, taken just before)');

@@ -17,6 +17,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use File::Copy qw(copy);
 use IO::Select;
 use IO::Socket::INET;
@@ -39,23 +40,14 @@ my (@pid, $redis, $inspect, $sleeper);
 END { local $?; reap($_) for $sleeper, $inspect, $redis; }
 
 sub redis_start {
-    $redis = spawn("$rdir/redis.log", 'redis-server', '--port', $rport,
-                   '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                   '--dir', $rdir, '--dbfilename', 'dump.rdb',
-                   '--enable-debug-command', 'local');
-    return wait_port($rport);
+    $redis = redis_server($rport, $rdir, '--dbfilename', 'dump.rdb',
+                          '--enable-debug-command', 'local');
+    return 1;
 }
 
-# one redis-cli command: its lines (--raw)
-sub rcli {
-    my ($p, @cmd) = @_;
-    my $q = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @cmd;
-    my @out = `redis-cli -p $p --raw $q 2>&1`;
-    chomp @out;
-    return @out;
-}
+sub rcli { redis_cli(@_) }
 
-sub cli { rcli($rport, @_) }
+sub cli { redis_cli($rport, @_) }
 
 # the fleet's sums of a flag's window hash: errors and enabled evaluations
 sub sums {
@@ -219,16 +211,13 @@ for my $i (0 .. 1) {
 }
 
 # --- the store goes back: kill -9, started from the snapshot -------------
-kill 'KILL', $redis;
-waitpid $redis, 0;
+redis_kill($redis);
 undef $redis;
 
 # what the snapshot holds, seen in a redis of its own (the hosts repair
 # the real one within a round or two)
-$inspect = spawn("$idir/redis.log", 'redis-server', '--port', $iport,
-                 '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-                 '--dir', $idir, '--dbfilename', 'dump.rdb');
-ok(wait_port($iport), 'a redis-server of the snapshot listens');
+$inspect = redis_server($iport, $idir, '--dbfilename', 'dump.rdb');
+ok($inspect, 'a redis-server of the snapshot listens');
 is_deeply([sums($iport, 'risky')], [2, 3], 'the snapshot: 2 errors, 3 enabled evaluations of risky');
 is(ctl($iport)->{ver}, $saved_ver, "the snapshot: the control hash at version $saved_ver");
 ok(defined ctl_has($iport, 'rb', 'early'), 'the snapshot: early rolled back');
