@@ -68,6 +68,23 @@ struct ngx_http_flags_sync_conf_s {
 #define NGX_HTTP_FLAGS_SYNC_SENTINELS_MAX  16
 
 
+/*
+ * A reply being read by hiredis's reader, bounded: hiredis 0.14 bounds
+ * neither a bulk string's length nor an array's element count, so the
+ * reader made by ngx_http_flags_sync_reader() counts the elements and
+ * string bytes of the reply being read and fails past max_elements or
+ * max_bytes, with too_large set.  The connection to Redis and each
+ * connection to a Sentinel hold one.
+ */
+typedef struct {
+    size_t                          max_elements;
+    size_t                          max_bytes;
+    size_t                          elements;
+    size_t                          bytes;
+    ngx_uint_t                      too_large;
+} ngx_http_flags_sync_bound_t;
+
+
 typedef struct ngx_http_flags_sync_sentinel_s  ngx_http_flags_sync_sentinel_t;
 
 
@@ -196,11 +213,7 @@ typedef struct {
     size_t                         *cmd_len;
 
     /* the bound of a reply, and what the one being read holds */
-    size_t                          max_elements;
-    size_t                          max_bytes;
-    size_t                          reply_elements;
-    size_t                          reply_bytes;
-    ngx_uint_t                      too_large;
+    ngx_http_flags_sync_bound_t     bound;
 
     u_char                          sha[41];
     ngx_uint_t                      has_sha;
@@ -236,6 +249,7 @@ void ngx_http_flags_sync_fail(ngx_http_flags_sync_t *s, const char *why,
 ngx_int_t ngx_http_flags_sync_send(ngx_http_flags_sync_t *s, char *cmd,
     int len, ngx_uint_t kind);
 ngx_int_t ngx_http_flags_sync_flush(ngx_http_flags_sync_t *s);
+redisReader *ngx_http_flags_sync_reader(ngx_http_flags_sync_bound_t *b);
 
 /* ngx_http_flags_sync_sentinel.c */
 ngx_int_t ngx_http_flags_sync_sentinel_init(ngx_http_flags_sync_t *s,

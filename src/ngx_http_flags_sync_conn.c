@@ -155,9 +155,10 @@ ngx_http_flags_sync_timeout(ngx_event_t *ev)
  * hiredis 0.14's reader bounds neither a bulk string's length nor an
  * array's element count: its reply object functions are wrapped to count
  * the elements and string bytes of the reply being read, and refuse
- * (NULL: the reader fails) past the bound.  The bytes buffered but not yet
- * parsed (a bulk string being received) are bounded in
- * ngx_http_flags_sync_read().
+ * (NULL: the reader fails) past the bound (ngx_http_flags_sync_bound_t,
+ * the reader's privdata).  The bytes buffered but not yet parsed (a bulk
+ * string being received) are bounded by the reader's owner
+ * (ngx_http_flags_sync_read(), the Sentinel's read handler).
  */
 
 static redisReplyObjectFunctions  ngx_http_flags_sync_fn;
@@ -168,21 +169,19 @@ static ngx_uint_t
 ngx_http_flags_sync_count(const redisReadTask *task, size_t elements,
     size_t bytes)
 {
-    ngx_http_flags_sync_t  *s = task->privdata;
+    ngx_http_flags_sync_bound_t  *b = task->privdata;
 
     if (task->parent == NULL) {
         /* a reply begins */
-        s->reply_elements = 1;
-        s->reply_bytes = 0;
+        b->elements = 1;
+        b->bytes = 0;
     }
 
-    s->reply_elements += elements;
-    s->reply_bytes += bytes;
+    b->elements += elements;
+    b->bytes += bytes;
 
-    if (s->reply_elements > s->max_elements
-        || s->reply_bytes > s->max_bytes)
-    {
-        s->too_large = 1;
+    if (b->elements > b->max_elements || b->bytes > b->max_bytes) {
+        b->too_large = 1;
         return 0;
     }
 
@@ -234,8 +233,10 @@ ngx_http_flags_sync_nil(const redisReadTask *task)
 }
 
 
-static redisReader *
-ngx_http_flags_sync_reader(ngx_http_flags_sync_t *s)
+/* A hiredis reader bounded by b (its max_elements and max_bytes set). */
+
+redisReader *
+ngx_http_flags_sync_reader(ngx_http_flags_sync_bound_t *b)
 {
     redisReader  *r;
 
@@ -255,8 +256,8 @@ ngx_http_flags_sync_reader(ngx_http_flags_sync_t *s)
     }
 
     r->fn = &ngx_http_flags_sync_fn;
-    r->privdata = s;
-    s->too_large = 0;
+    r->privdata = b;
+    b->too_large = 0;
 
     return r;
 }
@@ -310,7 +311,7 @@ ngx_http_flags_sync_connect(ngx_http_flags_sync_t *s)
     c->read->handler = ngx_http_flags_sync_read;
     c->write->handler = ngx_http_flags_sync_write;
 
-    s->reader = ngx_http_flags_sync_reader(s);
+    s->reader = ngx_http_flags_sync_reader(&s->bound);
     if (s->reader == NULL) {
         ngx_http_flags_sync_fail(s, "out of memory", NULL);
         return;
@@ -725,11 +726,11 @@ ngx_http_flags_sync_replies(ngx_http_flags_sync_t *s)
         reply = NULL;
 
         if (redisReaderGetReply(s->reader, (void **) &reply) != REDIS_OK) {
-            if (s->too_large) {
+            if (s->bound.too_large) {
                 detail.data = msg;
                 detail.len = ngx_sprintf(msg, "more than %uz elements "
                                          "or %uz bytes of strings",
-                                         s->max_elements, s->max_bytes)
+                                         s->bound.max_elements, s->bound.max_bytes)
                              - msg;
                 ngx_http_flags_sync_fail(s, "reply too large", &detail);
                 return NGX_ERROR;
@@ -754,10 +755,10 @@ ngx_http_flags_sync_replies(ngx_http_flags_sync_t *s)
 
     /* what is left is a reply not complete yet: a bulk string whose
      * length no legitimate reply reaches is not awaited */
-    if (s->reader->len - s->reader->pos > s->max_bytes) {
+    if (s->reader->len - s->reader->pos > s->bound.max_bytes) {
         detail.data = msg;
         detail.len = ngx_sprintf(msg, "more than %uz bytes not yet "
-                                 "parsed", s->max_bytes)
+                                 "parsed", s->bound.max_bytes)
                      - msg;
         ngx_http_flags_sync_fail(s, "reply too large", &detail);
         return NGX_ERROR;

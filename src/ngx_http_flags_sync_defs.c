@@ -415,14 +415,14 @@ ngx_http_flags_sync_defs_bound(ngx_http_flags_sync_t *s)
         }
     }
 
-    s->max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
+    s->bound.max_elements = NGX_HTTP_FLAGS_SYNC_ELTS_MIN
                       + NGX_HTTP_FLAGS_SYNC_ELTS_FLAG * nflags;
-    s->max_bytes = NGX_HTTP_FLAGS_SYNC_BYTES_MIN
-                   + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->max_elements;
+    s->bound.max_bytes = NGX_HTTP_FLAGS_SYNC_BYTES_MIN
+                   + NGX_HTTP_FLAGS_SYNC_ELT_BYTES * s->bound.max_elements;
 
     if (runtime) {
         /* an entry lists at most every name twice: bounded by a doc */
-        s->max_bytes += 2 * ngx_max(4 * doc,
+        s->bound.max_bytes += 2 * ngx_max(4 * doc,
                                     NGX_HTTP_FLAGS_DEFINITIONS_MAX_SIZE);
     }
 }

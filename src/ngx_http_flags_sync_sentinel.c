@@ -55,9 +55,7 @@ typedef struct {
     char                          *out;         /* hiredis's command */
     size_t                         out_len;
     size_t                         out_sent;
-    size_t                         elements;    /* of the reply read */
-    size_t                         bytes;
-    ngx_uint_t                     too_large;
+    ngx_http_flags_sync_bound_t    bound;       /* of the reply read */
 } ngx_http_flags_sync_sconn_t;
 
 
@@ -450,85 +448,6 @@ ngx_http_flags_sync_sub_lost(ngx_http_flags_sync_t *s, const char *why,
 
 /* ------------------------------------------- a connection to a Sentinel */
 
-/*
- * hiredis's reply functions, wrapped to bound a reply's elements and
- * bytes as the connection to Redis does (ngx_http_flags_sync_conn.c):
- * the privdata is the Sentinel connection.
- */
-
-static redisReplyObjectFunctions  ngx_http_flags_sync_sfn;
-static redisReplyObjectFunctions  ngx_http_flags_sync_sfn_hiredis;
-
-
-static ngx_uint_t
-ngx_http_flags_sync_scount(const redisReadTask *task, size_t elements,
-    size_t bytes)
-{
-    ngx_http_flags_sync_sconn_t  *sc = task->privdata;
-
-    if (task->parent == NULL) {
-        sc->elements = 1;
-        sc->bytes = 0;
-    }
-
-    sc->elements += elements;
-    sc->bytes += bytes;
-
-    if (sc->elements > NGX_HTTP_FLAGS_SENTINEL_ELEMENTS
-        || sc->bytes > NGX_HTTP_FLAGS_SENTINEL_BYTES)
-    {
-        sc->too_large = 1;
-        return 0;
-    }
-
-    return 1;
-}
-
-
-static void *
-ngx_http_flags_sync_sstring(const redisReadTask *task, char *str, size_t len)
-{
-    if (!ngx_http_flags_sync_scount(task, 0, len)) {
-        return NULL;
-    }
-
-    return ngx_http_flags_sync_sfn_hiredis.createString(task, str, len);
-}
-
-
-static void *
-ngx_http_flags_sync_sarray(const redisReadTask *task, int elements)
-{
-    if (!ngx_http_flags_sync_scount(task, elements > 0 ? elements : 0, 0)) {
-        return NULL;
-    }
-
-    return ngx_http_flags_sync_sfn_hiredis.createArray(task, elements);
-}
-
-
-static void *
-ngx_http_flags_sync_sinteger(const redisReadTask *task, long long value)
-{
-    if (!ngx_http_flags_sync_scount(task, 0, 0)) {
-        return NULL;
-    }
-
-    return ngx_http_flags_sync_sfn_hiredis.createInteger(task, value);
-}
-
-
-static void *
-ngx_http_flags_sync_snil(const redisReadTask *task)
-{
-    if (!ngx_http_flags_sync_scount(task, 0, 0)) {
-        return NULL;
-    }
-
-    return ngx_http_flags_sync_sfn_hiredis.createNil(task);
-}
-
-
 static ngx_int_t
 ngx_http_flags_sync_sconn_open(ngx_http_flags_sync_sconn_t *sc,
     ngx_uint_t index)
@@ -570,24 +489,15 @@ ngx_http_flags_sync_sconn_open(ngx_http_flags_sync_sconn_t *sc,
     sc->out_len = len;
     sc->out_sent = 0;
 
-    sc->reader = redisReaderCreate();
+    /* bounded as the connection to Redis is (ngx_http_flags_sync_conn.c) */
+    sc->bound.max_elements = NGX_HTTP_FLAGS_SENTINEL_ELEMENTS;
+    sc->bound.max_bytes = NGX_HTTP_FLAGS_SENTINEL_BYTES;
+
+    sc->reader = ngx_http_flags_sync_reader(&sc->bound);
     if (sc->reader == NULL) {
         ngx_http_flags_sync_sconn_close(sc);
         return NGX_ERROR;
     }
-
-    if (ngx_http_flags_sync_sfn.createArray == NULL) {
-        ngx_http_flags_sync_sfn_hiredis = *sc->reader->fn;
-        ngx_http_flags_sync_sfn = *sc->reader->fn;
-        ngx_http_flags_sync_sfn.createString = ngx_http_flags_sync_sstring;
-        ngx_http_flags_sync_sfn.createArray = ngx_http_flags_sync_sarray;
-        ngx_http_flags_sync_sfn.createInteger = ngx_http_flags_sync_sinteger;
-        ngx_http_flags_sync_sfn.createNil = ngx_http_flags_sync_snil;
-    }
-
-    sc->reader->fn = &ngx_http_flags_sync_sfn;
-    sc->reader->privdata = sc;
-    sc->too_large = 0;
 
     ngx_memzero(&sc->pc, sizeof(ngx_peer_connection_t));
 
@@ -840,7 +750,7 @@ ngx_http_flags_sync_sconn_read(ngx_event_t *rev)
 
             if (redisReaderGetReply(sc->reader, (void **) &reply) != REDIS_OK)
             {
-                ngx_http_flags_sync_sconn_failed(sc, sc->too_large
+                ngx_http_flags_sync_sconn_failed(sc, sc->bound.too_large
                                                  ? "reply too large"
                                                  : "protocol error", NULL);
                 return;
@@ -861,8 +771,7 @@ ngx_http_flags_sync_sconn_read(ngx_event_t *rev)
         }
 
         /* a bulk string longer than any answer is not awaited */
-        if (sc->reader->len - sc->reader->pos > NGX_HTTP_FLAGS_SENTINEL_BYTES)
-        {
+        if (sc->reader->len - sc->reader->pos > sc->bound.max_bytes) {
             ngx_http_flags_sync_sconn_failed(sc, "reply too large", NULL);
             return;
         }
