@@ -123,9 +123,9 @@ ngx_http_flags_sync_control(ngx_http_flags_flag_t *flag,
 /*
  * A flag as the round reads it from the zone.  The baseline is taken from
  * the totals when the flag has none yet, and on the first round after
- * Redis was away for the flag's window or longer (what was counted
- * meanwhile is not sent): errors and enabled evaluations, and a ramp's
- * cohorts alike.
+ * Redis was away: for a ramp's cohorts always, for errors and enabled
+ * evaluations when the outage lasted the flag's window or longer (what
+ * was counted meanwhile is not sent).
  */
 
 static void
@@ -191,6 +191,12 @@ ngx_http_flags_sync_read_flag(ngx_http_flags_defs_t *defs,
     {
         node->sync_base_errors = f->errors;
         node->sync_base_enabled = f->enabled;
+    }
+
+    if (rebase || !node->sync_based) {
+        /* a ramp's ticks are Redis's: what its cohorts counted while
+         * Redis was away is this host's, never the fleet's (what was
+         * acknowledged before still counts once: sync_acked_*) */
         node->sync_base_on = f->on;
         node->sync_base_off = f->off;
         node->sync_base_on_errors = f->on_errors;

@@ -11,8 +11,9 @@
 #  - SAVE, more evaluations, redis-server killed (-9) and started from the
 #    snapshot: the store lost counts it had acknowledged; the hosts' next
 #    rounds add them again, once, and nothing else;
-#  - a short outage (redis stopped for a second, shorter than the flag's
-#    window): what was counted meanwhile is sent when it is back.
+#  - an outage (redis stopped for a second): what was counted meanwhile is
+#    each host's own, never the fleet's (a ramp's ticks are Redis's); what
+#    comes after counts, once.
 use strict;
 use warnings;
 use Test::More;
@@ -162,24 +163,34 @@ ok(cohorts_are($rport), 'the fleet holds them: ' . want())
     or diag(cohorts_now());
 
 # --- a reply lost after the script ran ------------------------------------
-# DEBUG SLEEP 3 holds redis longer than a round's timeout (2 s at 200ms):
-# the round sent meanwhile times out, its connection is closed, then redis
-# wakes and runs it; its answer is lost.  The next round sends the same
-# cumulative counts and more: the script adds only the difference.
+# DEBUG SLEEP 3 holds redis longer than a round's timeout (2 s at 200ms).
+# Every command redis runs is watched (MONITOR): the sleep starts just
+# after a call of the host, the evaluations follow at once, so the host's
+# next call carries them all; that call times out, its connection is
+# closed, then redis wakes and runs it: applied, its answer lost.  The
+# next rounds send the same cumulative counts: the script adds nothing.
+my $mon = redis_monitor($rport);
 for my $i (0 .. 1) {
     my $timeouts = log_lines($i, qr/flags: sync: redis at 127\.0\.0\.1:\d+: timed out/);
+    my $call;
+    while (defined(my $l = $mon->line(5))) {
+        $call = $l, last if $l =~ /"EVAL(?:SHA)?"/ && $l =~ /"t089c:\{shop\}:h:h$i:[0-9a-f]{16}"/;
+    }
+    ok($call, "host $i: a call just ran");
     $sleeper = spawn("$rdir/sleep.log", 'redis-cli', '-p', $rport, 'DEBUG', 'SLEEP', '3');
-    sleep 0.05;
+    sleep 0.02;
     evaluations($i, 10);
     ok(wait_for(sub { log_lines($i, qr/flags: sync: redis at 127\.0\.0\.1:\d+: timed out/) > $timeouts }, 5),
-       "host $i: a round timed out while redis slept");
+       "host $i: its round timed out while redis slept");
     waitpid $sleeper, 0;
     undef $sleeper;
     ok(wait_for(sub { my $s = host_status($port[$i]); $s && $s->{sync}{connected} }, 5),
        "host $i: connected again");
     ok(cohorts_are($rport), "host $i: its 10 evaluations counted once: " . want())
         or diag(cohorts_now());
+    1 while defined $mon->line(0.05);
 }
+$mon->close;
 sleep 1;        # five rounds more: nothing is added twice
 is(cohorts_now(), want(), 'still ' . want() . ' a second later');
 
@@ -207,15 +218,28 @@ ok(cohorts_are($rport, 10), "the hosts added what it lost, once: $acked")
 sleep 1;
 is(cohorts_now(), $acked, "still $acked a second later");
 
-# --- a short outage ---------------------------------------------------------
-# redis stopped for about a second, far less than canary's window (60 s):
-# the evaluations made meanwhile reach the fleet when it is back
+# --- an outage ---------------------------------------------------------------
+# redis stopped for about a second: a ramp's ticks are Redis's, so the
+# evaluations made meanwhile are each host's own, never the fleet's
+# (docs/sync.md, "Rejoining"); what was acknowledged before still counts
+# once, and what comes after counts again
 cli('SAVE');
+my $before_outage = want();
 redis_gone();
+my ($on0, $off0) = ($on, $off);
 evaluations(0, 5);
 evaluations(1, 5);
+($base1, $base0) = ($base1 - ($on - $on0), $base0 - ($off - $off0));
 ok(redis_start(), 'redis-server started again (its own snapshot, taken just before)');
-ok(cohorts_are($rport, 10), 'the evaluations made while it was away arrive: ' . want())
+for my $i (0 .. 1) {
+    ok(wait_for(sub { my $s = host_status($port[$i]); $s && $s->{sync}{connected} }, 15),
+       "host $i: connected again");
+}
+sleep 1;        # five rounds: nothing of the outage arrives
+is(cohorts_now(), $before_outage, "the 10 evaluations made while it was away are not the fleet's: $before_outage");
+evaluations(0, 4);
+evaluations(1, 4);
+ok(cohorts_are($rport), 'the 8 made after it are: ' . want())
     or diag(cohorts_now());
 sleep 1;
 is(cohorts_now(), want(), 'and once: still ' . want());
