@@ -295,10 +295,12 @@ test('cohort rates are the recent ones: red while the on cohort fails more, not 
     await nginx.reportErrors(ng.base, 'pub_shop_1', 'recovering', 3);
     // a report with no evaluation on this host: no "(2 of 0)"
     await nginx.reportErrors(ng.base, 'pub_billing_1', ODD, 2);
-    await page.waitForFunction((s) => document.querySelector(`${s} dd.two span.worse`), { timeout: 7000 }, sel);
+    // reports make no event: the page shows them at its next 5 s reading
+    // (12 s: two readings, for a sanitizer build on a busy machine)
+    await page.waitForFunction((s) => document.querySelector(`${s} dd.two span.worse`), { timeout: 12000 }, sel);
     assert.match((await card('shop', 'recovering')).text, /on \d+(\.\d+)? % \(3 errors \/ \d+ evals\) · off 0 % \(0 errors \/ \d+ evals\) · last \d+ s/);
     await page.waitForFunction((o) => [...document.querySelectorAll('article.flag')]
-        .find((a) => a.dataset.flag === o).textContent.includes('on no evaluation, 2 errors'), { timeout: 7000 }, ODD);
+        .find((a) => a.dataset.flag === o).textContent.includes('on no evaluation, 2 errors'), { timeout: 12000 }, ODD);
     assert.doesNotMatch((await card('billing', ODD)).text, /\/ 0 evals|of 0\)/);
     // the errors stop; the users keep coming: the card is no longer red
     // although the totals still hold the 3 errors
