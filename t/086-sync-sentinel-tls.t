@@ -10,6 +10,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use Time::HiRes qw(sleep time);
 
 my $redis_bin = `command -v redis-server 2>/dev/null`;
@@ -24,23 +25,10 @@ plan skip_all => 'openssl is not installed' unless $openssl;
 
 my $d = prefix_dir('sentinel-tls');
 my $pki = "$d/pki";
-mkdir $pki or die "mkdir $pki: $!";
-
-sub ossl {
-    my (@args) = @_;
-    system("cd '$pki' && '$openssl' @args >>openssl.log 2>&1") == 0
-        or die "openssl @args failed: " . (read_file("$pki/openssl.log") // '');
-}
 
 # one certificate for 127.0.0.1 serves the master and the Sentinel, and
 # is the client certificate redis asks of its replica links
-my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
-ossl("req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=flags-test-ca");
-ossl("req -x509 $ec -keyout wrong-ca.key -out wrong-ca.pem -days 2 -subj /CN=flags-wrong-ca");
-write_file("$pki/server.ext", "subjectAltName=IP:127.0.0.1\n");
-ossl("req $ec -keyout server.key -out server.csr -subj /CN=127.0.0.1");
-ossl("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -set_serial 2 -days 2 -extfile server.ext -out server.pem");
-chmod 0600, "$pki/server.key";
+redis_pki($pki, 'IP:127.0.0.1');
 
 my @tls = ('--tls-cert-file', "$pki/server.pem", '--tls-key-file', "$pki/server.key",
            '--tls-ca-cert-file', "$pki/ca.pem", '--tls-auth-clients', 'no');

@@ -9,6 +9,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
+use FlagsRedis;
 use IO::Socket::INET;
 use JSON::PP ();
 use POSIX ();
@@ -23,26 +24,10 @@ plan skip_all => 'openssl is not installed' unless $openssl;
 
 my $d = prefix_dir('sync-tls');
 my $pki = "$d/pki";
-mkdir $pki or die "mkdir $pki: $!";
 
 # --- certificates: a CA, redis's certificate (127.0.0.1 and redis.test),
 # a client's, and a CA that signed neither ---------------------------------
-sub ossl {
-    my (@args) = @_;
-    system("cd '$pki' && '$openssl' @args >>openssl.log 2>&1") == 0
-        or die "openssl @args failed: " . (read_file("$pki/openssl.log") // '');
-}
-
-my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
-ossl("req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=flags-test-ca");
-ossl("req -x509 $ec -keyout wrong-ca.key -out wrong-ca.pem -days 2 -subj /CN=flags-wrong-ca");
-write_file("$pki/server.ext", "subjectAltName=IP:127.0.0.1,DNS:redis.test\n");
-ossl("req $ec -keyout server.key -out server.csr -subj /CN=127.0.0.1");
-ossl("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -set_serial 2 -days 2 -extfile server.ext -out server.pem");
-write_file("$pki/client.ext", "extendedKeyUsage=clientAuth\n");
-ossl("req $ec -keyout client.key -out client.csr -subj /CN=flags-client");
-ossl("x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial 3 -days 2 -extfile client.ext -out client.pem");
-chmod 0600, "$pki/client.key", "$pki/server.key";
+redis_pki($pki, 'IP:127.0.0.1,DNS:redis.test', 1);
 
 # --- redis-server on a TLS port only ---------------------------------------
 my $rport = unused_port();

@@ -10,6 +10,7 @@ package FlagsRedis;
 #   my @lines = redis_cli($port, 'HGETALL', $key); # --raw, one line a value
 #   my $mon = redis_monitor($port);                # MONITOR: every command
 #   my $l = $mon->line($seconds);                  # the next one, or undef
+#   redis_pki($pki, $san, $client);                # certificates for TLS
 #
 # @more are more redis-server arguments ('--requirepass', 'x', ...); they
 # follow the defaults, so a later '--save' or '--dbfilename' wins.  The
@@ -23,7 +24,7 @@ use IO::Select;
 use IO::Socket::INET;
 use Time::HiRes qw(time);
 
-our @EXPORT = qw(redis_server redis_kill redis_cli redis_monitor);
+our @EXPORT = qw(redis_server redis_kill redis_cli redis_monitor redis_pki);
 
 sub redis_server {
     my ($port, $dir, @more) = @_;
@@ -49,6 +50,36 @@ sub redis_cli {
     my @out = `redis-cli -h 127.0.0.1 -p $port --raw $q 2>&1`;
     chomp @out;
     return @out;
+}
+
+# Certificates for the TLS tests, made by openssl in the directory $pki
+# (created here; openssl's output in $pki/openssl.log): a CA (ca.pem,
+# ca.key), a CA that signs nothing else (wrong-ca.pem), redis's
+# certificate signed by the CA for the subjectAltName $san (server.pem,
+# server.key) and, when $client is true, a client certificate
+# (client.pem, client.key).  Keys are mode 0600.
+sub redis_pki {
+    my ($pki, $san, $client) = @_;
+    my $openssl = `command -v openssl 2>/dev/null`;
+    chomp $openssl;
+    die "openssl is not installed\n" unless $openssl;
+    mkdir $pki or die "mkdir $pki: $!";
+    my $ossl = sub {
+        system("cd '$pki' && '$openssl' @_ >>openssl.log 2>&1") == 0
+            or die "openssl @_ failed: " . (FlagsTest::read_file("$pki/openssl.log") // '');
+    };
+    my $ec = '-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';
+    $ossl->("req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj /CN=flags-test-ca");
+    $ossl->("req -x509 $ec -keyout wrong-ca.key -out wrong-ca.pem -days 2 -subj /CN=flags-wrong-ca");
+    FlagsTest::write_file("$pki/server.ext", "subjectAltName=$san\n");
+    $ossl->("req $ec -keyout server.key -out server.csr -subj /CN=127.0.0.1");
+    $ossl->("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -set_serial 2 -days 2 -extfile server.ext -out server.pem");
+    chmod 0600, "$pki/server.key";
+    return unless $client;
+    FlagsTest::write_file("$pki/client.ext", "extendedKeyUsage=clientAuth\n");
+    $ossl->("req $ec -keyout client.key -out client.csr -subj /CN=flags-client");
+    $ossl->("x509 -req -in client.csr -CA ca.pem -CAkey ca.key -set_serial 3 -days 2 -extfile client.ext -out client.pem");
+    chmod 0600, "$pki/client.key";
 }
 
 # MONITOR on a connection of its own: every command the server runs, one
