@@ -51,16 +51,14 @@ sub redis_gone {
     undef $redis;
 }
 
-sub rcli { redis_cli(@_) }
-
 sub cli { redis_cli($rport, @_) }
 
 # the fleet's ramp of canary: its hash
 sub ramp_hash {
     my ($p) = @_;
-    my ($key) = grep { /:r:[0-9a-f]{16}:canary$/ } rcli($p, 'KEYS', 't089c:{shop}:r:*');
+    my ($key) = grep { /:r:[0-9a-f]{16}:canary$/ } redis_cli($p, 'KEYS', 't089c:{shop}:r:*');
     return {} unless $key;
-    my %h = rcli($p, 'HGETALL', $key);
+    my %h = redis_cli($p, 'HGETALL', $key);
     return \%h;
 }
 
@@ -172,11 +170,7 @@ ok(cohorts_are($rport), 'the fleet holds them: ' . want())
 my $mon = redis_monitor($rport);
 for my $i (0 .. 1) {
     my $timeouts = log_lines($i, qr/flags: sync: redis at 127\.0\.0\.1:\d+: timed out/);
-    my $call;
-    while (defined(my $l = $mon->line(5))) {
-        $call = $l, last if $l =~ /"EVAL(?:SHA)?"/ && $l =~ /"t089c:\{shop\}:h:h$i:[0-9a-f]{16}"/;
-    }
-    ok($call, "host $i: a call just ran");
+    ok($mon->next_call(qr/"t089c:\{shop\}:h:h$i:[0-9a-f]{16}"/, 5), "host $i: a call just ran");
     $sleeper = spawn("$rdir/sleep.log", 'redis-cli', '-p', $rport, 'DEBUG', 'SLEEP', '3');
     sleep 0.02;
     evaluations($i, 10);

@@ -19,8 +19,6 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use FlagsRedis;
 use File::Copy qw(copy);
-use IO::Select;
-use IO::Socket::INET;
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
 
@@ -45,16 +43,14 @@ sub redis_start {
     return 1;
 }
 
-sub rcli { redis_cli(@_) }
-
 sub cli { redis_cli($rport, @_) }
 
 # the fleet's sums of a flag's window hash: errors and enabled evaluations
 sub sums {
     my ($p, $flag) = @_;
-    my ($key) = grep { /:\Q$flag\E$/ } rcli($p, 'KEYS', 't089:{shop}:w:*');
+    my ($key) = grep { /:\Q$flag\E$/ } redis_cli($p, 'KEYS', 't089:{shop}:w:*');
     return (0, 0) unless $key;
-    my %h = rcli($p, 'HGETALL', $key);
+    my %h = redis_cli($p, 'HGETALL', $key);
     my ($e, $n) = (0, 0);
     for my $k (keys %h) {
         $e += $h{$k} if $k =~ /:e$/;
@@ -65,7 +61,7 @@ sub sums {
 
 sub ctl {
     my ($p) = @_;
-    my %h = rcli($p, 'HGETALL', 't089:{shop}:ctl');
+    my %h = redis_cli($p, 'HGETALL', 't089:{shop}:ctl');
     return \%h;
 }
 
@@ -268,37 +264,14 @@ for my $i (0 .. 1) {
 # is watched (MONITOR, read here): the sleep starts just after a call of
 # the host, so its next call, carrying the error reported meanwhile, is
 # the one whose answer is lost.
-my ($mon, $mbuf) = (undef, '');
-
-sub mon_line {
-    my ($timeout) = @_;
-    my $until = time + $timeout;
-    while ($mbuf !~ /\r\n/) {
-        my $left = $until - time;
-        return undef if $left <= 0;
-        return undef unless IO::Select->new($mon)->can_read($left);
-        my $n = sysread($mon, $mbuf, 65536, length $mbuf);
-        return undef unless $n;
-    }
-    $mbuf =~ s/^(.*?)\r\n//s;
-    return $1;
-}
+my $mon = eval { redis_monitor($rport) };
+ok($mon, 'MONITOR: every command redis runs is seen (+OK)') or diag($@);
 
 # the next call of host $i that redis runs, or undef
 sub next_call {
     my ($i, $timeout) = @_;
-    my $until = time + $timeout;
-    while (time < $until) {
-        my $l = mon_line($until - time) // return undef;
-        return $l if $l =~ /"EVAL(?:SHA)?"/ && $l =~ /"t089:\{shop\}:h:h$i:[0-9a-f]{16}"/;
-    }
-    return undef;
+    return $mon->next_call(qr/"t089:\{shop\}:h:h$i:[0-9a-f]{16}"/, $timeout);
 }
-
-$mon = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rport, Timeout => 5)
-    or die "monitor: $!";
-print $mon "MONITOR\r\n";
-is(mon_line(5), '+OK', 'MONITOR: every command redis runs is seen');
 
 my $expect = 5;
 for my $i (0 .. 1) {
@@ -326,7 +299,7 @@ for my $i (0 .. 1) {
     ok(sums_are($expect, 6, 5), "the fleet holds $expect errors of risky")
         or diag(join ' ', sums($rport, 'risky'));
 }
-close $mon;
+$mon->close;
 sleep 1;
 is_deeply([sums($rport, 'risky')], [7, 6], 'still 7 errors: no lost answer counted twice');
 for my $i (0 .. 1) {

@@ -10,6 +10,7 @@ package FlagsRedis;
 #   my @lines = redis_cli($port, 'HGETALL', $key); # --raw, one line a value
 #   my $mon = redis_monitor($port);                # MONITOR: every command
 #   my $l = $mon->line($seconds);                  # the next one, or undef
+#   my $c = $mon->next_call(qr/h:h0:/, $seconds);  # the next EVAL(SHA) matching
 #   redis_pki($pki, $san, $client);                # certificates for TLS
 #
 # @more are more redis-server arguments ('--requirepass', 'x', ...); they
@@ -111,6 +112,18 @@ sub line {
     }
     $self->{buf} =~ s/^(.*?)\r\n//s;
     return $1;
+}
+
+# the next EVAL or EVALSHA whose line matches $re within $timeout
+# seconds (a host's call: its key), or undef
+sub next_call {
+    my ($self, $re, $timeout) = @_;
+    my $until = Time::HiRes::time() + $timeout;
+    while (Time::HiRes::time() < $until) {
+        my $l = $self->line($until - Time::HiRes::time()) // return undef;
+        return $l if $l =~ /"EVAL(?:SHA)?"/ && $l =~ $re;
+    }
+    return undef;
 }
 
 sub close { close $_[0]{sock} }
