@@ -47,16 +47,11 @@ inline uint64_t zero_bytes(uint64_t x)
     return ~(((x & lows) + lows) | x | lows);
 }
 
-/* Whether eight bytes hold a '%', a '+' or a NUL (a zero byte of x ^ c
- * borrows in (x ^ c) - 0x01..01; a false alarm only sends the word to the
- * byte loop). */
+/* Whether eight bytes hold a '%', a '+' or a NUL. */
 inline bool special_word(uint64_t x)
 {
-    constexpr uint64_t highs = 0x8080808080808080ull;
-    uint64_t pc = x ^ (ones * '%');
-    uint64_t pl = x ^ (ones * '+');
-    return ((((pc - ones) & ~pc) | ((pl - ones) & ~pl) | ((x - ones) & ~x))
-            & highs) != 0;
+    return (zero_bytes(x ^ (ones * '%')) | zero_bytes(x ^ (ones * '+'))
+            | zero_bytes(x)) != 0;
 }
 
 /* The bytes decode() must look at: '%', '+' and NUL. */
