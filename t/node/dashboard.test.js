@@ -289,6 +289,11 @@ test('the rollback reason and the ramp line are whole; a rolled-back ramp is not
 
 test('cohort rates are the recent ones: red while the on cohort fails more, not after', async () => {
     const sel = 'article.flag[data-flag="recovering"]';
+    // the evaluations and the three reports go in right after a reading,
+    // so that no reading falls between them: one that did would show
+    // 2 errors, and the next (its base that reading) 1; CI once saw
+    // "2 errors / 10 evals"
+    await page.waitForResponse((r) => /status\.json$/.test(r.url()), { timeout: 12000 });
     for (let i = 0; i < 20; i++) {
         await nginx.getFlags(ng.base, 'pub_shop_1', `r-${i}`);
     }
