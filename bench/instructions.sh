@@ -20,6 +20,9 @@
 # misses: it says what the module's code costs, not how long a request
 # takes; bench/run.sh says that.
 #
+# INSTR_KEEP=DIR keeps each row's callgrind profile there (MODULE-PATH.callgrind)
+# for callgrind_annotate, to see where a row's instructions go.
+#
 # Output: a table (MODULE, row, instructions a request of the module and of
 # the baseline, the module's own added instructions, baseline / module),
 # printed and written to BENCH_OUT/instructions.md.
@@ -87,6 +90,10 @@ count() {
     local f
     f=$(ls -t "$OUT"/instructions-cg.out* | head -1)
     total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+    if [ -n "${INSTR_KEEP:-}" ]; then
+        mkdir -p "$INSTR_KEEP"
+        cp "$f" "$INSTR_KEEP/$(basename "$SO_NOW" .so)$(printf '%s' "${path%%\?*}" | tr / -).callgrind"
+    fi
     rm -f "$OUT"/instructions-cg.out*
     [ -n "$n" ] && [ "$n" -gt 0 ] && [ -n "$total" ] || die "$path: no count (requests '$n', instructions '$total')"
     echo $((total / n))
@@ -104,6 +111,7 @@ for so in "$@"; do
     [ -f "$so" ] || die "no $so"
     say "$(basename "$so"): nginx under callgrind"
     cp "$so" "$PREFIX/modules/ngx_http_flags_module.so"
+    SO_NOW=$so
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/instructions-cg.out" \
         "$NGINX_BIN" -p "$PREFIX" -c conf/instructions.conf >"$OUT/instructions-valgrind.log" 2>&1 &
     VG_PID=$!
