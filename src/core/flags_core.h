@@ -232,7 +232,9 @@ typedef struct {
  * parameters wins, unknown parameters ignored.  A malformed escape, a
  * decoded NUL byte, a userId or trait value over FL_MAX_VALUE_LEN bytes, a
  * trait name over FL_MAX_TRAIT_NAME_LEN bytes or more than max_traits
- * distinct traits give FL_ERR_QUERY with a message. */
+ * distinct traits give FL_ERR_QUERY with a message.  A name or value that
+ * needs no decoding points into args (which must outlive *out); decoded
+ * ones, and the traits, come from a. */
 fl_status_t fl_parse_query(const char *args, size_t len, size_t max_traits,
     const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
     FL_NOEXCEPT;

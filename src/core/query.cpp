@@ -2,10 +2,13 @@
  * query.cpp - the caller of GET /flags from its query string
  * (docs/api.md, docs/evaluation.md).
  *
- * One pass decodes every parameter into a single buffer taken from the
- * caller's allocator (decoding never lengthens, so len bytes suffice); trait
- * parameters are collected, sorted by (name, position) and reduced to the
- * last occurrence of each name.  That is O(n log n) in the number of
+ * One pass reads every parameter.  A name or value without '%', '+' or NUL
+ * is its own decoding and the caller's user points into args for it (args
+ * must outlive the user); the others are decoded into one buffer taken
+ * from the caller's allocator at the first of them (decoding never
+ * lengthens, so the rest of the query bounds it).  Trait parameters are
+ * collected, sorted by (name, position) and reduced to the last occurrence
+ * of each name.  That is O(n log n) in the number of
  * parameters whatever their repetition, and no memory is freed: everything
  * comes from the request pool.
  *
@@ -26,6 +29,9 @@ constexpr size_t trait_prefix_len = sizeof(trait_prefix) - 1;
 
 /* fl_user_trait() scans up to this many traits, and halves beyond */
 constexpr size_t trait_scan_max = 16;
+
+/* parse() keeps the entries of up to this many parameters on the stack */
+constexpr size_t local_entries = 16;
 
 struct Entry {
     const char  *name;
@@ -127,6 +133,27 @@ inline Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
     return Decode::ok;
 }
 
+/* Whether s (n bytes) holds none of the bytes decode() changes or
+ * refuses: then it is its own decoding. */
+inline bool plain(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, s + i, 8);
+        if (special_word(x)) {
+            return false;
+        }
+    }
+    for (; i < n; i++) {
+        if (special.is[static_cast<unsigned char>(s[i])]) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The number of '&' in s (n bytes): eight bytes a step. */
 size_t count_amps(const char *s, size_t n)
 {
@@ -167,13 +194,22 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
 {
     size_t npieces = 1 + count_amps(args, len);
 
-    char *buf = static_cast<char *>(a->alloc(a->ctx, len));
-    Entry *entries = static_cast<Entry *>(
-        a->alloc(a->ctx, npieces * sizeof(Entry)));
-    if (buf == nullptr || entries == nullptr) {
-        fl::set_err(err, err_len, "out of memory");
-        return FL_ERR_NOMEM;
+    /* the entries of a usual query on the stack; the allocator's memory is
+     * kept for what the caller keeps */
+    Entry local[local_entries];
+    Entry *entries = local;
+    if (npieces > local_entries) {
+        entries = static_cast<Entry *>(
+            a->alloc(a->ctx, npieces * sizeof(Entry)));
+        if (entries == nullptr) {
+            fl::set_err(err, err_len, "out of memory");
+            return FL_ERR_NOMEM;
+        }
     }
+
+    /* decoded copies, for the names and values that need decoding alone;
+     * taken at the first: the rest of the query from there bounds them */
+    char *buf = nullptr;
 
     size_t nentries = 0, used = 0;
     const char *user_id = nullptr;
@@ -196,12 +232,32 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
         const char *raw_val = eq ? eq + 1 : piece + plen;
         size_t raw_vlen = eq ? plen - raw_nlen - 1 : 0;
 
-        char *name = buf + used;
-        size_t nlen = 0, vlen = 0;
-        Decode d = decode(piece, raw_nlen, name, &nlen);
-        char *value = name + nlen;
-        if (d == Decode::ok) {
-            d = decode(raw_val, raw_vlen, value, &vlen);
+        /* a plain name or value is its own decoding: it points into
+         * args; the others are decoded into buf */
+        const char *name = piece, *value = raw_val;
+        size_t nlen = raw_nlen, vlen = raw_vlen;
+        bool pname = plain(piece, raw_nlen);
+        bool pvalue = plain(raw_val, raw_vlen);
+        Decode d = Decode::ok;
+        if (!pname || !pvalue) {
+            if (buf == nullptr) {
+                buf = static_cast<char *>(
+                    a->alloc(a->ctx, len - static_cast<size_t>(piece - args)));
+                if (buf == nullptr) {
+                    fl::set_err(err, err_len, "out of memory");
+                    return FL_ERR_NOMEM;
+                }
+            }
+            if (!pname) {
+                name = buf + used;
+                d = decode(piece, raw_nlen, buf + used, &nlen);
+                used += nlen;
+            }
+            if (d == Decode::ok && !pvalue) {
+                value = buf + used;
+                d = decode(raw_val, raw_vlen, buf + used, &vlen);
+                used += vlen;
+            }
         }
         if (d == Decode::malformed) {
             fl::set_err(err, err_len, "malformed percent-encoding in the query");
@@ -221,7 +277,6 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
             /* "userId=" is the same as no userId */
             user_id = vlen ? value : nullptr;
             user_id_len = vlen;
-            used += nlen + vlen;
 
         } else if (nlen >= trait_prefix_len
                    && std::memcmp(name, trait_prefix, trait_prefix_len) == 0)
@@ -252,9 +307,8 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
                 return FL_ERR_QUERY;
             }
             entries[nentries++] = Entry{tn, tlen, value, vlen, pos};
-            used += nlen + vlen;
         }
-        /* other parameters are ignored; their bytes are reused */
+        /* other parameters are ignored */
     }
 
     std::sort(entries, entries + nentries, [](const Entry &x, const Entry &y) {

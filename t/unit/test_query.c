@@ -319,12 +319,53 @@ static void test_no_memory(void **state)
     fl_alloc_t none = { no_alloc, NULL };
     fl_user_t u;
 
-    assert_int_equal(fl_parse_query("userId=x", 8, 64, &none, &u, err,
+    /* a value to decode needs memory */
+    u.user_id = NULL;
+    assert_int_equal(fl_parse_query("userId=a%20b", 12, 64, &none, &u, err,
                                     sizeof(err)), FL_ERR_NOMEM);
     assert_null(u.user_id);
-    /* an empty query needs no memory */
+    /* so do traits, plain or not */
+    assert_int_equal(fl_parse_query("trait_a=b", 9, 64, &none, &u, err,
+                                    sizeof(err)), FL_ERR_NOMEM);
+    assert_null(u.user_id);
+    /* an empty query, or a plain userId alone, needs none: the id points
+     * into the query */
     assert_int_equal(fl_parse_query("", 0, 64, &none, &u, err, sizeof(err)),
                      FL_OK);
+    const char *q = "userId=x";
+    assert_int_equal(fl_parse_query(q, 8, 64, &none, &u, err, sizeof(err)),
+                     FL_OK);
+    assert_ptr_equal(u.user_id, q + 7);
+    assert_int_equal(u.user_id_len, 1);
+    assert_int_equal(u.ntraits, 0);
+}
+
+/* Plain names and values point into the query; decoded ones are copies
+ * with their own bytes, and a copy never overruns its buffer (the
+ * sanitizer build sees one). */
+static void test_points_into_query(void **state)
+{
+    (void) state;
+    const char *q = "trait_plan=pro&userId=u-1&trait_email=a%40b.c"
+                    "&trait_x+y=1&other=%41&trait_zz=last";
+    fl_user_t u;
+
+    assert_int_equal(parse(q, 64, &u), FL_OK);
+    assert_ptr_equal(u.user_id, strstr(q, "u-1"));
+    assert_int_equal(u.ntraits, 4);
+    /* sorted by name: email, plan, x y, zz */
+    assert_int_equal(u.traits[0].name_len, 5);
+    assert_ptr_equal(u.traits[0].name, strstr(q, "email"));
+    assert_int_equal(u.traits[0].value_len, 5);
+    assert_memory_equal(u.traits[0].value, "a@b.c", 5);
+    assert_true(u.traits[0].value < q || u.traits[0].value >= q + strlen(q));
+    assert_ptr_equal(u.traits[1].name, strstr(q, "plan"));
+    assert_ptr_equal(u.traits[1].value, strstr(q, "pro"));
+    assert_int_equal(u.traits[2].name_len, 3);
+    assert_memory_equal(u.traits[2].name, "x y", 3);
+    assert_true(u.traits[2].name < q || u.traits[2].name >= q + strlen(q));
+    assert_ptr_equal(u.traits[2].value, strstr(q, "=1&") + 1);
+    assert_ptr_equal(u.traits[3].value, strstr(q, "last"));
 }
 
 int main(void)
@@ -338,6 +379,7 @@ int main(void)
         cmocka_unit_test_teardown(test_limits, arena_teardown),
         cmocka_unit_test_teardown(test_max_traits, arena_teardown),
         cmocka_unit_test_teardown(test_sorted, arena_teardown),
+        cmocka_unit_test_teardown(test_points_into_query, arena_teardown),
         cmocka_unit_test_teardown(test_many_traits, arena_teardown),
         cmocka_unit_test_teardown(test_no_memory, arena_teardown),
     };
