@@ -57,7 +57,9 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
 
     a->project = project;
     a->defs = defs;
-    a->detail = ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
+    a->detail = n < NGX_HTTP_FLAGS_ANSWER_LOCAL
+                ? a->local
+                : ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
 
     if (a->detail == NULL) {
         return NGX_ERROR;

@@ -827,6 +827,8 @@ ngx_int_t ngx_http_flags_ramp_init_process(ngx_cycle_t *cycle,
 void ngx_http_flags_ramp_exit_process(ngx_http_flags_main_conf_t *fmcf);
 
 /* ngx_http_flags_eval.c: the one evaluate-and-count path */
+#define NGX_HTTP_FLAGS_ANSWER_LOCAL  64
+
 typedef struct {
     ngx_http_flags_project_t   *project;
     ngx_http_flags_defs_t      *defs;       /* its definitions, now */
@@ -836,6 +838,10 @@ typedef struct {
     /* GET /flags' ETag of the flags' part, when read once a version
      * (ngx_http_flags_eval.c); NULL: hash it for this answer */
     const fl_etag_prefix_t     *etag_prefix;
+    /* detail of a project of up to NGX_HTTP_FLAGS_ANSWER_LOCAL flags: the
+     * answer lives on its handler's stack, so the request pool keeps its
+     * room for the body (the pool's block is 4 KB by default) */
+    fl_detail_t                 local[NGX_HTTP_FLAGS_ANSWER_LOCAL];
 } ngx_http_flags_answer_t;
 
 #define NGX_HTTP_FLAGS_NOT_COUNTED  0
