@@ -133,6 +133,30 @@ inline Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
     return Decode::ok;
 }
 
+/* The offset of the first byte decode() changes or refuses in s[from, n),
+ * or n: eight bytes a step, the exact zero-byte rule telling which. */
+inline size_t first_special(const char *s, size_t from, size_t n)
+{
+    size_t i = from;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, s + i, 8);
+        uint64_t m = zero_bytes(x ^ (ones * '%')) | zero_bytes(x ^ (ones * '+'))
+                     | zero_bytes(x);
+        if (m != 0) {
+            /* little-endian: the lowest set bit is the first byte */
+            return i + static_cast<size_t>(__builtin_ctzll(m)) / 8;
+        }
+    }
+    for (; i < n; i++) {
+        if (special.is[static_cast<unsigned char>(s[i])]) {
+            return i;
+        }
+    }
+    return n;
+}
+
 /* Whether s (n bytes) holds none of the bytes decode() changes or
  * refuses: then it is its own decoding. */
 inline bool plain(const char *s, size_t n)
@@ -210,6 +234,9 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
     /* decoded copies, for the names and values that need decoding alone;
      * taken at the first: the rest of the query from there bounds them */
     char *buf = nullptr;
+    /* where the next byte to decode is: the pieces before it are plain
+     * without a look at their bytes */
+    size_t sp = first_special(args, 0, len);
 
     size_t nentries = 0, used = 0;
     const char *user_id = nullptr;
@@ -236,8 +263,13 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
          * args; the others are decoded into buf */
         const char *name = piece, *value = raw_val;
         size_t nlen = raw_nlen, vlen = raw_vlen;
-        bool pname = plain(piece, raw_nlen);
-        bool pvalue = plain(raw_val, raw_vlen);
+        bool pname = true, pvalue = true;
+        if (sp < start - 1) {
+            /* this piece (it ends at start - 1) holds one */
+            pname = plain(piece, raw_nlen);
+            pvalue = plain(raw_val, raw_vlen);
+            sp = first_special(args, start < len ? start : len, len);
+        }
         Decode d = Decode::ok;
         if (!pname || !pvalue) {
             if (buf == nullptr) {
