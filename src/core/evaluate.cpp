@@ -13,6 +13,7 @@
 #include "rollout.hpp"
 
 #include <cstring>
+#include <new>
 
 namespace fl {
 
@@ -154,6 +155,30 @@ bool rule_matches(const fl_project_s &p, const Rule &r, const fl_user_t *u)
     return rule_test(p, r, rule_trait(r, u, &id));
 }
 
+/* Whether a gt/gte/lt/lte rule holds for the caller's value read as the
+ * number d (nullptr: not a number). */
+inline bool number_holds(const Rule &r, const DecimalView *d)
+{
+    if (d == nullptr) {
+        return false;
+    }
+    int c = decimal_cmp(*d, r.number.view());
+    return r.op == Op::gt ? c > 0 : r.op == Op::gte ? c >= 0
+         : r.op == Op::lt ? c < 0 : c <= 0;
+}
+
+/* Whether a semver_* rule holds for the caller's value v read as the
+ * version tv (nullptr: not a version); the rule's was read at load. */
+inline bool semver_holds(const Rule &r, const char *v, const Semver *tv)
+{
+    if (tv == nullptr) {
+        return false;
+    }
+    int c = semver_cmp(v, *tv, r.value.data(), r.semver);
+    return r.op == Op::semver_eq ? c == 0
+         : r.op == Op::semver_gt ? c > 0 : c < 0;
+}
+
 /* Whether the trait t (nullptr: the caller has none) passes r. */
 bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t)
 {
@@ -183,23 +208,12 @@ bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t)
 
     case Op::gt: case Op::gte: case Op::lt: case Op::lte: {
         DecimalView d;
-        if (!parse_decimal(v, vn, &d)) {
-            return false;
-        }
-        int c = decimal_cmp(d, r.number.view());
-        return r.op == Op::gt ? c > 0 : r.op == Op::gte ? c >= 0
-             : r.op == Op::lt ? c < 0 : c <= 0;
+        return number_holds(r, parse_decimal(v, vn, &d) ? &d : nullptr);
     }
 
     case Op::semver_eq: case Op::semver_gt: case Op::semver_lt: {
-        /* the rule's version was read at load time */
         Semver tv;
-        if (!semver_parse(v, vn, &tv)) {
-            return false;
-        }
-        int c = semver_cmp(v, tv, r.value.data(), r.semver);
-        return r.op == Op::semver_eq ? c == 0
-             : r.op == Op::semver_gt ? c > 0 : c < 0;
+        return semver_holds(r, v, semver_parse(v, vn, &tv) ? &tv : nullptr);
     }
     }
 
@@ -226,7 +240,68 @@ struct EvalCache {
     uint8_t             seg[cache_size];
     uint64_t            known = 0;          /* a bit a trait slot */
     const fl_trait_t   *trait[trait_slots];
+    /* the trait of a slot read as a number and as a version, each at
+     * most once (num_known, ver_known) and whether it is one (num_ok,
+     * ver_ok): segments that compare one trait share the reading */
+    uint64_t            num_known = 0, num_ok = 0;
+    uint64_t            ver_known = 0, ver_ok = 0;
+    union Num {
+        Num() {}                            /* left unset until read */
+        fl::DecimalView v;
+    }                   num[trait_slots];
+    fl::Semver          ver[trait_slots];
 };
+
+bool is_number_op(fl::Op op)
+{
+    return op == fl::Op::gt || op == fl::Op::gte || op == fl::Op::lt
+           || op == fl::Op::lte;
+}
+
+bool is_semver_op(fl::Op op)
+{
+    return op == fl::Op::semver_eq || op == fl::Op::semver_gt
+           || op == fl::Op::semver_lt;
+}
+
+/* rule_test() of r on the caller's trait t of slot r.slot (< trait_slots),
+ * with the slot's number or version read once an evaluation. */
+bool slot_test(const fl_project_s &p, const fl::Rule &r, const fl_trait_t *t,
+    EvalCache *cache)
+{
+    uint64_t bit = uint64_t(1) << r.slot;
+
+    if (t != nullptr && is_number_op(r.op)) {
+        if (!(cache->num_known & bit)) {
+            fl::DecimalView d;
+            cache->num_known |= bit;
+            if (fl::parse_decimal(t->value ? t->value : "",
+                                  t->value ? t->value_len : 0, &d))
+            {
+                new (&cache->num[r.slot].v) fl::DecimalView(d);
+                cache->num_ok |= bit;
+            }
+        }
+        return fl::number_holds(r, (cache->num_ok & bit)
+                                   ? &cache->num[r.slot].v : nullptr);
+    }
+
+    if (t != nullptr && is_semver_op(r.op)) {
+        const char *v = t->value ? t->value : "";
+        if (!(cache->ver_known & bit)) {
+            cache->ver_known |= bit;
+            if (fl::semver_parse(v, t->value ? t->value_len : 0,
+                                 &cache->ver[r.slot]))
+            {
+                cache->ver_ok |= bit;
+            }
+        }
+        return fl::semver_holds(r, v, (cache->ver_ok & bit)
+                                      ? &cache->ver[r.slot] : nullptr);
+    }
+
+    return fl::rule_test(p, r, t);
+}
 
 bool segment_matches(const fl_project_s &p, const fl::Segment &s,
     const fl_user_t *u, EvalCache *cache)
@@ -243,10 +318,13 @@ bool segment_matches(const fl_project_s &p, const fl::Segment &s,
                 cache->known |= bit;
             }
             t = cache->trait[r.slot];
-        } else {
-            t = fl::rule_trait(r, u, &id);
+            if (!slot_test(p, r, t, cache)) {
+                return false;
+            }
+            continue;
         }
 
+        t = fl::rule_trait(r, u, &id);
         if (!fl::rule_test(p, r, t)) {
             return false;
         }
