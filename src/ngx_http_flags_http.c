@@ -46,18 +46,16 @@ ngx_http_flags_token_equal(const u_char *conf, size_t conf_len,
     uint64_t    a, b;
     ngx_uint_t  diff;
 
-    /* cand holds at least conf_len bytes (zeros past the caller's own):
-     * eight bytes a step, as many steps whatever cand is */
+    /* conf is padded with zeros to whole words (at configuration), cand
+     * to the longest of them (zeros past the caller's own): eight bytes a
+     * step, as many steps whatever cand is; equal lengths have equal
+     * padding */
     diff = conf_len ^ cand_len;
 
-    for (i = 0; i + 8 <= conf_len; i += 8) {
+    for (i = 0; i < conf_len; i += 8) {
         ngx_memcpy(&a, conf + i, 8);
         ngx_memcpy(&b, cand + i, 8);
         diff |= (a ^ b) != 0;
-    }
-
-    for ( /* void */ ; i < conf_len; i++) {
-        diff |= conf[i] ^ cand[i];
     }
 
 #if (NGX_HAVE_GCC_ATOMIC || defined __GNUC__)

@@ -1061,12 +1061,20 @@ ngx_http_flags_project_token(ngx_conf_t *cf, ngx_http_flags_project_t *project,
         return NGX_CONF_ERROR;
     }
 
-    token->data = value->data + 6;
+    /* a copy padded with zeros to whole 8-byte words, which
+     * ngx_http_flags_token_equal() compares a word a step, no tail */
     token->len = value->len - 6;
+    token->data = ngx_pcalloc(cf->pool, ngx_align(token->len, 8));
+    if (token->data == NULL) {
+        return NGX_CONF_ERROR;
+    }
 
-    /* the longest token, for ngx_http_flags_token_project() */
+    ngx_memcpy(token->data, value->data + 6, token->len);
+
+    /* the longest token in whole words, for
+     * ngx_http_flags_token_project() */
     fmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_flags_module);
-    fmcf->token_max = ngx_max(fmcf->token_max, token->len);
+    fmcf->token_max = ngx_max(fmcf->token_max, ngx_align(token->len, 8));
 
     if (token->len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

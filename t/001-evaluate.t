@@ -169,18 +169,19 @@ Content-Type: application/json
 
 
 
-=== TEST 11: a token no project has; a prefix of a real token is not a token
+=== TEST 11: a token no project has; a prefix of a real token is not a token, nor is a real token with bytes after it (one, or 300: past the longest token), nor one with its last byte changed
 --- request eval
-["GET /flags", "GET /flags"]
+["GET /flags", "GET /flags", "GET /flags", "GET /flags", "GET /flags"]
 --- more_headers eval
-["Authorization: Bearer pub_nope", "Authorization: Bearer pub_shop_"]
+["Authorization: Bearer pub_nope", "Authorization: Bearer pub_shop_",
+ "Authorization: Bearer pub_shop_1x", "Authorization: Bearer pub_shop_1" . ("x" x 300),
+ "Authorization: Bearer pub_shop_9"]
 --- error_code eval
-[401, 401]
+[401, 401, 401, 401, 401]
 --- response_headers eval
-['WWW-Authenticate: Bearer error="invalid_token"', 'WWW-Authenticate: Bearer error="invalid_token"']
+[('WWW-Authenticate: Bearer error="invalid_token"') x 5]
 --- response_body eval
-['{"error":"invalid_token","message":"the token does not belong to any project"}',
- '{"error":"invalid_token","message":"the token does not belong to any project"}']
+[('{"error":"invalid_token","message":"the token does not belong to any project"}') x 5]
 
 
 
