@@ -343,10 +343,24 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
         /* other parameters are ignored */
     }
 
-    std::sort(entries, entries + nentries, [](const Entry &x, const Entry &y) {
+    /* by (name, position): a total order, positions being distinct */
+    auto before = [](const Entry &x, const Entry &y) {
         int c = fl::bytes_cmp(x.name, x.name_len, y.name, y.name_len);
         return c != 0 ? c < 0 : x.pos < y.pos;
-    });
+    };
+    if (nentries <= local_entries) {
+        /* a handful: insertion sort, without std::sort's set-up */
+        for (size_t i = 1; i < nentries; i++) {
+            Entry e = entries[i];
+            size_t j = i;
+            for (; j > 0 && before(e, entries[j - 1]); j--) {
+                entries[j] = entries[j - 1];
+            }
+            entries[j] = e;
+        }
+    } else {
+        std::sort(entries, entries + nentries, before);
+    }
 
     /* keep the last entry of each run of equal names */
     size_t distinct = 0;
