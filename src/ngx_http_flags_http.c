@@ -109,6 +109,27 @@ ngx_http_flags_authenticate_bare(ngx_http_request_t *r,
 }
 
 
+/*
+ * Whether the 6 bytes at p are "bearer" in any case: both words ORed
+ * with 0x20 in every byte, which maps 'B' and 'b' alone to 'b' (and so
+ * for each letter), a few instructions instead of a case-folding loop.
+ */
+
+static ngx_inline ngx_uint_t
+ngx_http_flags_is_bearer(const u_char *p)
+{
+    uint16_t  b, wb;
+    uint32_t  a, wa;
+
+    ngx_memcpy(&a, p, 4);
+    ngx_memcpy(&b, p + 4, 2);
+    ngx_memcpy(&wa, "bear", 4);
+    ngx_memcpy(&wb, "er", 2);
+
+    return (a | 0x20202020) == wa && (uint16_t) (b | 0x2020) == wb;
+}
+
+
 /* count: a refused token is counted for flags_metrics (reports) */
 
 static ngx_int_t
@@ -139,7 +160,7 @@ ngx_http_flags_auth(ngx_http_request_t *r, ngx_http_flags_project_t **project,
         p++;
     }
 
-    if (last - p < 6 || ngx_strncasecmp(p, (u_char *) "bearer", 6) != 0
+    if (last - p < 6 || !ngx_http_flags_is_bearer(p)
         || (last - p > 6 && p[6] != ' ' && p[6] != '\t'))
     {
         message = "the Authorization scheme must be Bearer";

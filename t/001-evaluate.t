@@ -340,3 +340,22 @@ the protected page
 ["WWW-Authenticate: Bearer", 'WWW-Authenticate: Bearer error="invalid_token"', "!WWW-Authenticate"]
 --- response_body_like eval
 ["401 Authorization Required", "401 Authorization Required", "^the protected page\n\$"]
+
+
+
+=== TEST 22: the scheme in any case is Bearer; a word that differs in one letter, is one letter short, or runs into the token is not
+--- request eval
+[("GET /flags?userId=user-2") x 7]
+--- more_headers eval
+["Authorization: bearer pub_shop_1", "Authorization: bEaReR pub_shop_1",
+ "Authorization: Bearex pub_shop_1", "Authorization: Beare pub_shop_1",
+ "Authorization: Bearerpub_shop_1", "Authorization: Bea\@er pub_shop_1",
+ "Authorization: Bear"]
+--- error_code eval
+[200, 200, 401, 401, 401, 401, 401]
+--- response_headers eval
+["Content-Type: application/json", "Content-Type: application/json",
+ ("WWW-Authenticate: Bearer") x 5]
+--- response_body_like eval
+['^\{"flags":\[\{"name":"new-checkout",', '^\{"flags":\[\{"name":"new-checkout",',
+ ('^\{"error":"unauthorized","message":"the Authorization scheme must be Bearer"\}$') x 5]
