@@ -14,11 +14,25 @@
 namespace {
 
 /* The opaque part of our tags: 16 lowercase hex digits. */
+/* the two hex digits of each byte value, made at compile time */
+struct HexPairs {
+    char c[512];
+    constexpr HexPairs() : c()
+    {
+        for (int i = 0; i < 256; i++) {
+            c[2 * i] = fl::hex_digits[i >> 4];
+            c[2 * i + 1] = fl::hex_digits[i & 0xf];
+        }
+    }
+};
+constexpr HexPairs hex_pairs{};
+
+/* 16 lowercase hex digits, most significant first: a byte a step */
 void etag_hex(uint64_t etag, char *out)
 {
-    for (int i = 15; i >= 0; i--) {
-        out[i] = fl::hex_digits[etag & 0xf];
-        etag >>= 4;
+    for (int i = 7; i >= 0; i--) {
+        std::memcpy(out + 2 * i, &hex_pairs.c[2 * (etag & 0xff)], 2);
+        etag >>= 8;
     }
 }
 
