@@ -708,7 +708,9 @@ size_t fl_flags_json_bound(const fl_project_t *p) noexcept
 size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     char *buf) noexcept
 {
-    static const char open[] = "{\"flags\":[";
+    /* every flag is written after a ','; the first of them becomes the
+     * '[' (no test a flag for "is it the first") */
+    static const char open[] = "{\"flags\":";
     static const char close[] = "]}";
     static const char pct[] = ",\"rolloutPercentage\":";
     char *o = buf;
@@ -717,12 +719,13 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     o += sizeof(open) - 1;
 
     size_t n = p ? p->flags.size() : 0;
+    if (n == 0) {
+        *o++ = '[';
+    }
     for (size_t i = 0; i < n; i++) {
         const fl::Flag &f = p->flags[i];
 
-        if (i > 0) {
-            *o++ = ',';
-        }
+        *o++ = ',';
         const fl::FlagHot &h = p->hot[i];
         if (r[i].rollout_milli == h.rollout_milli) {
             /* the common case: the whole object, one copy */
@@ -750,6 +753,9 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
         o += f.json_tail.size();
     }
 
+    if (n > 0) {
+        buf[sizeof(open) - 1] = '[';
+    }
     std::memcpy(o, close, sizeof(close) - 1);
     o += sizeof(close) - 1;
     return static_cast<size_t>(o - buf);
