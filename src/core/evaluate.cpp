@@ -637,8 +637,13 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     /* the id's blocks mixed once cost about four buckets */
     id.mix = p->flags.size() >= 8;
 
-    for (size_t i = 0; i < p->flags.size(); i++) {
-        const fl::Flag &f = p->flags[i];
+    /* the vector's size and data read once: one() writes memory the
+     * compiler cannot tell apart from the vector's */
+    size_t n = p->flags.size();
+    const fl::Flag *flags = p->flags.data();
+
+    for (size_t i = 0; i < n; i++) {
+        const fl::Flag &f = flags[i];
         one(i, f, effective_milli ? effective_milli[i] : f.rollout_milli,
             &cache, &id);
     }
@@ -722,14 +727,14 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     if (n == 0) {
         *o++ = '[';
     }
+    const fl::FlagHot *hot = n ? p->hot.data() : nullptr;
+    const char *json = n ? p->json.data() : nullptr;
     for (size_t i = 0; i < n; i++) {
-        const fl::Flag &f = p->flags[i];
-
         *o++ = ',';
-        const fl::FlagHot &h = p->hot[i];
+        const fl::FlagHot &h = hot[i];
         if (r[i].rollout_milli == h.rollout_milli) {
             /* the common case: the whole object, one copy */
-            const char *whole = p->json.data() + h.json_at;
+            const char *whole = json + h.json_at;
             size_t len = h.json_on_len;
             if (!r[i].enabled) {
                 whole += h.json_on_len;
@@ -740,6 +745,7 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
             continue;
         }
 
+        const fl::Flag &f = p->flags[i];
         const std::string &head = r[i].enabled ? f.json_head_on
                                                : f.json_head_off;
         std::memcpy(o, head.data(), head.size());
