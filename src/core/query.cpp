@@ -216,20 +216,13 @@ bool echoable(const char *s, size_t n)
 fl_status_t parse(const char *args, size_t len, size_t max_traits,
     const fl_alloc_t *a, fl_user_t *out, char *err, size_t err_len)
 {
-    size_t npieces = 1 + count_amps(args, len);
-
     /* the entries of a usual query on the stack; the allocator's memory is
-     * kept for what the caller keeps */
+     * kept for what the caller keeps.  A query with more trait parameters
+     * moves them to an array sized by the '&'s left (counted then, not
+     * for every query) */
     Entry local[local_entries];
     Entry *entries = local;
-    if (npieces > local_entries) {
-        entries = static_cast<Entry *>(
-            a->alloc(a->ctx, npieces * sizeof(Entry)));
-        if (entries == nullptr) {
-            fl::set_err(err, err_len, "out of memory");
-            return FL_ERR_NOMEM;
-        }
-    }
+    size_t cap = local_entries;
 
     /* decoded copies, for the names and values that need decoding alone;
      * taken at the first: the rest of the query from there bounds them */
@@ -337,6 +330,20 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
                               FL_MAX_VALUE_LEN);
                 }
                 return FL_ERR_QUERY;
+            }
+            if (nentries == cap) {
+                /* this piece and one a '&' after it, at most */
+                size_t rest = len - static_cast<size_t>(piece - args);
+                size_t more = 1 + count_amps(piece, rest);
+                Entry *bigger = static_cast<Entry *>(
+                    a->alloc(a->ctx, (cap + more) * sizeof(Entry)));
+                if (bigger == nullptr) {
+                    fl::set_err(err, err_len, "out of memory");
+                    return FL_ERR_NOMEM;
+                }
+                std::memcpy(bigger, entries, nentries * sizeof(Entry));
+                entries = bigger;
+                cap += more;
             }
             entries[nentries++] = Entry{tn, tlen, value, vlen, pos};
         }
