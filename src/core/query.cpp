@@ -53,11 +53,11 @@ inline uint64_t zero_bytes(uint64_t x)
     return ~(((x & lows) + lows) | x | lows);
 }
 
-/* Whether eight bytes hold a '%', a '+' or a NUL. */
-inline bool special_word(uint64_t x)
+/* The high bit of each byte of x that is a '%', a '+' or a NUL. */
+inline uint64_t special_bytes(uint64_t x)
 {
-    return (zero_bytes(x ^ (ones * '%')) | zero_bytes(x ^ (ones * '+'))
-            | zero_bytes(x)) != 0;
+    return zero_bytes(x ^ (ones * '%')) | zero_bytes(x ^ (ones * '+'))
+           | zero_bytes(x);
 }
 
 /* The bytes decode() must look at: '%', '+' and NUL. */
@@ -83,7 +83,7 @@ inline Decode decode(const char *src, size_t n, char *dst, size_t *out_len)
         if (i + 8 <= n) {
             uint64_t x;
             std::memcpy(&x, src + i, 8);
-            if (!special_word(x)) {
+            if (special_bytes(x) == 0) {
                 std::memcpy(dst + o, &x, 8);
                 o += 8;
                 i += 8;
@@ -142,8 +142,7 @@ inline size_t first_special(const char *s, size_t from, size_t n)
     for (; i + 8 <= n; i += 8) {
         uint64_t x;
         std::memcpy(&x, s + i, 8);
-        uint64_t m = zero_bytes(x ^ (ones * '%')) | zero_bytes(x ^ (ones * '+'))
-                     | zero_bytes(x);
+        uint64_t m = special_bytes(x);
         if (m != 0) {
             /* little-endian: the lowest set bit is the first byte */
             return i + static_cast<size_t>(__builtin_ctzll(m)) / 8;
@@ -155,27 +154,6 @@ inline size_t first_special(const char *s, size_t from, size_t n)
         }
     }
     return n;
-}
-
-/* Whether s (n bytes) holds none of the bytes decode() changes or
- * refuses: then it is its own decoding. */
-inline bool plain(const char *s, size_t n)
-{
-    size_t i = 0;
-
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        std::memcpy(&x, s + i, 8);
-        if (special_word(x)) {
-            return false;
-        }
-    }
-    for (; i < n; i++) {
-        if (special.is[static_cast<unsigned char>(s[i])]) {
-            return false;
-        }
-    }
-    return true;
 }
 
 /* The number of '&' in s (n bytes): eight bytes a step. */
@@ -258,9 +236,12 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
         size_t nlen = raw_nlen, vlen = raw_vlen;
         bool pname = true, pvalue = true;
         if (sp < start - 1) {
-            /* this piece (it ends at start - 1) holds one */
-            pname = plain(piece, raw_nlen);
-            pvalue = plain(raw_val, raw_vlen);
+            /* this piece (it ends at start - 1) holds the first one: in
+             * the name, and then the value is looked at, or in the value
+             * ('=' is not one) */
+            size_t at = static_cast<size_t>(piece - args);
+            pname = sp >= at + raw_nlen;
+            pvalue = !pname && first_special(raw_val, 0, raw_vlen) == raw_vlen;
             sp = first_special(args, start < len ? start : len, len);
         }
         Decode d = Decode::ok;
