@@ -13,7 +13,6 @@
 
 namespace {
 
-/* The opaque part of our tags: 16 lowercase hex digits. */
 /* the two hex digits of each byte value, made at compile time */
 struct HexPairs {
     char c[512];
@@ -27,7 +26,8 @@ struct HexPairs {
 };
 constexpr HexPairs hex_pairs{};
 
-/* 16 lowercase hex digits, most significant first: a byte a step */
+/* The opaque part of our tags: 16 lowercase hex digits, most significant
+ * first, a byte a step. */
 void etag_hex(uint64_t etag, char *out)
 {
     for (int i = 7; i >= 0; i--) {
