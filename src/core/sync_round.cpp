@@ -268,13 +268,23 @@ void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
     char *start = o.p;
 
     if (f->ramp_def != nullptr) {
-        o.u64(f->acked_on + (f->on - f->base_on));
-        o.bytes(" ", 1);
-        o.u64(f->acked_off + (f->off - f->base_off));
-        o.bytes(" ", 1);
-        o.u64(f->acked_on_errors + (f->on_errors - f->base_on_errors));
-        o.bytes(" ", 1);
-        o.u64(f->acked_off_errors + (f->off_errors - f->base_off_errors));
+        /* on, off, on errors, off errors: what Redis acknowledged, and
+         * what this host counted since its base */
+        const uint64_t acked[] = {
+            f->acked_on, f->acked_off, f->acked_on_errors,
+            f->acked_off_errors
+        };
+        const uint64_t since[] = {
+            f->on - f->base_on, f->off - f->base_off,
+            f->on_errors - f->base_on_errors,
+            f->off_errors - f->base_off_errors
+        };
+        for (size_t k = 0; k < 4; k++) {
+            if (k > 0) {
+                o.bytes(" ", 1);
+            }
+            o.u64(acked[k] + since[k]);
+        }
         o.bytes(f->ramp_stopped ? " 1" : " 0", 2);
         o.bytes(f->ramp_guard ? " 1 " : " 0 ", 3);
         unsigned n = fl_sync_ramp_actions_count(f->ramp_actions);
@@ -290,10 +300,6 @@ void ramp_host_arg(Out &o, Args &a, const fl_sync_flag_t *f) noexcept
         o.u64(f->ramp_witnesses);
         o.bytes(" ", 1);
         o.u64(f->ramp_min_witnesses);
-        const uint64_t acked[] = {
-            f->acked_on, f->acked_off, f->acked_on_errors,
-            f->acked_off_errors
-        };
         for (uint64_t v : acked) {
             o.bytes(" ", 1);
             o.u64(v);
