@@ -22,10 +22,7 @@ use Symbol qw(gensym);
 use Time::HiRes qw(sleep time);
 use URI::Escape qw(uri_escape);
 
-for my $bin (qw(promtool prometheus redis-server)) {
-    my $path = `command -v $bin 2>/dev/null`;
-    plan skip_all => "$bin is not installed" unless $path;
-}
+skip_without(qw(promtool prometheus redis-server));
 
 my $root = "$FindBin::Bin/..";
 my $file = "$root/grafana/flags-dashboard.json";

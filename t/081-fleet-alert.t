@@ -15,10 +15,7 @@ use IO::Socket::INET;
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
 
-for my $bin (qw(redis-server prometheus)) {
-    my $path = `command -v $bin 2>/dev/null`;
-    plan skip_all => "$bin is not installed" unless $path;
-}
+skip_without(qw(redis-server prometheus));
 
 
 my $rules = "$FindBin::Bin/prometheus/flags-alerts.yml";

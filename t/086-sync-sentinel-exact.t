@@ -21,10 +21,7 @@ use JSON::PP ();
 use POSIX ();
 use Time::HiRes qw(sleep time);
 
-for my $bin (qw(redis-server redis-sentinel redis-cli)) {
-    my $path = `command -v $bin 2>/dev/null`;
-    plan skip_all => "$bin is not installed" unless $path;
-}
+skip_without(qw(redis-server redis-sentinel redis-cli));
 
 my $name = 'sx';
 my $lo = '127.0.0.1';

@@ -21,10 +21,7 @@ use FlagsTest;
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
 
-for my $bin (qw(redis-server prometheus)) {
-    my $path = `command -v $bin 2>/dev/null`;
-    plan skip_all => "$bin is not installed" unless $path;
-}
+skip_without(qw(redis-server prometheus));
 
 my $rules_src = "$FindBin::Bin/prometheus/flags-alerts.yml";
 my $rport = unused_port();

@@ -22,10 +22,7 @@ use File::Copy qw(copy);
 use JSON::PP ();
 use Time::HiRes qw(sleep time);
 
-for my $bin (qw(redis-server redis-cli)) {
-    my $path = `command -v $bin 2>/dev/null`;
-    plan skip_all => "$bin is not installed" unless $path;
-}
+skip_without(qw(redis-server redis-cli));
 
 my $rport = unused_port();
 my $iport = unused_port();

@@ -37,7 +37,7 @@ our @EXPORT = qw(prefix_dir write_file read_file nginx_conf nginx_test raw_conne
                  default_report_log unused_port prometheus_api
                  spawn reap keepalive_request worker_request
                  worker_connections temp_paths host_request host_status
-                 host_flag);
+                 host_flag skip_without);
 
 our $Binary = $ENV{TEST_NGINX_BINARY} || 'nginx';
 my $Module = $ENV{TEST_NGINX_LOAD_MODULES}
@@ -68,6 +68,15 @@ my $Runs = 0;    # valgrind runs so far (names the log files)
 
 # A wait of the helper (never an assertion's bound), longer under valgrind.
 sub slow { $Valgrind ? $_[0] * $Slowdown : $_[0] }
+
+# The whole file is skipped, naming the first of the programs that is not
+# on PATH (the real redis-server, prometheus, ... the tests start).
+sub skip_without {
+    for my $bin (@_) {
+        next if `command -v $bin 2>/dev/null`;
+        Test::Builder->new->skip_all("$bin is not installed");
+    }
+}
 
 # GET a Prometheus HTTP API path (/api/v1/query?..., /api/v1/alerts) of
 # the server a test started on 127.0.0.1:$port: its decoded JSON, or undef.
