@@ -128,8 +128,10 @@ ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k)
         return k->hash;
     }
 
-    h = fl_murmur3_32(k->bytes, k->len, (uint32_t) k->kind);
-    h = h << 32
+    /* the caller's bytes eight at a time: a 130-byte query costs a third
+     * of what murmur3's four-byte steps did (issue 27) */
+    h = (fl_hash64(k->bytes, k->len, (uint64_t) k->kind)
+         & 0xffffffff00000000ULL)
         | fl_murmur3_32(&k->scope, sizeof(k->scope),
                         (uint32_t) (uintptr_t) k->project);
 

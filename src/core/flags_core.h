@@ -64,6 +64,11 @@ typedef struct {
 
 uint32_t fl_murmur3_32(const void *data, size_t len, uint32_t seed) FL_NOEXCEPT;
 
+/* A 64-bit hash of seed and the bytes (with their length), eight bytes a
+ * step: for the worker's own tables (the memo of answers), never kept nor
+ * sent, so free to change between versions. */
+uint64_t fl_hash64(const void *data, size_t len, uint64_t seed) FL_NOEXCEPT;
+
 /* murmur3_x86_32(name ":" key, 0) % 100000 */
 uint32_t fl_bucket(const char *name, size_t name_len,
     const char *key, size_t key_len) FL_NOEXCEPT;
