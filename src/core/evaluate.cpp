@@ -11,6 +11,7 @@
 
 #include "project.hpp"
 #include "rollout.hpp"
+#include "text.hpp"
 
 #include <cstring>
 #include <new>
@@ -26,7 +27,7 @@ bool equal(const char *a, size_t an, const std::string &b, bool ic)
         return false;
     }
     if (!ic) {
-        return an == 0 || std::memcmp(a, b.data(), an) == 0;
+        return fl::bytes_eq(a, b.data(), an);
     }
     for (size_t i = 0; i < an; i++) {
         if (fold(static_cast<unsigned char>(a[i]))

@@ -428,15 +428,16 @@ const fl_trait_t *fl_user_trait(const fl_user_t *u, const char *name,
     }
 
     /* A caller sends a handful of traits: a scan that compares a length
-     * and a first byte rejects nearly every other trait without a call to
-     * memcmp (a binary search costs one a step); a long list is searched
+     * and a first byte rejects nearly every other trait, and the one that
+     * passes is compared in a few words (a binary search costs a compare
+     * a step); a long list is searched
      * by halves, as the traits are sorted. */
     if (u->ntraits <= trait_scan_max) {
         for (size_t i = 0; i < u->ntraits; i++) {
             const fl_trait_t &t = u->traits[i];
             if (t.name_len == len
                 && (len == 0 || (t.name[0] == name[0]
-                                 && std::memcmp(t.name, name, len) == 0)))
+                                 && fl::bytes_eq(t.name, name, len))))
             {
                 return &t;
             }

@@ -10,6 +10,7 @@
 
 #include <cstdarg>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -51,11 +52,50 @@ inline int hex_value(unsigned char c) noexcept
     return -1;
 }
 
+/* Whether n bytes at a and at b are the same.  Up to 16 bytes it reads
+ * two overlapping words of each (no loop, no call); longer, memcmp.  A
+ * trait name is a handful of bytes and a call to memcmp cost more than
+ * the comparison. */
+inline bool bytes_eq(const char *a, const char *b, size_t n) noexcept
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, a1, b0, b1;
+        std::memcpy(&a0, a, 8);
+        std::memcpy(&b0, b, 8);
+        std::memcpy(&a1, a + n - 8, 8);
+        std::memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        std::memcpy(&a0, a, 4);
+        std::memcpy(&b0, b, 4);
+        std::memcpy(&a1, a + n - 4, 4);
+        std::memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n < 4) {
+        for (size_t i = 0; i < n; i++) {
+            if (a[i] != b[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return std::memcmp(a, b, n) == 0;
+}
+
 /* Bytewise order, shorter first on a common prefix: the order of trait
  * names in a fl_user_t and of report traits. */
 inline int bytes_cmp(const char *a, size_t an, const char *b, size_t bn) noexcept
 {
     size_t n = an < bn ? an : bn;
+    /* names that differ in their first byte (most trait names do) are
+     * ordered without a call to memcmp */
+    if (n != 0 && a[0] != b[0]) {
+        return static_cast<unsigned char>(a[0]) < static_cast<unsigned char>(b[0])
+               ? -1 : 1;
+    }
     int c = n ? std::memcmp(a, b, n) : 0;
     if (c != 0) {
         return c;

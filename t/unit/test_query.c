@@ -265,6 +265,45 @@ static void test_sorted(void **state)
     assert_null(fl_user_trait(NULL, "a", 1));
 }
 
+/* A trait is found by its exact name, whatever its length: for each
+ * length 1 to 40, a name that differs from the caller's trait in any one
+ * byte (first, middle, last: the words the comparison reads overlap
+ * there) or by one byte more or less is not it.  And names are sorted by
+ * unsigned bytes whether they differ in the first byte or later. */
+static void test_lookup_every_length(void **state)
+{
+    (void) state;
+    char q[128], name[48], probe[48];
+
+    for (size_t n = 1; n <= 40; n++) {
+        for (size_t i = 0; i < n; i++) {
+            name[i] = (char) ('a' + (i * 7) % 26);
+        }
+        name[n] = '\0';
+        snprintf(q, sizeof(q), "trait_%s=v&trait_zz=w", name);
+        fl_user_t u = ok(q);
+        expect_trait(&u, name, "v");
+
+        for (size_t i = 0; i < n; i++) {
+            memcpy(probe, name, n + 1);
+            probe[i] = (char) (probe[i] == 'A' ? 'B' : 'A');
+            assert_null(fl_user_trait(&u, probe, n));
+        }
+        memcpy(probe, name, n + 1);
+        assert_null(fl_user_trait(&u, probe, n - 1 == 0 ? 0 : n - 1));
+        probe[n] = 'x';
+        assert_null(fl_user_trait(&u, probe, n + 1));
+    }
+
+    fl_user_t u = ok("trait_%E9=1&trait_b=2&trait_%80a=3&trait_%80=4&trait_ab=5");
+    static const char *order[] = { "ab", "b", "\x80", "\x80" "a", "\xe9" };
+    assert_int_equal(u.ntraits, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(u.traits[i].name_len, strlen(order[i]));
+        assert_memory_equal(u.traits[i].name, order[i], u.traits[i].name_len);
+    }
+}
+
 /* 10,000 traits: refused quickly with the default limit, accepted and
  * correctly indexed with a large one. */
 static void test_many_traits(void **state)
@@ -379,6 +418,7 @@ int main(void)
         cmocka_unit_test_teardown(test_limits, arena_teardown),
         cmocka_unit_test_teardown(test_max_traits, arena_teardown),
         cmocka_unit_test_teardown(test_sorted, arena_teardown),
+        cmocka_unit_test_teardown(test_lookup_every_length, arena_teardown),
         cmocka_unit_test_teardown(test_points_into_query, arena_teardown),
         cmocka_unit_test_teardown(test_many_traits, arena_teardown),
         cmocka_unit_test_teardown(test_no_memory, arena_teardown),
