@@ -24,6 +24,15 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
     ngx_http_flags_loc_conf_t   *flcf;
     ngx_http_flags_main_conf_t  *fmcf;
 
+    /* the memo's line for this caller is fetched from memory while the
+     * request is authenticated */
+    key.kind = NGX_HTTP_FLAGS_MEMO_FLAGS;
+    key.bytes = r->args.len ? r->args.data : (u_char *) "";
+    key.len = r->args.len;
+    key.hashed = 0;
+    key.caller_hashed = 0;
+    ngx_http_flags_memo_prefetch(&key);
+
     /* the token is checked before the method (docs/http-api.md) */
     rc = ngx_http_flags_authenticate(r, &project);
     if (project == NULL) {
@@ -48,15 +57,11 @@ ngx_http_flags_evaluate_handler(ngx_http_request_t *r)
 
     /* the memo's key; the version is read before anything the answer is
      * computed from (ngx_http_flags_memo.c) */
-    key.kind = NGX_HTTP_FLAGS_MEMO_FLAGS;
     key.scope = flcf;
     key.project = project;
     key.defs = ngx_http_flags_defs(project);
     key.gen = fmcf->gen;
     key.version = ngx_http_flags_answer_version(project);
-    key.bytes = r->args.len ? r->args.data : (u_char *) "";
-    key.len = r->args.len;
-    key.hashed = 0;
 
     m = ngx_http_flags_memo_find(&key);
 

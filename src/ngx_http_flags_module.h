@@ -879,11 +879,15 @@ typedef struct {
     const u_char               *bytes;      /* the caller's */
     size_t                      len;
     /* ngx_http_flags_memo.c's: the key's hash once find() computed it,
-     * for the store() of the same request */
+     * for the store() of the same request; its caller half once
+     * prefetch() computed it */
     uint64_t                    hash;
+    uint64_t                    caller;
     unsigned                    hashed:1;
+    unsigned                    caller_hashed:1;
 } ngx_http_flags_memo_key_t;
 
+void ngx_http_flags_memo_prefetch(ngx_http_flags_memo_key_t *k);
 ngx_http_flags_memo_t *ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k);
 void ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     size_t len, const uint64_t *etag, const fl_detail_t *detail,

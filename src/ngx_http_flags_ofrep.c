@@ -384,6 +384,7 @@ ngx_http_flags_ofrep_memo_key(ngx_http_request_t *r,
     k->defs = ngx_http_flags_defs(ctx->project);
     k->gen = fmcf->gen;
     k->hashed = 0;
+    k->caller_hashed = 0;
     k->len = ctx->key.len + ctx->base.len + ctx->token.len + body->len + 3;
 
     p = ngx_pnalloc(r->pool, k->len);
