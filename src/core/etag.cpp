@@ -127,8 +127,11 @@ void answer_flags(fl::EtagHasher &h, const fl_project_t *p,
 }
 
 /* The rest: the normalised caller. */
-uint64_t answer_caller(fl::EtagHasher &h, const fl_user_t *u) noexcept
+uint64_t answer_caller(fl::EtagHasher &given, const fl_user_t *u) noexcept
 {
+    /* a copy the compiler can keep in registers */
+    fl::EtagHasher h = given;
+
     /* an empty userId is no userId; the traits are sorted and unique in
      * a fl_user_t */
     if (u != nullptr && u->user_id != nullptr && u->user_id_len != 0) {

@@ -117,9 +117,7 @@ public:
             word(k);
         }
         if (i < len) {
-            uint64_t k = 0;
-            std::memcpy(&k, s + i, len - i);
-            word(k);
+            word(tail(s + i, len - i));
         }
     }
 
@@ -147,6 +145,28 @@ public:
     }
 
 private:
+    /* The r (1 to 7) bytes at p as a little-endian word padded with
+     * zeros, as a memcpy() into a zeroed word gives, from two overlapping
+     * loads whose common bytes agree: no call to memcpy(), which made the
+     * compiler keep the state in memory around it, a store and a load on
+     * every word of the ETag's caller (issue 27). */
+    static uint64_t tail(const char *p, size_t r) noexcept
+    {
+        if (r >= 4) {
+            uint32_t a, b;
+            std::memcpy(&a, p, 4);
+            std::memcpy(&b, p + r - 4, 4);
+            return a | static_cast<uint64_t>(b) << (8 * (r - 4));
+        }
+        if (r >= 2) {
+            uint16_t a, b;
+            std::memcpy(&a, p, 2);
+            std::memcpy(&b, p + r - 2, 2);
+            return a | static_cast<uint64_t>(b) << (8 * (r - 2));
+        }
+        return static_cast<unsigned char>(p[0]);
+    }
+
     static constexpr uint64_t c1 = UINT64_C(0x87c37b91114253d5);
     static constexpr uint64_t c2 = UINT64_C(0x4cf5ad432745937f);
 
