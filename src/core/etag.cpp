@@ -136,7 +136,7 @@ uint64_t answer_caller(fl::EtagHasher &given, const fl_user_t *u) noexcept
      * a fl_user_t */
     if (u != nullptr && u->user_id != nullptr && u->user_id_len != 0) {
         h.u64(1);
-        h.str(u->user_id, u->user_id_len);
+        h.str_inline(u->user_id, u->user_id_len);
     } else {
         h.u64(0);
     }
@@ -144,8 +144,8 @@ uint64_t answer_caller(fl::EtagHasher &given, const fl_user_t *u) noexcept
     h.u64(nt);
     for (size_t i = 0; i < nt; i++) {
         const fl_trait_t &t = u->traits[i];
-        h.str(t.name, t.name_len);
-        h.str(t.value ? t.value : "", t.value ? t.value_len : 0);
+        h.str_inline(t.name, t.name_len);
+        h.str_inline(t.value ? t.value : "", t.value ? t.value_len : 0);
     }
 
     return h.final();

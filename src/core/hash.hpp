@@ -41,6 +41,13 @@ public:
         mix_.bytes(s, len);
     }
 
+    /* str() through Mix::bytes_inline() */
+    void str_inline(const char *s, size_t len) noexcept
+    {
+        mix_.word(len);
+        mix_.bytes_inline(s, len);
+    }
+
     void str(std::string_view s) noexcept
     {
         str(s.data(), s.size());
@@ -109,6 +116,23 @@ public:
     /* a tail is padded with zeros, which the length before the bytes
      * makes unambiguous */
     void bytes(const char *s, size_t len) noexcept
+    {
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+            uint64_t k;
+            std::memcpy(&k, s + i, 8);
+            word(k);
+        }
+        if (i < len) {
+            uint64_t k = 0;
+            std::memcpy(&k, s + i, len - i);
+            word(k);
+        }
+    }
+
+    /* bytes() with the tail read by tail(): the same words, without a
+     * call to memcpy() */
+    void bytes_inline(const char *s, size_t len) noexcept
     {
         size_t i = 0;
         for (; i + 8 <= len; i += 8) {
