@@ -22,6 +22,9 @@
 #   ./build.sh instructions [so...]  instructions a request of the
 #                         distinct-user rows under callgrind, after a bench
 #                         (bench/instructions.sh)
+#   ./build.sh profile [so]  where the worker's time goes on a distinct-user
+#                         row, function by function (perf), after a bench
+#                         (bench/profile.sh)
 #   ./build.sh fuzz [s]   libFuzzer targets of the core, s seconds each (fuzz/run.sh)
 #   ./build.sh deb        the Debian package libnginx-mod-http-flags in build/deb/
 #   ./build.sh deps [p]   install the Debian packages the build and tests need
@@ -452,7 +455,8 @@ case $cmd in
     screenshot) module; screenshot "$@" ;;
     bench) need nginx wrk; module; exec "$ROOT/bench/run.sh" "$@" ;;
     instructions) need nginx wrk valgrind; module; exec "$ROOT/bench/instructions.sh" "$@" ;;
+    profile) need nginx wrk linux-perf; module; exec "$ROOT/bench/profile.sh" "$@" ;;
     fuzz) exec "$ROOT/fuzz/run.sh" "$@" ;;
     deb) deb ;;
-    *) echo "usage: $0 [build|run|stop|screenshot|test|unit|prove|node|valgrind|bench|instructions|fuzz|deb|deps]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|run|stop|screenshot|test|unit|prove|node|valgrind|bench|instructions|profile|fuzz|deb|deps]" >&2; exit 2 ;;
 esac
