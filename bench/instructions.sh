@@ -39,11 +39,8 @@ die() { printf 'instructions: FAILED: %s\n' "$*" >&2; exit 1; }
 for tool in valgrind callgrind_control callgrind_annotate wrk curl; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install valgrind wrk)"
 done
-PREFIX=$OUT/nginx
-[ -f "$PREFIX/conf/nginx.conf" ] || die "no $PREFIX/conf/nginx.conf: run bench/run.sh first (./build.sh bench)"
-PORT=$(sed -n 's/^ *listen *127\.0\.0\.1:\([0-9]*\).*/\1/p' "$PREFIX/conf/nginx.conf" | head -1)
-[ -n "$PORT" ] || die "no listen port in $PREFIX/conf/nginx.conf"
-BASE=http://127.0.0.1:$PORT
+# PREFIX, PORT, BASE, QUERY, TOKEN30, TOKEN1000, REPORT
+. "$ROOT/bench/lib/prefix.sh"
 
 if [ $# -eq 0 ]; then
     set -- "$ROOT/build/ngx_http_flags_module.so"
@@ -66,11 +63,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
-TOKEN30=pub_bench_30
-TOKEN1000=pub_bench_1000
-REPORT=$OUT/report.json
-[ -f "$REPORT" ] || die "no $REPORT: run bench/run.sh first"
 
 # count PATH BODY [wrk options]: instructions a request while wrk asks
 count() {

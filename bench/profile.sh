@@ -39,20 +39,16 @@ die() { printf 'profile: FAILED: %s\n' "$*" >&2; exit 1; }
 for tool in perf wrk curl taskset; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install linux-perf wrk)"
 done
-PREFIX=$OUT/nginx
-[ -f "$PREFIX/conf/nginx.conf" ] || die "no $PREFIX/conf/nginx.conf: run bench/run.sh first (./build.sh bench)"
-PORT=$(sed -n 's/^ *listen *127\.0\.0\.1:\([0-9]*\).*/\1/p' "$PREFIX/conf/nginx.conf" | head -1)
-[ -n "$PORT" ] || die "no listen port in $PREFIX/conf/nginx.conf"
-BASE=http://127.0.0.1:$PORT
+# PREFIX, PORT, BASE, QUERY, TOKEN30, TOKEN1000, REPORT
+. "$ROOT/bench/lib/prefix.sh"
 SO=${1:-$ROOT/build/nginx/ngx_http_flags_module.so}
 [ -f "$SO" ] || die "no $SO"
 
-QUERY='userId=bench-user-7&trait_plan=pro&trait_country=de&trait_appVersion=2.3.1&trait_email=ana.silva%40example.com&trait_sessions=42'
 case $ROW in
-    flags30)   MPATH=/flags?$QUERY      BPATH=/static?$QUERY     BODY= OPTS=(-H "Authorization: Bearer pub_bench_30") ;;
-    flags1000) MPATH=/flags1000?$QUERY  BPATH=/static1000?$QUERY BODY= OPTS=(-H "Authorization: Bearer pub_bench_1000") ;;
-    ingest)    MPATH=/ingest/errors     BPATH=/ingest-baseline   BODY=$OUT/report.json
-               OPTS=(-H "Authorization: Bearer pub_bench_30" -H "Content-Type: application/json") ;;
+    flags30)   MPATH=/flags?$QUERY      BPATH=/static?$QUERY     BODY= OPTS=(-H "Authorization: Bearer $TOKEN30") ;;
+    flags1000) MPATH=/flags1000?$QUERY  BPATH=/static1000?$QUERY BODY= OPTS=(-H "Authorization: Bearer $TOKEN1000") ;;
+    ingest)    MPATH=/ingest/errors     BPATH=/ingest-baseline   BODY=$REPORT
+               OPTS=(-H "Authorization: Bearer $TOKEN30" -H "Content-Type: application/json") ;;
     *) die "PROFILE_ROW: flags30, flags1000 or ingest, not $ROW" ;;
 esac
 
@@ -121,10 +117,10 @@ side() {
               printf "| `%s` | %s | %.3f | %.2f %% |\n", sym, dso, p / 100 * us, p; k++ }'
 }
 
-REPORT=$OUT/profile-$ROW.md
+TABLE=$OUT/profile-$ROW.md
 {
     printf '## Profile of %s (%s distinct users): %s\n' "$ROW" "$USERS" "$(basename "$SO")"
     side "module" "$MPATH"
     side "baseline" "$BPATH"
-} | tee "$REPORT"
-say "written to $REPORT"
+} | tee "$TABLE"
+say "written to $TABLE"

@@ -27,6 +27,17 @@
 
 namespace fl {
 
+/* MurmurHash3's 64-bit finaliser: every bit of k reaches every bit */
+inline uint64_t fmix64(uint64_t k) noexcept
+{
+    k ^= k >> 33;
+    k *= UINT64_C(0xff51afd7ed558ccd);
+    k ^= k >> 33;
+    k *= UINT64_C(0xc4ceb9fe1a85ec53);
+    k ^= k >> 33;
+    return k;
+}
+
 template <class Mix>
 class Hasher {
 public:
@@ -117,12 +128,7 @@ public:
      * makes unambiguous */
     void bytes(const char *s, size_t len) noexcept
     {
-        size_t i = 0;
-        for (; i + 8 <= len; i += 8) {
-            uint64_t k;
-            std::memcpy(&k, s + i, 8);
-            word(k);
-        }
+        size_t i = words(s, len);
         if (i < len) {
             uint64_t k = 0;
             std::memcpy(&k, s + i, len - i);
@@ -134,12 +140,7 @@ public:
      * call to memcpy() */
     void bytes_inline(const char *s, size_t len) noexcept
     {
-        size_t i = 0;
-        for (; i + 8 <= len; i += 8) {
-            uint64_t k;
-            std::memcpy(&k, s + i, 8);
-            word(k);
-        }
+        size_t i = words(s, len);
         if (i < len) {
             word(tail(s + i, len - i));
         }
@@ -147,13 +148,7 @@ public:
 
     uint64_t final() const noexcept
     {
-        uint64_t k = h_ ^ n_;
-        k ^= k >> 33;
-        k *= UINT64_C(0xff51afd7ed558ccd);
-        k ^= k >> 33;
-        k *= UINT64_C(0xc4ceb9fe1a85ec53);
-        k ^= k >> 33;
-        return k;
+        return fmix64(h_ ^ n_);
     }
 
     void save(uint64_t *h, uint64_t *n) const noexcept
@@ -169,6 +164,18 @@ public:
     }
 
 private:
+    /* The whole words of s, mixed; where the tail begins. */
+    size_t words(const char *s, size_t len) noexcept
+    {
+        size_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+            uint64_t k;
+            std::memcpy(&k, s + i, 8);
+            word(k);
+        }
+        return i;
+    }
+
     /* The r (1 to 7) bytes at p as a little-endian word padded with
      * zeros, as a memcpy() into a zeroed word gives, from two overlapping
      * loads whose common bytes agree: no call to memcpy(), which made the

@@ -11,6 +11,7 @@
 #include "flags_core.h"
 #include <cstring>
 
+#include "hash.hpp"
 #include "murmur3.hpp"
 
 using fl::Murmur3;
@@ -47,12 +48,7 @@ uint64_t fl_hash64(const void *data, size_t len, uint64_t seed) noexcept
         h ^= h >> 32;
     }
 
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
-    h ^= h >> 33;
-    h *= UINT64_C(0xc4ceb9fe1a85ec53);
-    h ^= h >> 33;
-    return h;
+    return fl::fmix64(h);
 }
 
 uint32_t fl_bucket(const char *name, size_t name_len, const char *key,
