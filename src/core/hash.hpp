@@ -184,18 +184,23 @@ private:
     static uint64_t tail(const char *p, size_t r) noexcept
     {
         if (r >= 4) {
-            uint32_t a, b;
-            std::memcpy(&a, p, 4);
-            std::memcpy(&b, p + r - 4, 4);
-            return a | static_cast<uint64_t>(b) << (8 * (r - 4));
+            return ends<uint32_t>(p, r);
         }
         if (r >= 2) {
-            uint16_t a, b;
-            std::memcpy(&a, p, 2);
-            std::memcpy(&b, p + r - 2, 2);
-            return a | static_cast<uint64_t>(b) << (8 * (r - 2));
+            return ends<uint16_t>(p, r);
         }
         return static_cast<unsigned char>(p[0]);
+    }
+
+    /* tail() of r bytes (sizeof(W) to 2 * sizeof(W)): the first and the
+     * last word, the last shifted to its place */
+    template <class W>
+    static uint64_t ends(const char *p, size_t r) noexcept
+    {
+        W a, b;
+        std::memcpy(&a, p, sizeof(W));
+        std::memcpy(&b, p + r - sizeof(W), sizeof(W));
+        return a | static_cast<uint64_t>(b) << (8 * (r - sizeof(W)));
     }
 
     static constexpr uint64_t c1 = UINT64_C(0x87c37b91114253d5);

@@ -52,6 +52,19 @@ inline int hex_value(unsigned char c) noexcept
     return -1;
 }
 
+/* Whether n bytes (sizeof(W) to 2 * sizeof(W)) at a and at b are the
+ * same: the first and the last word of each, overlapping. */
+template <class W>
+inline bool words_eq(const char *a, const char *b, size_t n) noexcept
+{
+    W a0, a1, b0, b1;
+    std::memcpy(&a0, a, sizeof(W));
+    std::memcpy(&b0, b, sizeof(W));
+    std::memcpy(&a1, a + n - sizeof(W), sizeof(W));
+    std::memcpy(&b1, b + n - sizeof(W), sizeof(W));
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* Whether n bytes at a and at b are the same.  Up to 16 bytes it reads
  * two overlapping words of each (no loop, no call); longer, memcmp.  A
  * trait name is a handful of bytes and a call to memcmp cost more than
@@ -59,20 +72,10 @@ inline int hex_value(unsigned char c) noexcept
 inline bool bytes_eq(const char *a, const char *b, size_t n) noexcept
 {
     if (n >= 8 && n <= 16) {
-        uint64_t a0, a1, b0, b1;
-        std::memcpy(&a0, a, 8);
-        std::memcpy(&b0, b, 8);
-        std::memcpy(&a1, a + n - 8, 8);
-        std::memcpy(&b1, b + n - 8, 8);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+        return words_eq<uint64_t>(a, b, n);
     }
     if (n >= 4 && n < 8) {
-        uint32_t a0, a1, b0, b1;
-        std::memcpy(&a0, a, 4);
-        std::memcpy(&b0, b, 4);
-        std::memcpy(&a1, a + n - 4, 4);
-        std::memcpy(&b1, b + n - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+        return words_eq<uint32_t>(a, b, n);
     }
     if (n < 4) {
         for (size_t i = 0; i < n; i++) {
