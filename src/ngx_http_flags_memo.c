@@ -38,9 +38,10 @@
  * bytes'; the low half, the location's and project's, is the same for
  * every caller of a location and completes the tag.  (Taken from the low
  * half alone, every caller of a location shared one slot, and 1,000
- * callers polling in turn were never answered from the memo: issue 23.)  A full set gives
- * up, in this order, an older answer of the same key, an answer of an
- * older version of the project, its least recently used answer.
+ * callers polling in turn were never answered from the memo: issue 23.)
+ * A full set gives up, in this order, an older answer of the same key,
+ * an answer of an older version of the project, its least recently used
+ * answer.
  */
 
 #include "ngx_http_flags_module.h"
@@ -116,7 +117,7 @@ static ngx_event_t             ngx_http_flags_memo_fold_event;
 
 
 static uint64_t ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k);
-static ngx_uint_t ngx_http_flags_memo_set(uint64_t hash, ngx_uint_t sets);
+static ngx_uint_t ngx_http_flags_memo_set(uint64_t hash);
 static ngx_uint_t ngx_http_flags_memo_admit(ngx_http_flags_memo_line_t *line,
     uint64_t hash, ngx_atomic_uint_t version);
 static ngx_uint_t ngx_http_flags_memo_way(ngx_http_flags_memo_t **set,
@@ -168,15 +169,15 @@ ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k)
 
 
 /*
- * The set of a hash in a table of sets: from the caller's half, so that
+ * The set of a hash in the table: from the caller's half, so that
  * the callers of one location (one low half) spread over every set, and
  * so that it is known before the request is authenticated (prefetch()).
  */
 
 static ngx_uint_t
-ngx_http_flags_memo_set(uint64_t hash, ngx_uint_t sets)
+ngx_http_flags_memo_set(uint64_t hash)
 {
-    return (ngx_uint_t) (hash >> 32) & (sets - 1);
+    return (ngx_uint_t) (hash >> 32) & (NGX_HTTP_FLAGS_MEMO_SETS - 1);
 }
 
 
@@ -196,8 +197,7 @@ ngx_http_flags_memo_prefetch(ngx_http_flags_memo_key_t *k)
         return;
     }
 
-    s = ngx_http_flags_memo_set(ngx_http_flags_memo_caller(k),
-                                NGX_HTTP_FLAGS_MEMO_SETS);
+    s = ngx_http_flags_memo_set(ngx_http_flags_memo_caller(k));
 
 #if defined(__GNUC__)
     __builtin_prefetch(&ngx_http_flags_memo_lines[s], 1);
@@ -233,7 +233,7 @@ ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k)
     }
 
     hash = ngx_http_flags_memo_hash(k);
-    s = ngx_http_flags_memo_set(hash, NGX_HTTP_FLAGS_MEMO_SETS);
+    s = ngx_http_flags_memo_set(hash);
     tags = ngx_http_flags_memo_lines[s].tag;
 
     /* the tags first: the entries' pointers are read for a match only */
@@ -361,7 +361,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     size = sizeof(ngx_http_flags_memo_t) + k->len + len + bits;
 
     hash = ngx_http_flags_memo_hash(k);
-    s = ngx_http_flags_memo_set(hash, NGX_HTTP_FLAGS_MEMO_SETS);
+    s = ngx_http_flags_memo_set(hash);
 
     /* the first sight of a key is only remembered */
     if (!ngx_http_flags_memo_admit(&ngx_http_flags_memo_lines[s], hash,
