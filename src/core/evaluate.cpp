@@ -650,10 +650,124 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     }
 }
 
+/* Flag i's object in GET /flags' answer (after its ','), with value on
+ * and effective percentage eff: the one writer of fl_flags_json() and
+ * fl_flags_answer().  With the configured percentage the whole object is
+ * one copy of its prebuilt text. */
+FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
+    const fl::FlagHot &h, const char *json, bool on, uint32_t eff, char *o)
+{
+    static const char pct[] = ",\"rolloutPercentage\":";
+
+    if (eff == h.rollout_milli) {
+        const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
+        size_t len = on ? h.json_on_len : h.json_off_len;
+        std::memcpy(o, whole, len);
+        return o + len;
+    }
+
+    /* rolled back or overridden: the percentage differs */
+    const fl::Flag &f = p.flags[i];
+    const std::string &head = on ? f.json_head_on : f.json_head_off;
+    std::memcpy(o, head.data(), head.size());
+    o += head.size();
+    std::memcpy(o, pct, sizeof(pct) - 1);
+    o += sizeof(pct) - 1;
+    o += fl_json_milli(eff, o);
+    std::memcpy(o, f.json_tail.data(), f.json_tail.size());
+    return o + f.json_tail.size();
+}
+
+/*
+ * GET /flags' answer in one pass over the flags: each flag's value as
+ * fl_evaluate_values() gives it (flag_value()), then its object as
+ * fl_flags_json() writes it (put_flag()), and its bit; no fl_detail_t is
+ * written or read back (t/unit/test_answer.c holds the two ways to the
+ * same bytes and values).  The glue always has the percentages and
+ * switches in force: the loop is compiled for them, and once for either
+ * missing.
+ */
+template <bool Given>
+FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
+    char *buf)
+{
+    static const char open[] = "{\"flags\":";
+    static const char close[] = "]}";
+    size_t n = p->flags.size();
+    char *o = buf;
+
+    std::memcpy(o, open, sizeof(open) - 1);
+    o += sizeof(open) - 1;
+
+    if (n == 0) {
+        *o++ = '[';
+        std::memcpy(o, close, sizeof(close) - 1);
+        return static_cast<size_t>(o + sizeof(close) - 1 - buf);
+    }
+
+    EvalCache cache;
+    std::memset(cache.seg, unknown,
+                p->segments.size() < cache_size ? p->segments.size()
+                                                : cache_size);
+    CallerId id;
+    id.mix = n >= 8;
+
+    const fl::Flag *flags = p->flags.data();
+    const fl::FlagHot *hot = p->hot.data();
+    const char *json = p->json.data();
+
+    for (size_t w = 0; w * 64 < n; w++) {
+        size_t end = (w + 1) * 64 < n ? (w + 1) * 64 : n;
+        uint64_t bits = 0;
+
+        for (size_t i = w * 64; i < end; i++) {
+            const fl::FlagHot &h = hot[i];
+            uint32_t eff;
+            uint8_t s;
+
+            if (Given) {
+                eff = effective_milli[i];
+                s = sw[i];
+            } else {
+                eff = effective_milli ? effective_milli[i] : h.rollout_milli;
+                s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+            }
+
+            bool v = flag_value(*p, i, flags[i], eff, s, u, &cache, &id)
+                         .value;
+
+            bits |= uint64_t(v) << (i % 64);
+            *o++ = ',';
+            o = put_flag(*p, i, h, json, v, eff, o);
+        }
+        enabled[w] = bits;
+    }
+
+    buf[sizeof(open) - 1] = '[';
+    std::memcpy(o, close, sizeof(close) - 1);
+    return static_cast<size_t>(o + sizeof(close) - 1 - buf);
+}
+
 } // namespace
 
 
 extern "C" {
+
+size_t fl_flags_answer(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
+    char *buf) noexcept
+{
+    if (p == nullptr) {
+        static const char none[] = "{\"flags\":[]}";
+        std::memcpy(buf, none, sizeof(none) - 1);
+        return sizeof(none) - 1;
+    }
+    if (effective_milli != nullptr && sw != nullptr) {
+        return flags_answer<true>(p, u, effective_milli, sw, enabled, buf);
+    }
+    return flags_answer<false>(p, u, effective_milli, sw, enabled, buf);
+}
 
 /* The one evaluation of every flag (docs/evaluation.md), with OFREP's
  * reason.  fl_answer_etag() (etag.cpp) hashes every input read here: keep the two in
@@ -718,7 +832,6 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
      * '[' (no test a flag for "is it the first") */
     static const char open[] = "{\"flags\":";
     static const char close[] = "]}";
-    static const char pct[] = ",\"rolloutPercentage\":";
     char *o = buf;
 
     std::memcpy(o, open, sizeof(open) - 1);
@@ -732,32 +845,8 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     const char *json = n ? p->json.data() : nullptr;
     for (size_t i = 0; i < n; i++) {
         *o++ = ',';
-        const fl::FlagHot &h = hot[i];
-        if (r[i].rollout_milli == h.rollout_milli) {
-            /* the common case: the whole object, one copy */
-            const char *whole = json + h.json_at;
-            size_t len = h.json_on_len;
-            if (!r[i].enabled) {
-                whole += h.json_on_len;
-                len = h.json_off_len;
-            }
-            std::memcpy(o, whole, len);
-            o += len;
-            continue;
-        }
-
-        const fl::Flag &f = p->flags[i];
-        const std::string &head = r[i].enabled ? f.json_head_on
-                                               : f.json_head_off;
-        std::memcpy(o, head.data(), head.size());
-        o += head.size();
-
-        /* rolled back or overridden: the percentage differs */
-        std::memcpy(o, pct, sizeof(pct) - 1);
-        o += sizeof(pct) - 1;
-        o += fl_json_milli(r[i].rollout_milli, o);
-        std::memcpy(o, f.json_tail.data(), f.json_tail.size());
-        o += f.json_tail.size();
+        o = put_flag(*p, i, hot[i], json, r[i].enabled, r[i].rollout_milli,
+                     o);
     }
 
     if (n > 0) {

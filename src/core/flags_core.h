@@ -342,6 +342,17 @@ size_t fl_flags_json_bound(const fl_project_t *p) FL_NOEXCEPT;
 size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     char *buf) FL_NOEXCEPT;
 
+/* 64-bit words of a bit set of n flags: bit i % 64 of word i / 64. */
+#define FL_BIT_WORDS(n)  (((n) + 63) / 64)
+
+/* GET /flags' answer for u in one pass: what fl_flags_json() writes for
+ * fl_evaluate_values()'s results, byte for byte, into buf
+ * (fl_flags_json_bound() bytes); enabled (FL_BIT_WORDS(flag count) words)
+ * gets each flag's value.  Returns the bytes written. */
+size_t fl_flags_answer(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
+    char *buf) FL_NOEXCEPT;
+
 
 /* ------------------------------------------------------------------ JSON */
 

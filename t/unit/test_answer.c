@@ -1,0 +1,287 @@
+/*
+ * test_answer.c - fl_flags_answer(), GET /flags' answer in one pass
+ * (issue 27): the same bytes as fl_flags_json() writes for
+ * fl_evaluate_values()'s results, and the same value a flag in its bits,
+ * for projects and callers drawn at random: flags whose "name:" leaves
+ * 0 to 3 bytes waiting, on and off in the file, with and without
+ * segments, rules, named users and stickiness; callers with ids of 0 to
+ * 70 bytes (the mixed path takes 4 to 64), without one, without a query;
+ * the configured percentages and effective ones with every switch.
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flags_core.h"
+#include "unit_arena.h"
+#include "unit_project.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t) (rng_state % n);
+}
+
+static const uint32_t percents[] = {
+    0, 1, 5000, 12500, 33333, 50000, 50000, 75000, 99999, 100000, 100000
+};
+
+static void put_pct(char **o, uint32_t milli)
+{
+    *o += sprintf(*o, "%u.%03u", milli / 1000, milli % 1000);
+}
+
+/* A project of nflags flags; every_rules: every how many flags one has
+ * rules and named users (0: none), stickiness likewise. */
+static char *project_json(size_t nflags, unsigned every_rules,
+    unsigned every_sticky)
+{
+    char *json = malloc(nflags * 400 + 1024), *o = json;
+    static const char *segs[] = { "pro", "de", "nobody" };
+
+    o += sprintf(o, "{\"flags\":[");
+    for (size_t i = 0; i < nflags; i++) {
+        /* names of 3 to 10 characters: every alignment of "name:" */
+        unsigned extra = rnd(8);
+        o += sprintf(o, "%s{\"name\":\"f%zu", i ? "," : "", i);
+        for (unsigned k = 0; k < extra; k++) {
+            *o++ = (char) ('a' + rnd(26));
+        }
+        o += sprintf(o, "\",\"enabled\":%s,\"rolloutPercentage\":",
+                     rnd(6) == 0 ? "false" : "true");
+        put_pct(&o, percents[rnd(sizeof(percents) / sizeof(percents[0]))]);
+
+        if (every_sticky && i % every_sticky == 1) {
+            o += sprintf(o, ",\"stickiness\":\"plan\"");
+        }
+
+        if (every_rules && i % every_rules == 0) {
+            o += sprintf(o, ",\"rules\":[{\"segments\":[\"pro\"],"
+                            "\"rolloutPercentage\":30},"
+                            "{\"segments\":[],\"rolloutPercentage\":60}],"
+                            "\"targets\":{\"on\":[\"user-1\",\"user-7\"],"
+                            "\"off\":[\"user-2\"]}}");
+            continue;
+        }
+
+        o += sprintf(o, ",\"segments\":[");
+        unsigned ns = rnd(3);
+        for (unsigned k = 0; k < ns; k++) {
+            o += sprintf(o, "%s\"%s\"", k ? "," : "", segs[rnd(3)]);
+        }
+        o += sprintf(o, "]}");
+    }
+    o += sprintf(o, "],\"segments\":{"
+        "\"pro\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"in\","
+        "\"values\":[\"pro\",\"team\"]}]},"
+        "\"de\":{\"rules\":[{\"trait\":\"country\",\"op\":\"eq\","
+        "\"value\":\"DE\",\"ignoreCase\":true}]},"
+        "\"nobody\":{\"rules\":[{\"trait\":\"plan\",\"op\":\"eq\","
+        "\"value\":\"none\"}]}}}");
+    return json;
+}
+
+/* The caller's query: an id of len bytes (SIZE_MAX: none) and traits. */
+static void query(char *q, size_t len)
+{
+    static const char *plans[] = { "pro", "free", "team" };
+    static const char *countries[] = { "de", "DE", "fr" };
+    char *o = q;
+
+    if (len != SIZE_MAX) {
+        o += sprintf(o, "userId=");
+        for (size_t k = 0; k < len; k++) {
+            *o++ = (char) ('a' + rnd(26));
+        }
+        *o++ = '&';
+    }
+    sprintf(o, "trait_plan=%s&trait_country=%s", plans[rnd(3)],
+            countries[rnd(3)]);
+}
+
+/* fl_flags_answer() against fl_evaluate_values() + fl_flags_json() for
+ * one caller and one set of percentages and switches. */
+static void same_answer(fl_project_t *p, const fl_user_t *u,
+    const uint32_t *eff, const uint8_t *sw)
+{
+    size_t n = fl_project_flag_count(p), bound = fl_flags_json_bound(p);
+    fl_detail_t *d = calloc(n + 1, sizeof(*d));
+    uint64_t *bits = malloc((FL_BIT_WORDS(n) + 1) * sizeof(uint64_t));
+    char *want = malloc(bound), *got = malloc(bound);
+
+    fl_evaluate_values(p, u, eff, sw, d);
+    size_t wn = fl_flags_json(p, d, want);
+
+    /* a word past the last is never written */
+    bits[FL_BIT_WORDS(n)] = 0x5a5a5a5a5a5a5a5aull;
+    size_t gn = fl_flags_answer(p, u, eff, sw, bits, got);
+
+    assert_int_equal(gn, wn);
+    assert_memory_equal(got, want, wn);
+    for (size_t i = 0; i < n; i++) {
+        unsigned bit = (unsigned) ((bits[i / 64] >> (i % 64)) & 1);
+        assert_int_equal(bit, d[i].enabled);
+    }
+    if (n % 64) {
+        /* bits past the last flag stay zero */
+        assert_int_equal(bits[n / 64] >> (n % 64), 0);
+    }
+    assert_int_equal(bits[FL_BIT_WORDS(n)], 0x5a5a5a5a5a5a5a5aull);
+
+    free(d);
+    free(bits);
+    free(want);
+    free(got);
+}
+
+static void check_project(size_t nflags, unsigned every_rules,
+    unsigned every_sticky, unsigned callers)
+{
+    char *json = project_json(nflags, every_rules, every_sticky);
+    fl_project_t *p = load(json);
+    size_t n = fl_project_flag_count(p);
+    uint32_t *eff = malloc((n + 1) * sizeof(uint32_t));
+    uint8_t *sw = malloc(n + 1);
+    char q[256];
+
+    assert_int_equal(n, nflags);
+
+    for (unsigned c = 0; c < callers; c++) {
+        /* ids of 0 to 70 bytes, and none */
+        size_t len = rnd(12) == 0 ? SIZE_MAX : rnd(71);
+        query(q, len);
+        fl_user_t u = user(q);
+
+        same_answer(p, &u, NULL, NULL);
+
+        for (size_t i = 0; i < n; i++) {
+            eff[i] = percents[rnd(sizeof(percents) / sizeof(percents[0]))];
+            sw[i] = (uint8_t) rnd(4);       /* every fl_switch_t */
+        }
+        same_answer(p, &u, eff, sw);
+        same_answer(p, &u, eff, NULL);
+        arena_reset();
+    }
+
+    /* no caller at all */
+    same_answer(p, NULL, NULL, NULL);
+    same_answer(p, NULL, eff, sw);
+
+    free(eff);
+    free(sw);
+    fl_project_free(p);
+    free(json);
+}
+
+/* Simple flags only: 7 (too few to mix the id), 8, 64 (one word of bits
+ * exactly), 65 and 1,000. */
+static void test_simple_flags(void **state)
+{
+    (void) state;
+    check_project(7, 0, 0, 200);
+    check_project(8, 0, 0, 200);
+    check_project(64, 0, 0, 200);
+    check_project(65, 0, 0, 200);
+    check_project(1000, 0, 0, 40);
+}
+
+/* With flags that take flag_value() itself: rules and named users (the
+ * callers user-1, user-2 and user-7 among them), stickiness. */
+static void test_flags_with_rules(void **state)
+{
+    (void) state;
+    check_project(30, 3, 0, 200);
+    check_project(30, 0, 4, 200);
+    check_project(200, 5, 7, 60);
+
+    /* named users: an id drawn at random is rarely one */
+    char *json = project_json(9, 1, 0);
+    fl_project_t *p = load(json);
+    static const char *ids[] = { "user-1", "user-2", "user-7", "user-3" };
+    for (size_t k = 0; k < 4; k++) {
+        char q[64];
+        snprintf(q, sizeof(q), "userId=%s&trait_plan=free", ids[k]);
+        fl_user_t u = user(q);
+        same_answer(p, &u, NULL, NULL);
+    }
+    arena_reset();
+    fl_project_free(p);
+    free(json);
+}
+
+/* The project of t/unit/test_eval.c's answer, pinned: the bytes and the
+ * bits, with configured and effective percentages. */
+static void test_pinned(void **state)
+{
+    (void) state;
+    fl_project_t *p = load(
+        "{\"flags\":["
+        "{\"name\":\"new-checkout\",\"enabled\":true,"
+        "\"rolloutPercentage\":25,\"segments\":[]},"
+        "{\"name\":\"dark-mode\",\"enabled\":false,"
+        "\"rolloutPercentage\":12.5,\"segments\":[]},"
+        "{\"name\":\"all\",\"enabled\":true,\"rolloutPercentage\":100,"
+        "\"segments\":[]}]}");
+    fl_user_t u = user("userId=user-1");
+    uint64_t bits[1];
+    char buf[512];
+
+    size_t n = fl_flags_answer(p, &u, NULL, NULL, bits, buf);
+    buf[n] = '\0';
+    /* bucket(new-checkout, user-1) = 40631: outside 25 % */
+    assert_string_equal(buf,
+        "{\"flags\":["
+        "{\"name\":\"new-checkout\",\"enabled\":false,\"rolloutPercentage\":25,"
+        "\"segments\":[]},"
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":12.5,"
+        "\"segments\":[]},"
+        "{\"name\":\"all\",\"enabled\":true,\"rolloutPercentage\":100,"
+        "\"segments\":[]}]}");
+    assert_int_equal(bits[0], 4);
+
+    uint32_t eff[3] = { 50000, 33333, 0 };
+    uint8_t sw[3] = { FL_SWITCH_OVERRIDE_PERCENT, FL_SWITCH_NONE,
+                      FL_SWITCH_ROLLED_BACK };
+    n = fl_flags_answer(p, &u, eff, sw, bits, buf);
+    buf[n] = '\0';
+    assert_string_equal(buf,
+        "{\"flags\":["
+        "{\"name\":\"new-checkout\",\"enabled\":true,\"rolloutPercentage\":50,"
+        "\"segments\":[]},"
+        "{\"name\":\"dark-mode\",\"enabled\":false,\"rolloutPercentage\":33.333,"
+        "\"segments\":[]},"
+        "{\"name\":\"all\",\"enabled\":false,\"rolloutPercentage\":0,"
+        "\"segments\":[]}]}");
+    assert_int_equal(bits[0], 1);
+    arena_reset();
+    fl_project_free(p);
+
+    /* no flags: the bits are not touched */
+    p = load("{\"flags\":[]}");
+    bits[0] = 77;
+    n = fl_flags_answer(p, NULL, NULL, NULL, bits, buf);
+    buf[n] = '\0';
+    assert_string_equal(buf, "{\"flags\":[]}");
+    assert_int_equal(bits[0], 77);
+    fl_project_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pinned),
+        cmocka_unit_test(test_simple_flags),
+        cmocka_unit_test(test_flags_with_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
