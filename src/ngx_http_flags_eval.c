@@ -10,11 +10,15 @@
  *   1. read each flag's control block once: the percentage in force and
  *      the switch (rolled back, overridden off), which always agree;
  *   2. evaluate (the core's fl_evaluate_detail(), with OFREP's reasons,
- *      or fl_evaluate_values() for answers that show none; one flag's);
+ *      or fl_evaluate_values() for answers that show none; one flag's;
+ *      for GET /flags, fl_flags_answer() evaluates and writes the JSON in
+ *      one pass);
  *   3. count each evaluation by its answer: the flag's evaluations, its
- *      on or off cohort and, when on, its window.  Counting is two plain
+ *      on or off cohort and, when on, its window.  Counting is plain
  *      additions in the worker's own memory (the snapshot's pending
- *      counts); the counts reach the zone at the end of the event loop's
+ *      counts: an answer of every flag is one addition for the answer and
+ *      one a flag it showed on); the counts reach the zone at the end of
+ *      the event loop's
  *      cycle (one fl_count_evals() a flag for the whole cycle, a posted
  *      event), and before anything reads them: flags_status, the metrics,
  *      the rollback decision, a ramp's tick, a sync round and a change of
@@ -34,6 +38,7 @@
 
 static ngx_int_t ngx_http_flags_answer_controls(ngx_http_flags_defs_t *defs,
     ngx_http_flags_project_t *project);
+static void ngx_http_flags_answer_count(ngx_http_flags_answer_t *a);
 static ngx_http_flags_pending_t *ngx_http_flags_pending(
     ngx_http_flags_defs_t *defs);
 static void ngx_http_flags_counts_fold_handler(ngx_event_t *ev);
@@ -43,9 +48,12 @@ static ngx_http_flags_defs_t  *ngx_http_flags_pending_head;
 static ngx_event_t             ngx_http_flags_counts_event;
 
 
+/* detail: NGX_HTTP_FLAGS_DETAIL for ngx_http_flags_answer_evaluate(),
+ * NGX_HTTP_FLAGS_BITS for ngx_http_flags_answer_flags_json() */
+
 ngx_int_t
 ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
-    ngx_http_flags_project_t *project)
+    ngx_http_flags_project_t *project, ngx_uint_t detail)
 {
     size_t                  i, n;
     ngx_http_flags_flag_t  *flags;
@@ -57,12 +65,23 @@ ngx_http_flags_answer_init(ngx_http_flags_answer_t *a, ngx_pool_t *pool,
 
     a->project = project;
     a->defs = defs;
-    a->detail = n < NGX_HTTP_FLAGS_ANSWER_LOCAL
-                ? a->local
-                : ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
+    a->detail = NULL;
+    a->enabled = n <= NGX_HTTP_FLAGS_ANSWER_LOCAL
+                 ? a->local_enabled
+                 : ngx_palloc(pool, FL_BIT_WORDS(n) * sizeof(uint64_t));
 
-    if (a->detail == NULL) {
+    if (a->enabled == NULL) {
         return NGX_ERROR;
+    }
+
+    if (detail == NGX_HTTP_FLAGS_DETAIL) {
+        a->detail = n < NGX_HTTP_FLAGS_ANSWER_LOCAL
+                    ? a->local
+                    : ngx_palloc(pool, (n + 1) * sizeof(fl_detail_t));
+
+        if (a->detail == NULL) {
+            return NGX_ERROR;
+        }
     }
 
     if (ngx_http_flags_answer_controls(defs, project) == NGX_OK) {
@@ -158,10 +177,8 @@ void
 ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted)
 {
-    size_t                     i, n;
-    int64_t                    now;
-    ngx_http_flags_defs_t     *defs;
-    ngx_http_flags_pending_t  *pending;
+    size_t                  i, n;
+    ngx_http_flags_defs_t  *defs;
 
     defs = a->defs;
 
@@ -174,17 +191,64 @@ ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
                            a->detail);
     }
 
-    if (counted != NGX_HTTP_FLAGS_COUNTED) {
-        return;
+    n = defs->nflags;
+
+    ngx_memzero(a->enabled, FL_BIT_WORDS(n) * sizeof(uint64_t));
+
+    for (i = 0; i < n; i++) {
+        a->enabled[i / 64] |= (uint64_t) (a->detail[i].enabled != 0)
+                              << (i % 64);
     }
 
+    if (counted == NGX_HTTP_FLAGS_COUNTED) {
+        ngx_http_flags_answer_count(a);
+    }
+}
+
+
+/* GET /flags' answer into buf (fl_flags_json_bound() bytes): evaluated
+ * and written in one pass, then counted; returns its length. */
+
+size_t
+ngx_http_flags_answer_flags_json(ngx_http_flags_answer_t *a,
+    const fl_user_t *user, ngx_uint_t counted, u_char *buf)
+{
+    size_t  len;
+
+    len = fl_flags_answer(a->defs->core, user, a->effective, a->sw,
+                          a->enabled, (char *) buf);
+
+    if (counted == NGX_HTTP_FLAGS_COUNTED) {
+        ngx_http_flags_answer_count(a);
+    }
+
+    return len;
+}
+
+
+/* One evaluation of every flag, with the values in a->enabled. */
+
+static void
+ngx_http_flags_answer_count(ngx_http_flags_answer_t *a)
+{
+    size_t                     i, n, w;
+    int64_t                    now;
+    uint64_t                   x;
+    ngx_http_flags_defs_t     *defs;
+    ngx_http_flags_pending_t  *pending;
+
+    defs = a->defs;
     n = defs->nflags;
     pending = ngx_http_flags_pending(defs);
 
     if (pending) {
-        for (i = 0; i < n; i++) {
-            pending[i].evaluations++;
-            pending[i].enabled += a->detail[i].enabled;
+        /* the evaluations once for the answer; the on ones a flag */
+        defs->pending_answers++;
+
+        for (w = 0; w < FL_BIT_WORDS(n); w++) {
+            for (x = a->enabled[w]; x; x &= x - 1) {
+                pending[w * 64 + __builtin_ctzll(x)].enabled++;
+            }
         }
 
         return;
@@ -194,7 +258,9 @@ ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     now = ngx_http_flags_now_sec();
 
     for (i = 0; i < n; i++) {
-        ngx_http_flags_count_evaluation(defs, i, a->detail[i].enabled, now);
+        ngx_http_flags_count_evaluation(defs, i,
+                                        (a->enabled[i / 64] >> (i % 64)) & 1,
+                                        now);
     }
 }
 
@@ -314,6 +380,7 @@ void
 ngx_http_flags_counts_fold(void)
 {
     int64_t                    now;
+    uint32_t                   answers, evaluations;
     ngx_uint_t                 i;
     ngx_http_flags_defs_t     *d, *next;
     ngx_http_flags_flag_t     *flag;
@@ -332,10 +399,14 @@ ngx_http_flags_counts_fold(void)
         d->next_pending = NULL;
         d->on_fold_list = 0;
 
+        answers = d->pending_answers;
+        d->pending_answers = 0;
+
         for (i = 0; i < d->nflags; i++) {
             p = &d->pending[i];
+            evaluations = p->evaluations + answers;
 
-            if (p->evaluations == 0) {
+            if (evaluations == 0) {
                 continue;
             }
 
@@ -343,7 +414,7 @@ ngx_http_flags_counts_fold(void)
 
             if (flag->totals) {
                 fl_count_evals(flag->totals, flag->window, now,
-                               p->evaluations, p->enabled);
+                               evaluations, p->enabled);
             }
 
             p->evaluations = 0;

@@ -108,7 +108,10 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, project,
+                                   NGX_HTTP_FLAGS_BITS)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -132,17 +135,15 @@ ngx_http_flags_evaluate_answer(ngx_http_request_t *r,
         return ngx_http_flags_send_not_modified(r);
     }
 
-    ngx_http_flags_answer_evaluate(&answer, &user, NGX_HTTP_FLAGS_VALUES,
-                                   NGX_HTTP_FLAGS_COUNTED);
-
     body = ngx_pnalloc(r->pool, fl_flags_json_bound(answer.defs->core));
     if (body == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    len = fl_flags_json(answer.defs->core, answer.detail, (char *) body);
+    len = ngx_http_flags_answer_flags_json(&answer, &user,
+                                           NGX_HTTP_FLAGS_COUNTED, body);
 
-    ngx_http_flags_memo_store(key, body, len, &etag, answer.detail, -1);
+    ngx_http_flags_memo_store(key, body, len, &etag, answer.enabled, -1);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }

@@ -333,15 +333,15 @@ ngx_http_flags_memo_way(ngx_http_flags_memo_t **set,
 
 /*
  * Keeps an answer just computed: body (len bytes), its ETag (NULL: none)
- * and the value of each flag it shows: detail[i] for every flag of the
- * project, or detail[0] for flag single (>= 0) alone.  Nothing is
+ * and the value of each flag it shows: bit i of enabled (FL_BIT_WORDS())
+ * for every flag of the project, or bit 0 for flag single (>= 0) alone.  Nothing is
  * kept when the key or the answer is too large, or memory is short: the
  * memo is an optimisation, never a cause of failure.
  */
 
 void
 ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
-    size_t len, const uint64_t *etag, const fl_detail_t *detail,
+    size_t len, const uint64_t *etag, const uint64_t *enabled,
     ngx_int_t single)
 {
     u_char                 *p;
@@ -416,7 +416,7 @@ ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
     ngx_memzero(p, bits);
 
     for (i = 0; i < nflags; i++) {
-        if (detail[i].enabled) {
+        if ((enabled[i / 64] >> (i % 64)) & 1) {
             p[i / 8] |= (uint8_t) (1 << (i % 8));
         }
     }

@@ -379,6 +379,7 @@ struct ngx_http_flags_defs_s {
     /* this worker's evaluations not yet in the zone, per flag, and the
      * next snapshot with some (ngx_http_flags_eval.c) */
     ngx_http_flags_pending_t   *pending;
+    uint32_t                    pending_answers;  /* of every flag */
     ngx_http_flags_defs_t      *next_pending;
     unsigned                    on_fold_list:1;
     /* this worker's reading of the flags' control blocks, good while the
@@ -834,25 +835,34 @@ typedef struct {
     ngx_http_flags_defs_t      *defs;       /* its definitions, now */
     uint32_t                   *effective;  /* the percentage in force */
     uint8_t                    *sw;         /* fl_switch_t, a flag */
-    fl_detail_t                *detail;     /* the answer, a flag */
+    fl_detail_t                *detail;     /* the answer, a flag, or
+                                               NULL: the values alone */
+    uint64_t                   *enabled;    /* the values, a bit a flag
+                                               (FL_BIT_WORDS()) */
     /* GET /flags' ETag of the flags' part, when read once a version
      * (ngx_http_flags_eval.c); NULL: hash it for this answer */
     const fl_etag_prefix_t     *etag_prefix;
-    /* detail of a project of up to NGX_HTTP_FLAGS_ANSWER_LOCAL flags: the
-     * answer lives on its handler's stack, so the request pool keeps its
-     * room for the body (the pool's block is 4 KB by default) */
+    /* detail and values of a project of up to NGX_HTTP_FLAGS_ANSWER_LOCAL
+     * flags: the answer lives on its handler's stack, so the request pool
+     * keeps its room for the body (the pool's block is 4 KB by default) */
     fl_detail_t                 local[NGX_HTTP_FLAGS_ANSWER_LOCAL];
+    uint64_t                    local_enabled[
+                                    FL_BIT_WORDS(NGX_HTTP_FLAGS_ANSWER_LOCAL)];
 } ngx_http_flags_answer_t;
 
 #define NGX_HTTP_FLAGS_NOT_COUNTED  0
 #define NGX_HTTP_FLAGS_COUNTED      1
 #define NGX_HTTP_FLAGS_VALUES       0     /* the answer shows no reason */
 #define NGX_HTTP_FLAGS_REASONS      1     /* OFREP's */
+#define NGX_HTTP_FLAGS_BITS         0     /* the values alone */
+#define NGX_HTTP_FLAGS_DETAIL       1     /* fl_detail_t a flag */
 
 ngx_int_t ngx_http_flags_answer_init(ngx_http_flags_answer_t *a,
-    ngx_pool_t *pool, ngx_http_flags_project_t *project);
+    ngx_pool_t *pool, ngx_http_flags_project_t *project, ngx_uint_t detail);
 void ngx_http_flags_answer_evaluate(ngx_http_flags_answer_t *a,
     const fl_user_t *user, ngx_uint_t reasons, ngx_uint_t counted);
+size_t ngx_http_flags_answer_flags_json(ngx_http_flags_answer_t *a,
+    const fl_user_t *user, ngx_uint_t counted, u_char *buf);
 ngx_int_t ngx_http_flags_evaluate_flag(ngx_http_flags_defs_t *defs,
     ngx_uint_t i, const fl_user_t *user, fl_detail_t *d, ngx_uint_t counted);
 void ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
@@ -890,7 +900,7 @@ typedef struct {
 void ngx_http_flags_memo_prefetch(ngx_http_flags_memo_key_t *k);
 ngx_http_flags_memo_t *ngx_http_flags_memo_find(ngx_http_flags_memo_key_t *k);
 void ngx_http_flags_memo_store(ngx_http_flags_memo_key_t *k, u_char *body,
-    size_t len, const uint64_t *etag, const fl_detail_t *detail,
+    size_t len, const uint64_t *etag, const uint64_t *enabled,
     ngx_int_t single);
 ngx_int_t ngx_http_flags_memo_answer(ngx_http_request_t *r,
     ngx_http_flags_memo_t *m);

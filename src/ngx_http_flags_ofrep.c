@@ -424,6 +424,7 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
     long                       i;
     u_char                    *body;
     size_t                     len;
+    uint64_t                   bit;
     fl_detail_t                d;
     ngx_http_flags_defs_t     *defs;
 
@@ -453,7 +454,8 @@ ngx_http_flags_ofrep_single(ngx_http_request_t *r,
 
     len = fl_ofrep_flag_json(defs->core, (size_t) i, &d, (char *) body);
 
-    ngx_http_flags_memo_store(mkey, body, len, NULL, &d, i);
+    bit = d.enabled != 0;
+    ngx_http_flags_memo_store(mkey, body, len, NULL, &bit, i);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }
@@ -473,7 +475,8 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
     ngx_http_flags_defs_t     *defs;
     ngx_http_flags_answer_t    answer;
 
-    if (ngx_http_flags_answer_init(&answer, r->pool, ctx->project)
+    if (ngx_http_flags_answer_init(&answer, r->pool, ctx->project,
+                                   NGX_HTTP_FLAGS_DETAIL)
         != NGX_OK)
     {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -524,7 +527,7 @@ ngx_http_flags_ofrep_bulk(ngx_http_request_t *r,
                              (const char *) ctx->token.data, ctx->token.len,
                              (char *) body);
 
-    ngx_http_flags_memo_store(mkey, body, len, &etag, answer.detail, -1);
+    ngx_http_flags_memo_store(mkey, body, len, &etag, answer.enabled, -1);
 
     return ngx_http_flags_send_json(r, NGX_HTTP_OK, body, len);
 }

@@ -806,7 +806,10 @@ ngx_http_flags_ws_refresh_answer(ngx_http_flags_ws_t *ws, ngx_pool_t *pool,
     u_char                     *out;
     ngx_http_flags_answer_t     a;
 
-    if (ngx_http_flags_answer_init(&a, pool, ws->push.project) != NGX_OK) {
+    if (ngx_http_flags_answer_init(&a, pool, ws->push.project,
+                                   NGX_HTTP_FLAGS_DETAIL)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

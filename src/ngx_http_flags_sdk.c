@@ -170,7 +170,10 @@ ngx_http_flags_sdk_flags(ngx_http_request_t *r)
     }
 
     /* one evaluation a flag, with the answer the SDK will reach */
-    if (ngx_http_flags_answer_init(&answer, r->pool, project) != NGX_OK) {
+    if (ngx_http_flags_answer_init(&answer, r->pool, project,
+                                   NGX_HTTP_FLAGS_DETAIL)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
