@@ -239,6 +239,10 @@ enum : uint8_t { unknown = 0, no = 1, yes = 2 };
 
 struct EvalCache {
     uint8_t             seg[cache_size];
+    /* the first 64 segments' results again as bits (seg_known: evaluated,
+     * seg_yes: matched), for flags whose segments are all among them
+     * (FlagHot::seg_mask): one AND decides their gate */
+    uint64_t            seg_known = 0, seg_yes = 0;
     uint64_t            known = 0;          /* a bit a trait slot */
     const fl_trait_t   *trait[trait_slots];
     /* the trait of a slot read as a number and as a version, each at
@@ -358,6 +362,41 @@ FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
     return false;
 }
 
+/* The segments of mask not yet in cache's bits evaluated (once each,
+ * through seg[] as any_of() keeps it) into them. */
+void segments_into_bits(const fl_project_s &p, uint64_t mask,
+    const fl_user_t *u, EvalCache *cache)
+{
+    for (uint64_t need = mask & ~cache->seg_known; need != 0;
+         need &= need - 1)
+    {
+        unsigned si = static_cast<unsigned>(__builtin_ctzll(need));
+        uint64_t bit = uint64_t(1) << si;
+        if (cache->seg[si] == unknown) {
+            cache->seg[si] = segment_matches(p, p.segments[si], u, cache)
+                             ? yes : no;
+        }
+        cache->seg_known |= bit;
+        if (cache->seg[si] == yes) {
+            cache->seg_yes |= bit;
+        }
+    }
+}
+
+/* Whether one of the segments of the simple flag h matches u (h has at
+ * least one): any_of(), by its bits when it has them. */
+FL_HOT_INLINE bool hot_gate(const fl_project_s &p, const fl::FlagHot &h,
+    const fl_user_t *u, EvalCache *cache)
+{
+    if (cache == nullptr || !h.seg_bits) {
+        return any_of(p, p.hot_segs.data() + h.seg_at, h.nsegs, u, cache);
+    }
+    if ((h.seg_mask & ~cache->seg_known) != 0) {
+        segments_into_bits(p, h.seg_mask, u, cache);
+    }
+    return (h.seg_mask & cache->seg_yes) != 0;
+}
+
 FL_HOT_INLINE bool any_of(const fl_project_s &p,
     const std::vector<uint32_t> &segs, const fl_user_t *u, EvalCache *cache)
 {
@@ -425,18 +464,18 @@ FL_HOT_INLINE bool hot_bucket_in(const fl_project_s &p, size_t index,
     if (pct == 0 || u == nullptr) {
         return false;
     }
-    if (id != nullptr && id->mix && !id->km_done) {
+    if (id != nullptr && !id->km_done && id->mix) {
         id->km_done = true;
         if (u->user_id != nullptr && fl::KeyMix::fits(u->user_id_len)) {
             id->km.prepare(u->user_id, u->user_id_len);
             id->km_ok = true;
         }
     }
-    if (id == nullptr || !id->km_ok) {
-        return in_rollout(p.flags[index], pct, u);
+    if (id != nullptr && id->km_ok) {
+        return id->km.bucket(h.prefix_h, h.prefix_ntail, h.prefix_tail,
+                             h.prefix_total) < pct;
     }
-    return id->km.bucket(h.prefix_h, h.prefix_ntail, h.prefix_tail,
-                         h.prefix_total) < pct;
+    return in_rollout(p.flags[index], pct, u);
 }
 
 /* Whether rule r of a flag with rules matches: one of its segments does,
@@ -469,21 +508,19 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     const fl::FlagHot &h = p.hot[index];
 
     if (h.simple) {
-        /* lines 1, 2 and 6 from the flag's 40 bytes: no rules, no named
+        /* lines 1, 2 and 6 from the flag's 48 bytes: no rules, no named
          * users, keyed by the userId (an override's percentage is eff) */
-        const uint32_t *segs = p.hot_segs.data() + h.seg_at;
-
         if (!h.enabled || sw == FL_SWITCH_ROLLED_BACK
             || sw == FL_SWITCH_OVERRIDE_OFF)
         {
             if (h.enabled && h.nsegs != 0) {
-                d.matched = any_of(p, segs, h.nsegs, u, cache);
+                d.matched = hot_gate(p, h, u, cache);
             }
             return d;
         }
         bool gate = true;
         if (h.nsegs != 0) {
-            gate = d.matched = any_of(p, segs, h.nsegs, u, cache);
+            gate = d.matched = hot_gate(p, h, u, cache);
         }
         d.value = gate && hot_bucket_in(p, index, h, eff, u, id);
         return d;

@@ -1049,6 +1049,15 @@ void Loader::build_hot()
             p_.hot_segs.insert(p_.hot_segs.end(), f.segments.begin(),
                                f.segments.end());
             h.nsegs = static_cast<uint32_t>(f.segments.size());
+            h.seg_bits = h.nsegs != 0;
+            for (uint32_t s : f.segments) {
+                if (s >= 64) {
+                    h.seg_bits = 0;
+                    h.seg_mask = 0;
+                    break;
+                }
+                h.seg_mask |= uint64_t(1) << s;
+            }
         }
 
         h.json_at = static_cast<uint32_t>(p_.json.size());

@@ -264,7 +264,7 @@ namespace fl {
 
 /*
  * What an answer of many flags reads of one flag, apart from Flag in one
- * flat array (fl_project_s::hot, index = the flag's): 40 bytes a flag
+ * flat array (fl_project_s::hot, index = the flag's): 48 bytes a flag
  * where Flag spreads the same fields over several cache lines and its
  * strings over the heap.  Built by the loader once the flags stop
  * changing; evaluate.cpp's flag_value() decides a "simple" flag from it
@@ -283,6 +283,9 @@ struct FlagHot {
     uint8_t   prefix_ntail;
     uint8_t   enabled;
     uint8_t   simple;            /* no rules, named users or stickiness */
+    uint8_t   seg_bits;          /* 1: seg_mask holds the flag's segments */
+    uint64_t  seg_mask;          /* bit s: segment s; only when all of the
+                                    flag's segments are among the first 64 */
 };
 
 } // namespace fl

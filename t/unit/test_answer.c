@@ -131,6 +131,14 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
     for (size_t i = 0; i < n; i++) {
         unsigned bit = (unsigned) ((bits[i / 64] >> (i % 64)) & 1);
         assert_int_equal(bit, d[i].enabled);
+
+        /* and flag by flag without the evaluation's caches: each
+         * segment tried in turn, no bits of segments, no mixed id */
+        fl_detail_t one;
+        assert_int_equal(fl_evaluate_flag_detail(p, i, u,
+                             eff ? eff[i] : d[i].rollout_milli,
+                             sw ? sw[i] : FL_SWITCH_NONE, &one), 0);
+        assert_int_equal(bit, one.enabled);
     }
     if (n % 64) {
         /* bits past the last flag stay zero */
@@ -219,6 +227,61 @@ static void test_flags_with_rules(void **state)
     free(json);
 }
 
+/* Flags of many segments: some flags' segments all among the first 64
+ * (decided by bits), some with one beyond (decided one by one). Segment
+ * k matches a caller whose plan is plans[k % 3], and for odd k whose
+ * country is de too. */
+static void test_many_segments(void **state)
+{
+    (void) state;
+    static const char *plans[] = { "pro", "free", "team" };
+    size_t nsegs = 70, nflags = 300;
+    char *json = malloc(nflags * 200 + nsegs * 200 + 64), *o = json;
+
+    o += sprintf(o, "{\"flags\":[");
+    for (size_t i = 0; i < nflags; i++) {
+        o += sprintf(o, "%s{\"name\":\"m%zu\",\"enabled\":true,"
+                        "\"rolloutPercentage\":", i ? "," : "", i);
+        put_pct(&o, percents[rnd(sizeof(percents) / sizeof(percents[0]))]);
+        o += sprintf(o, ",\"segments\":[");
+        unsigned ns = rnd(4);
+        for (unsigned k = 0; k < ns; k++) {
+            /* one flag in four may name a segment past the 64th */
+            unsigned s = rnd(i % 4 == 0 ? (unsigned) nsegs : 64);
+            o += sprintf(o, "%s\"s%u\"", k ? "," : "", s);
+        }
+        o += sprintf(o, "]}");
+    }
+    o += sprintf(o, "],\"segments\":{");
+    for (size_t k = 0; k < nsegs; k++) {
+        o += sprintf(o, "%s\"s%zu\":{\"rules\":[{\"trait\":\"plan\","
+                        "\"op\":\"eq\",\"value\":\"%s\"}%s]}",
+                     k ? "," : "", k, plans[k % 3],
+                     k % 2 ? ",{\"trait\":\"country\",\"op\":\"eq\","
+                             "\"value\":\"DE\",\"ignoreCase\":true}" : "");
+    }
+    o += sprintf(o, "}}");
+
+    fl_project_t *p = load(json);
+    uint32_t eff[300];
+    uint8_t sw[300];
+    char q[256];
+
+    for (unsigned c = 0; c < 120; c++) {
+        query(q, 4 + rnd(20));
+        fl_user_t u = user(q);
+        same_answer(p, &u, NULL, NULL);
+        for (size_t i = 0; i < nflags; i++) {
+            eff[i] = percents[rnd(sizeof(percents) / sizeof(percents[0]))];
+            sw[i] = (uint8_t) rnd(4);
+        }
+        same_answer(p, &u, eff, sw);
+        arena_reset();
+    }
+    fl_project_free(p);
+    free(json);
+}
+
 /* The project of t/unit/test_eval.c's answer, pinned: the bytes and the
  * bits, with configured and effective percentages. */
 static void test_pinned(void **state)
@@ -282,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_pinned),
         cmocka_unit_test(test_simple_flags),
         cmocka_unit_test(test_flags_with_rules),
+        cmocka_unit_test(test_many_segments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
