@@ -500,6 +500,31 @@ FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
  *   6. no rules: the segments gate, then eff
  * Every percentage is tried against the flag's one bucket.
  */
+/* flag_value() of a simple flag h (index): lines 1, 2 and 6 from its 48
+ * bytes: no rules, no named users, keyed by the userId (an override's
+ * percentage is eff). */
+FL_HOT_INLINE Decision simple_value(const fl_project_s &p, size_t index,
+    const fl::FlagHot &h, uint32_t eff, uint8_t sw, const fl_user_t *u,
+    EvalCache *cache, CallerId *id)
+{
+    Decision d{false, false, false, 0};
+
+    if (!h.enabled || sw == FL_SWITCH_ROLLED_BACK
+        || sw == FL_SWITCH_OVERRIDE_OFF)
+    {
+        if (h.enabled && h.nsegs != 0) {
+            d.matched = hot_gate(p, h, u, cache);
+        }
+        return d;
+    }
+    bool gate = true;
+    if (h.nsegs != 0) {
+        gate = d.matched = hot_gate(p, h, u, cache);
+    }
+    d.value = gate && hot_bucket_in(p, index, h, eff, u, id);
+    return d;
+}
+
 FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
     EvalCache *cache, CallerId *id)
@@ -508,22 +533,7 @@ FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     const fl::FlagHot &h = p.hot[index];
 
     if (h.simple) {
-        /* lines 1, 2 and 6 from the flag's 48 bytes: no rules, no named
-         * users, keyed by the userId (an override's percentage is eff) */
-        if (!h.enabled || sw == FL_SWITCH_ROLLED_BACK
-            || sw == FL_SWITCH_OVERRIDE_OFF)
-        {
-            if (h.enabled && h.nsegs != 0) {
-                d.matched = hot_gate(p, h, u, cache);
-            }
-            return d;
-        }
-        bool gate = true;
-        if (h.nsegs != 0) {
-            gate = d.matched = hot_gate(p, h, u, cache);
-        }
-        d.value = gate && hot_bucket_in(p, index, h, eff, u, id);
-        return d;
+        return simple_value(p, index, h, eff, sw, u, cache, id);
     }
 
     if (!f.enabled || sw == FL_SWITCH_ROLLED_BACK
@@ -687,25 +697,15 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     }
 }
 
-/* Flag i's object in GET /flags' answer (after its ','), with value on
- * and effective percentage eff: the one writer of fl_flags_json() and
- * fl_flags_answer().  With the configured percentage the whole object is
- * one copy of its prebuilt text. */
-FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
-    const fl::FlagHot &h, const char *json, bool on, uint32_t eff, char *o)
+/* put_flag() of a flag rolled back or overridden: the percentage differs
+ * from the prebuilt object's. */
+__attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
+    size_t i, bool on, uint32_t eff, char *o)
 {
     static const char pct[] = ",\"rolloutPercentage\":";
-
-    if (eff == h.rollout_milli) {
-        const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
-        size_t len = on ? h.json_on_len : h.json_off_len;
-        std::memcpy(o, whole, len);
-        return o + len;
-    }
-
-    /* rolled back or overridden: the percentage differs */
     const fl::Flag &f = p.flags[i];
     const std::string &head = on ? f.json_head_on : f.json_head_off;
+
     std::memcpy(o, head.data(), head.size());
     o += head.size();
     std::memcpy(o, pct, sizeof(pct) - 1);
@@ -713,6 +713,38 @@ FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     o += fl_json_milli(eff, o);
     std::memcpy(o, f.json_tail.data(), f.json_tail.size());
     return o + f.json_tail.size();
+}
+
+/* Flag i's object in GET /flags' answer (after its ','), with value on
+ * and effective percentage eff: the one writer of fl_flags_json() and
+ * fl_flags_answer().  With the configured percentage the whole object is
+ * one copy of its prebuilt text. */
+FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
+    const fl::FlagHot &h, const char *json, bool on, uint32_t eff, char *o)
+{
+    if (eff == h.rollout_milli) {
+        const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
+        size_t len = on ? h.json_on_len : h.json_off_len;
+        /* fixed sizes the compiler copies inline (fl::json_copy_slack) */
+        if (len <= 64) {
+            std::memcpy(o, whole, 64);
+        } else if (len <= fl::json_copy_slack) {
+            std::memcpy(o, whole, fl::json_copy_slack);
+        } else {
+            std::memcpy(o, whole, len);
+        }
+        return o + len;
+    }
+    return put_flag_percent(p, i, on, eff, o);
+}
+
+/* flag_value() of a flag that is not simple, out of the loops that
+ * inline the simple ones. */
+__attribute__((noinline)) bool other_value(const fl_project_s &p,
+    size_t index, uint32_t eff, uint8_t sw, const fl_user_t *u,
+    EvalCache *cache, CallerId *id)
+{
+    return flag_value(p, index, p.flags[index], eff, sw, u, cache, id).value;
 }
 
 /*
@@ -750,7 +782,6 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
     CallerId id;
     id.mix = n >= 8;
 
-    const fl::Flag *flags = p->flags.data();
     const fl::FlagHot *hot = p->hot.data();
     const char *json = p->json.data();
 
@@ -771,8 +802,9 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
                 s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
             }
 
-            bool v = flag_value(*p, i, flags[i], eff, s, u, &cache, &id)
-                         .value;
+            bool v = h.simple
+                     ? simple_value(*p, i, h, eff, s, u, &cache, &id).value
+                     : other_value(*p, i, eff, s, u, &cache, &id);
 
             bits |= uint64_t(v) << (i % 64);
             *o++ = ',';

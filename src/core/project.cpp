@@ -1026,7 +1026,7 @@ void Loader::build_hot()
     p_.hot_segs.clear();
     p_.hot_segs.reserve(nsegs);
     p_.json.clear();
-    p_.json.reserve(bytes);
+    p_.json.reserve(bytes + json_copy_slack);
 
     for (size_t i = 0; i < p_.flags.size(); i++) {
         const Flag &f = p_.flags[i];
@@ -1069,6 +1069,7 @@ void Loader::build_hot()
         h.json_off_len = static_cast<uint32_t>(p_.json.size() - h.json_at
                                                - h.json_on_len);
     }
+    p_.json.append(json_copy_slack, '\0');
 }
 
 void Loader::index_named_users()
@@ -1371,7 +1372,7 @@ bool Loader::load(const char *data, size_t len)
                  + sizeof(",\"rolloutPercentage\":") + 8
                  + f.json_tail.size() + 1;
     }
-    p_.json_bound = bound;
+    p_.json_bound = bound + (p_.flags.empty() ? 0 : json_copy_slack);
     build_hot();
 
     if (warnings_dropped_ > 0) {

@@ -270,6 +270,14 @@ namespace fl {
  * changing; evaluate.cpp's flag_value() decides a "simple" flag from it
  * alone.
  */
+/* A flag's prebuilt object is copied into an answer in one of two fixed
+ * sizes, 64 or 128 bytes, which the compiler copies inline (put_flag() in
+ * evaluate.cpp); longer ones by length.  So fl_project_s::json ends with
+ * this many bytes of padding for the reads past its last object, and
+ * fl_flags_json_bound() counts them once for the writes past the end of
+ * the answer (each object's are overwritten by the next). */
+constexpr size_t json_copy_slack = 128;
+
 struct FlagHot {
     uint32_t  prefix_h;          /* Flag::bucket_prefix: murmur3's state */
     uint32_t  prefix_tail;       /*   its waiting bytes, little-endian */
