@@ -362,9 +362,10 @@ FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
     return false;
 }
 
-/* The segments of mask not yet in cache's bits evaluated (once each,
- * through seg[] as any_of() keeps it) into them. */
-void segments_into_bits(const fl_project_s &p, uint64_t mask,
+/* Whether one of the segments of mask not yet in cache's bits matches
+ * u: they are evaluated (once each, through seg[] as any_of() keeps it)
+ * into the bits until one does, as any_of() stops at the first. */
+bool segments_into_bits(const fl_project_s &p, uint64_t mask,
     const fl_user_t *u, EvalCache *cache)
 {
     for (uint64_t need = mask & ~cache->seg_known; need != 0;
@@ -379,8 +380,10 @@ void segments_into_bits(const fl_project_s &p, uint64_t mask,
         cache->seg_known |= bit;
         if (cache->seg[si] == yes) {
             cache->seg_yes |= bit;
+            return true;
         }
     }
+    return false;
 }
 
 /* Whether one of the segments of the simple flag h matches u (h has at
@@ -391,10 +394,11 @@ FL_HOT_INLINE bool hot_gate(const fl_project_s &p, const fl::FlagHot &h,
     if (cache == nullptr || !h.seg_bits) {
         return any_of(p, p.hot_segs.data() + h.seg_at, h.nsegs, u, cache);
     }
-    if ((h.seg_mask & ~cache->seg_known) != 0) {
-        segments_into_bits(p, h.seg_mask, u, cache);
+    if ((h.seg_mask & cache->seg_yes) != 0) {
+        return true;
     }
-    return (h.seg_mask & cache->seg_yes) != 0;
+    return (h.seg_mask & ~cache->seg_known) != 0
+           && segments_into_bits(p, h.seg_mask, u, cache);
 }
 
 FL_HOT_INLINE bool any_of(const fl_project_s &p,
@@ -718,17 +722,19 @@ __attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
 /* Flag i's object in GET /flags' answer (after its ','), with value on
  * and effective percentage eff: the one writer of fl_flags_json() and
  * fl_flags_answer().  With the configured percentage the whole object is
- * one copy of its prebuilt text. */
+ * one copy of its prebuilt text: of up to 128 bytes in one of two fixed
+ * sizes the compiler copies inline, the bytes past the object overwritten
+ * by the next one, unless it is the last (fl::json_copy_slack). */
 FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
-    const fl::FlagHot &h, const char *json, bool on, uint32_t eff, char *o)
+    const fl::FlagHot &h, const char *json, bool on, uint32_t eff,
+    bool last, char *o)
 {
     if (eff == h.rollout_milli) {
         const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
         size_t len = on ? h.json_on_len : h.json_off_len;
-        /* fixed sizes the compiler copies inline (fl::json_copy_slack) */
-        if (len <= 64) {
+        if (len <= 64 && !last) {
             std::memcpy(o, whole, 64);
-        } else if (len <= fl::json_copy_slack) {
+        } else if (len <= fl::json_copy_slack && !last) {
             std::memcpy(o, whole, fl::json_copy_slack);
         } else {
             std::memcpy(o, whole, len);
@@ -784,34 +790,41 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
 
     const fl::FlagHot *hot = p->hot.data();
     const char *json = p->json.data();
+    /* flag i: its value, its ',' and object (the answer's last: copied
+     * by its length) */
+    auto one = [&](size_t i, bool last) FL_HOT_INLINE_LAMBDA -> bool {
+        const fl::FlagHot &h = hot[i];
+        uint32_t eff;
+        uint8_t s;
 
-    for (size_t w = 0; w * 64 < n; w++) {
-        size_t end = (w + 1) * 64 < n ? (w + 1) * 64 : n;
+        if (Given) {
+            eff = effective_milli[i];
+            s = sw[i];
+        } else {
+            eff = effective_milli ? effective_milli[i] : h.rollout_milli;
+            s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
+        }
+
+        bool v = h.simple
+                 ? simple_value(*p, i, h, eff, s, u, &cache, &id).value
+                 : other_value(*p, i, eff, s, u, &cache, &id);
+
+        *o++ = ',';
+        o = put_flag(*p, i, h, json, v, eff, last, o);
+        return v;
+    };
+
+    /* every flag but the last, 64 to a word of bits */
+    for (size_t w = 0; w < FL_BIT_WORDS(n); w++) {
+        size_t end = (w + 1) * 64 < n - 1 ? (w + 1) * 64 : n - 1;
         uint64_t bits = 0;
 
         for (size_t i = w * 64; i < end; i++) {
-            const fl::FlagHot &h = hot[i];
-            uint32_t eff;
-            uint8_t s;
-
-            if (Given) {
-                eff = effective_milli[i];
-                s = sw[i];
-            } else {
-                eff = effective_milli ? effective_milli[i] : h.rollout_milli;
-                s = sw ? sw[i] : uint8_t(FL_SWITCH_NONE);
-            }
-
-            bool v = h.simple
-                     ? simple_value(*p, i, h, eff, s, u, &cache, &id).value
-                     : other_value(*p, i, eff, s, u, &cache, &id);
-
-            bits |= uint64_t(v) << (i % 64);
-            *o++ = ',';
-            o = put_flag(*p, i, h, json, v, eff, o);
+            bits |= uint64_t(one(i, false)) << (i % 64);
         }
         enabled[w] = bits;
     }
+    enabled[(n - 1) / 64] |= uint64_t(one(n - 1, true)) << ((n - 1) % 64);
 
     buf[sizeof(open) - 1] = '[';
     std::memcpy(o, close, sizeof(close) - 1);
@@ -915,7 +928,7 @@ size_t fl_flags_json(const fl_project_t *p, const fl_detail_t *r,
     for (size_t i = 0; i < n; i++) {
         *o++ = ',';
         o = put_flag(*p, i, hot[i], json, r[i].enabled, r[i].rollout_milli,
-                     o);
+                     i + 1 == n, o);
     }
 
     if (n > 0) {

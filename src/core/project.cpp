@@ -1372,7 +1372,7 @@ bool Loader::load(const char *data, size_t len)
                  + sizeof(",\"rolloutPercentage\":") + 8
                  + f.json_tail.size() + 1;
     }
-    p_.json_bound = bound + (p_.flags.empty() ? 0 : json_copy_slack);
+    p_.json_bound = bound;
     build_hot();
 
     if (warnings_dropped_ > 0) {

@@ -272,10 +272,10 @@ namespace fl {
  */
 /* A flag's prebuilt object is copied into an answer in one of two fixed
  * sizes, 64 or 128 bytes, which the compiler copies inline (put_flag() in
- * evaluate.cpp); longer ones by length.  So fl_project_s::json ends with
- * this many bytes of padding for the reads past its last object, and
- * fl_flags_json_bound() counts them once for the writes past the end of
- * the answer (each object's are overwritten by the next). */
+ * evaluate.cpp); longer ones, and the answer's last, by length.  So
+ * fl_project_s::json ends with this many bytes of padding for the reads
+ * past its last object; the writes past an object are overwritten by the
+ * next one, and the last object writes none. */
 constexpr size_t json_copy_slack = 128;
 
 struct FlagHot {

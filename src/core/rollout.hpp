@@ -17,8 +17,10 @@ namespace fl {
  * whatever the compiler thinks of their other callers. */
 #if defined(__GNUC__)
 #define FL_HOT_INLINE  inline __attribute__((always_inline))
+#define FL_HOT_INLINE_LAMBDA  __attribute__((always_inline))
 #else
 #define FL_HOT_INLINE  inline
+#define FL_HOT_INLINE_LAMBDA
 #endif
 
 FL_HOT_INLINE bool in_rollout(const fl::Flag &f, uint32_t p,

@@ -191,11 +191,14 @@ static void check_project(size_t nflags, unsigned every_rules,
     free(json);
 }
 
-/* Simple flags only: 7 (too few to mix the id), 8, 64 (one word of bits
- * exactly), 65 and 1,000. */
+/* Simple flags only: 1 and 2 (the last object is copied by its length),
+ * 7 (too few to mix the id), 8, 64 (one word of bits exactly), 65 (the
+ * last flag alone in its word) and 1,000. */
 static void test_simple_flags(void **state)
 {
     (void) state;
+    check_project(1, 0, 0, 200);
+    check_project(2, 0, 0, 200);
     check_project(7, 0, 0, 200);
     check_project(8, 0, 0, 200);
     check_project(64, 0, 0, 200);
