@@ -1,0 +1,199 @@
+/*
+ * bench/answer-loop.c - GET /flags' answer in the core alone, without
+ * nginx or the kernel: fl_flags_answer() (one pass: evaluation, JSON and
+ * the values' bits) against the two-pass way it replaced,
+ * fl_evaluate_values() then fl_flags_json(), measured in the same run.
+ *
+ *   answer-loop FLAGS.json [USERS] [ROUNDS]
+ *
+ * Each round asks every one of USERS distinct callers (default 100,000:
+ * bench-user-1 ... with the traits bench/run.sh sends) once each way,
+ * the two ways alternating which goes first. The percentages in force
+ * and the switches are passed as arrays, as the nginx glue passes them.
+ * Printed: each way's thread CPU µs an answer (median of ROUNDS, default
+ * 5), the ratio two-pass / one-pass (above 1: the one pass is cheaper),
+ * and the answers' bytes. Before timing, every caller's two answers are
+ * compared byte for byte and flag by flag: a difference exits 1.
+ *
+ * Built and run by bench/answer-loop.sh against build/core/libflagscore.a.
+ */
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flags_core.h"
+
+/* the request pool of one answer: a bump allocator reset per caller */
+static char    pool[1 << 16];
+static size_t  pool_used;
+
+static void *pool_alloc(void *ctx, size_t n)
+{
+    (void) ctx;
+    n = (n + 15) & ~(size_t) 15;
+    if (pool_used + n > sizeof(pool)) {
+        return NULL;
+    }
+    void *p = pool + pool_used;
+    pool_used += n;
+    return p;
+}
+
+static double cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static int caller(size_t k, fl_user_t *u)
+{
+    static char q[256];
+    fl_alloc_t alloc = { pool_alloc, NULL };
+    char err[256];
+    int len = snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=pro"
+                       "&trait_country=de&trait_appVersion=2.3.1"
+                       "&trait_email=ana.silva%%40example.com"
+                       "&trait_sessions=42", k + 1);
+
+    pool_used = 0;
+    if (fl_parse_query(q, (size_t) len, 64, &alloc, u, err, sizeof(err))
+        != FL_OK)
+    {
+        fprintf(stderr, "answer-loop: query: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: answer-loop FLAGS.json [USERS] [ROUNDS]\n");
+        return 2;
+    }
+    size_t users = argc > 2 ? strtoul(argv[2], NULL, 10) : 100000;
+    int rounds = argc > 3 ? atoi(argv[3]) : 5;
+    if (users == 0 || rounds < 1 || rounds > 99) {
+        fprintf(stderr, "answer-loop: USERS >= 1, ROUNDS 1 to 99\n");
+        return 2;
+    }
+
+    FILE *f = fopen(argv[1], "rb");
+    if (f == NULL) {
+        perror(argv[1]);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *text = malloc((size_t) size + 1);
+    if (text == NULL || fread(text, 1, (size_t) size, f) != (size_t) size) {
+        fprintf(stderr, "answer-loop: cannot read %s\n", argv[1]);
+        return 1;
+    }
+    fclose(f);
+
+    fl_project_t *p;
+    char err[512];
+    if (fl_project_load_buffer(text, (size_t) size, argv[1], &p, err,
+                               sizeof(err)) != FL_OK)
+    {
+        fprintf(stderr, "answer-loop: %s\n", err);
+        return 1;
+    }
+
+    size_t n = fl_project_flag_count(p), bound = fl_flags_json_bound(p);
+    fl_detail_t *detail = calloc(n + 1, sizeof(*detail));
+    uint64_t *bits = calloc(FL_BIT_WORDS(n) + 1, sizeof(uint64_t));
+    uint32_t *eff = calloc(n + 1, sizeof(uint32_t));
+    uint8_t *sw = calloc(n + 1, 1);
+    char *one = malloc(bound), *two = malloc(bound);
+    double *t1 = calloc((size_t) rounds, sizeof(double));
+    double *t2 = calloc((size_t) rounds, sizeof(double));
+    fl_user_t u;
+
+    /* the configured percentages, no switch: what the glue's cache of
+     * the controls holds when nothing is rolled back or overridden */
+    fl_evaluate_values(p, NULL, NULL, NULL, detail);
+    for (size_t i = 0; i < n; i++) {
+        eff[i] = detail[i].rollout_milli;
+    }
+
+    unsigned long long bytes = 0;
+    for (size_t k = 0; k < users; k++) {
+        if (caller(k, &u) != 0) {
+            return 1;
+        }
+        size_t l1 = fl_flags_answer(p, &u, eff, sw, bits, one);
+        fl_evaluate_values(p, &u, eff, sw, detail);
+        size_t l2 = fl_flags_json(p, detail, two);
+        if (l1 != l2 || memcmp(one, two, l1) != 0) {
+            fprintf(stderr, "answer-loop: caller %zu: the answers differ\n",
+                    k + 1);
+            return 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (((bits[i / 64] >> (i % 64)) & 1) != detail[i].enabled) {
+                fprintf(stderr, "answer-loop: caller %zu, flag %zu: the "
+                        "values differ\n", k + 1, i);
+                return 1;
+            }
+        }
+        bytes += l1;
+    }
+
+    for (int r = 0; r < rounds; r++) {
+        for (int side = 0; side < 2; side++) {
+            int way = (r + side) % 2;       /* alternate which goes first */
+            double start = cpu_us();
+            for (size_t k = 0; k < users; k++) {
+                caller(k, &u);
+                if (way == 0) {
+                    fl_flags_answer(p, &u, eff, sw, bits, one);
+                } else {
+                    fl_evaluate_values(p, &u, eff, sw, detail);
+                    fl_flags_json(p, detail, two);
+                }
+            }
+            double us = (cpu_us() - start) / (double) users;
+            (way == 0 ? t1 : t2)[r] = us;
+        }
+    }
+
+    qsort(t1, (size_t) rounds, sizeof(double), cmp_double);
+    qsort(t2, (size_t) rounds, sizeof(double), cmp_double);
+    double m1 = t1[rounds / 2], m2 = t2[rounds / 2];
+
+    printf("%s: %zu flags, %zu distinct callers, %d rounds, %llu bytes an "
+           "answer on average\n", argv[1], n, users, rounds,
+           bytes / (unsigned long long) users);
+    printf("one pass (fl_flags_answer)           %8.3f us CPU an answer\n",
+           m1);
+    printf("two passes (values, then flags_json) %8.3f us CPU an answer\n",
+           m2);
+    printf("ratio two / one                      %8.3f\n", m2 / m1);
+
+    free(t1);
+    free(t2);
+    free(one);
+    free(two);
+    free(sw);
+    free(eff);
+    free(bits);
+    free(detail);
+    free(text);
+    fl_project_free(p);
+    return 0;
+}
