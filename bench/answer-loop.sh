@@ -7,14 +7,10 @@
 #   bench/answer-loop.sh [USERS] [ROUNDS]      (100000 and 5 by default)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
-"$ROOT/build.sh" unit >/dev/null 2>&1 || true      # builds the core library
-lib=$BUILD/core/libflagscore.a
-[ -f "$lib" ] || { echo "no $lib: run ./build.sh unit first" >&2; exit 1; }
+. "$ROOT/bench/lib/core-program.sh"
 out=$BUILD/bench-answer-loop
 mkdir -p "$out"
-cc -O2 -Wall -Wextra -I"$ROOT/src/core" -o "$out/answer-loop" \
-    "$ROOT/bench/answer-loop.c" "$lib" -lyajl -lpcre2-8 -lstdc++ -lm
+core_program "$out/answer-loop" "$ROOT/bench/answer-loop.c"
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 0)
 for nflags in 30 1000; do

@@ -4,10 +4,6 @@
 # (median of alternated rounds; see the file's comment).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
-"$ROOT/build.sh" unit >/dev/null 2>&1 || true      # builds the core library
-lib=$BUILD/core/libflagscore.a
-[ -f "$lib" ] || { echo "no $lib: run ./build.sh unit first" >&2; exit 1; }
-cc -O2 -I"$ROOT/src/core" -o "$BUILD/bench-sources" "$ROOT/bench/sources.c" \
-    "$lib" -lyajl -lpcre2-8 -lstdc++ -lm
+. "$ROOT/bench/lib/core-program.sh"
+core_program "$BUILD/bench-sources" "$ROOT/bench/sources.c"
 taskset -c 0 "$BUILD/bench-sources" 2>/dev/null || "$BUILD/bench-sources"
