@@ -94,18 +94,30 @@ sub prometheus_api {
 
 # A port of 127.0.0.1 nobody listens on now, never the suite's own nor one
 # this test got before: for the extra servers a test starts (backends,
-# Redis, Prometheus, more nginx hosts).
+# Redis, Prometheus, more nginx hosts).  Drawn at random below the
+# kernel's ephemeral range (ip_local_port_range): a port the kernel hands
+# out itself can become, before the server binds it, the local end of one
+# of the many outgoing connections a test makes (to Redis, Sentinel, a
+# backend), and the server's bind() then fails.
 my %Given = ($Port => 1);
+my ($PortLo, $PortHi) = (10000, 32767);
+if (open my $range, '<', '/proc/sys/net/ipv4/ip_local_port_range') {
+    my ($first) = split ' ', (<$range> // '');
+    $PortHi = $first - 1 if defined $first && $first =~ /^\d+$/ && $first > $PortLo + 1000;
+    close $range;
+}
 sub unused_port {
-    for (1 .. 100) {
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+    for (1 .. 500) {
+        my $p = $PortLo + int rand($PortHi - $PortLo + 1);
+        next if $Given{$p};
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p,
                                       Listen => 1, ReuseAddr => 1)
-            or die "no free port: $!";
-        my $p = $s->sockport;
+            or next;
         close $s;
-        return $p unless $Given{$p}++;
+        $Given{$p} = 1;
+        return $p;
     }
-    die "no unused port in 100 tries\n";
+    die "no unused port in 500 tries\n";
 }
 
 sub prefix_dir {
