@@ -490,20 +490,6 @@ FL_HOT_INLINE bool targeting_rule_matches(const fl_project_s &p,
     return r.segments.empty() || any_of(p, r.segments, u, cache);
 }
 
-/*
- * The value of flag f for u (docs/evaluation.md), the one rule of
- * fl_evaluate_detail(), fl_evaluate_values() and fl_evaluate_flag_detail().
- * The first line that applies decides:
- *   1. off in the file, rolled back, overridden off         -> off
- *   2. overridden with a percentage: it replaces every percentage and
- *      sets the named users aside (without rules: the segments still
- *      gate, as before rules existed)
- *   3. a named user                                         -> on / off
- *   4. rules: the first that matches, with its percentage
- *   5. rules, none matched: the fallthrough, eff (a ramp's stage)
- *   6. no rules: the segments gate, then eff
- * Every percentage is tried against the flag's one bucket.
- */
 /* flag_value() of a simple flag h (index): lines 1, 2 and 6 from its 48
  * bytes: no rules, no named users, keyed by the userId (an override's
  * percentage is eff). */
@@ -529,6 +515,20 @@ FL_HOT_INLINE Decision simple_value(const fl_project_s &p, size_t index,
     return d;
 }
 
+/*
+ * The value of flag f for u (docs/evaluation.md), the one rule of
+ * fl_evaluate_detail(), fl_evaluate_values() and fl_evaluate_flag_detail().
+ * The first line that applies decides:
+ *   1. off in the file, rolled back, overridden off         -> off
+ *   2. overridden with a percentage: it replaces every percentage and
+ *      sets the named users aside (without rules: the segments still
+ *      gate, as before rules existed)
+ *   3. a named user                                         -> on / off
+ *   4. rules: the first that matches, with its percentage
+ *   5. rules, none matched: the fallthrough, eff (a ramp's stage)
+ *   6. no rules: the segments gate, then eff
+ * Every percentage is tried against the flag's one bucket.
+ */
 FL_HOT_INLINE Decision flag_value(const fl_project_s &p, size_t index,
     const fl::Flag &f, uint32_t eff, uint8_t sw, const fl_user_t *u,
     EvalCache *cache, CallerId *id)

@@ -262,14 +262,6 @@ bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t);
 
 namespace fl {
 
-/*
- * What an answer of many flags reads of one flag, apart from Flag in one
- * flat array (fl_project_s::hot, index = the flag's): 48 bytes a flag
- * where Flag spreads the same fields over several cache lines and its
- * strings over the heap.  Built by the loader once the flags stop
- * changing; evaluate.cpp's flag_value() decides a "simple" flag from it
- * alone.
- */
 /* A flag's prebuilt object is copied into an answer in one of two fixed
  * sizes, 64 or 128 bytes, which the compiler copies inline (put_flag() in
  * evaluate.cpp); longer ones, and the answer's last, by length.  So
@@ -278,6 +270,14 @@ namespace fl {
  * next one, and the last object writes none. */
 constexpr size_t json_copy_slack = 128;
 
+/*
+ * What an answer of many flags reads of one flag, apart from Flag in one
+ * flat array (fl_project_s::hot, index = the flag's): 48 bytes a flag
+ * where Flag spreads the same fields over several cache lines and its
+ * strings over the heap.  Built by the loader once the flags stop
+ * changing; evaluate.cpp's flag_value() decides a "simple" flag from it
+ * alone.
+ */
 struct FlagHot {
     uint32_t  prefix_h;          /* Flag::bucket_prefix: murmur3's state */
     uint32_t  prefix_tail;       /*   its waiting bytes, little-endian */
