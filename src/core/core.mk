@@ -25,6 +25,7 @@ FLAGS_CORE_SRCS = \
 	json_reader.cpp \
 	json_scan.cpp \
 	json_writer.cpp \
+	lanes.cpp \
 	messages.cpp \
 	metrics.cpp \
 	murmur3.cpp \

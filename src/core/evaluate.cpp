@@ -9,6 +9,7 @@
  * as doubles or long doubles.
  */
 
+#include "lanes.hpp"
 #include "project.hpp"
 #include "rollout.hpp"
 #include "text.hpp"
@@ -434,6 +435,10 @@ struct CallerId {
     bool                        km_done = false;
     bool                        km_ok = false;
     fl::KeyMix                  km;
+    /* fl_flags_answer() with lanes: the current chunk's buckets
+     * (lane_buckets()), found through the project's lane_slot */
+    const uint32_t             *lanes = nullptr;
+    const uint16_t             *lane_slot = nullptr;
 };
 
 /* Whether u is inside percentage p of f: in_rollout(), through the
@@ -467,6 +472,12 @@ FL_HOT_INLINE bool hot_bucket_in(const fl_project_s &p, size_t index,
     }
     if (pct == 0 || u == nullptr) {
         return false;
+    }
+    if (id != nullptr && id->lanes != nullptr) {
+        uint16_t s = id->lane_slot[index];
+        if (s != fl::lane_none) {
+            return id->lanes[s] < pct;
+        }
     }
     if (id != nullptr && !id->km_done && id->mix) {
         id->km_done = true;
@@ -725,6 +736,28 @@ __attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
  * one copy of its prebuilt text: of up to 128 bytes in one of two fixed
  * sizes the compiler copies inline, the bytes past the object overwritten
  * by the next one, unless it is the last (fl::json_copy_slack). */
+/* N bytes (a multiple of 32) from s to o.  Wide: in 32-byte vectors,
+ * for the loop compiled for AVX2 (flags_answer_avx2()), one move each;
+ * otherwise memcpy(), which the compiler expands in 16-byte moves (its
+ * 32-byte vectors would go through the stack without AVX). */
+typedef char fl_v32 __attribute__((vector_size(32), aligned(1), may_alias));
+
+template <size_t N, bool Wide>
+FL_HOT_INLINE void copy_fixed(char *o, const char *s)
+{
+    static_assert(N % 32 == 0, "whole vectors");
+    if (!Wide) {
+        std::memcpy(o, s, N);
+        return;
+    }
+#pragma GCC unroll 4
+    for (size_t k = 0; k < N; k += 32) {
+        *reinterpret_cast<fl_v32 *>(o + k)
+            = *reinterpret_cast<const fl_v32 *>(s + k);
+    }
+}
+
+template <bool Wide = false>
 FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     const fl::FlagHot &h, const char *json, bool on, uint32_t eff,
     bool last, char *o)
@@ -733,9 +766,9 @@ FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
         const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
         size_t len = on ? h.json_on_len : h.json_off_len;
         if (len <= 64 && !last) {
-            std::memcpy(o, whole, 64);
+            copy_fixed<64, Wide>(o, whole);
         } else if (len <= fl::json_copy_slack && !last) {
-            std::memcpy(o, whole, fl::json_copy_slack);
+            copy_fixed<fl::json_copy_slack, Wide>(o, whole);
         } else {
             std::memcpy(o, whole, len);
         }
@@ -762,7 +795,7 @@ __attribute__((noinline)) bool other_value(const fl_project_s &p,
  * switches in force: the loop is compiled for them, and once for either
  * missing.
  */
-template <bool Given>
+template <bool Given, bool Wide = false>
 FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
     char *buf)
@@ -788,6 +821,19 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
     CallerId id;
     id.mix = n >= 8;
 
+    /* the buckets of each chunk's simple flags 8 at a time, when the
+     * caller's id can be premixed (lanes.hpp) */
+    uint32_t lanes[fl::lane_chunk_slots];
+    bool use_lanes = id.mix && !p->lane_groups.empty() && u != nullptr
+                     && u->user_id != nullptr
+                     && fl::KeyMix::fits(u->user_id_len) && fl::lanes_ready();
+    if (use_lanes) {
+        id.km.prepare(u->user_id, u->user_id_len);
+        id.km_done = id.km_ok = true;
+        id.lanes = lanes;
+        id.lane_slot = p->lane_slot.data();
+    }
+
     const fl::FlagHot *hot = p->hot.data();
     const char *json = p->json.data();
     /* flag i: its value, its ',' and object (the answer's last: copied
@@ -810,14 +856,20 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
                  : other_value(*p, i, eff, s, u, &cache, &id);
 
         *o++ = ',';
-        o = put_flag(*p, i, h, json, v, eff, last, o);
+        o = put_flag<Wide>(*p, i, h, json, v, eff, last, o);
         return v;
     };
 
     /* every flag but the last, 64 to a word of bits */
+    static_assert(fl::lane_chunk_flags % 64 == 0, "a chunk is whole words");
     for (size_t w = 0; w < FL_BIT_WORDS(n); w++) {
         size_t end = (w + 1) * 64 < n - 1 ? (w + 1) * 64 : n - 1;
         uint64_t bits = 0;
+
+        if (use_lanes && w % (fl::lane_chunk_flags / 64) == 0) {
+            fl::lane_buckets(*p, w / (fl::lane_chunk_flags / 64), id.km,
+                             lanes);
+        }
 
         for (size_t i = w * 64; i < end; i++) {
             bits |= uint64_t(one(i, false)) << (i % 64);
@@ -830,6 +882,18 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
     std::memcpy(o, close, sizeof(close) - 1);
     return static_cast<size_t>(o + sizeof(close) - 1 - buf);
 }
+
+#ifdef FL_LANES_AVX2
+/* The same loop where lanes run (lanes.hpp): compiled for AVX2, its
+ * fixed-size copies take 32 bytes an instruction instead of 16. */
+__attribute__((target("avx2"), noinline))
+size_t flags_answer_avx2(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
+    char *buf)
+{
+    return flags_answer<true, true>(p, u, effective_milli, sw, enabled, buf);
+}
+#endif
 
 } // namespace
 
@@ -846,6 +910,11 @@ size_t fl_flags_answer(const fl_project_t *p, const fl_user_t *u,
         return sizeof(none) - 1;
     }
     if (effective_milli != nullptr && sw != nullptr) {
+#ifdef FL_LANES_AVX2
+        if (fl::lanes_ready()) {
+            return flags_answer_avx2(p, u, effective_milli, sw, enabled, buf);
+        }
+#endif
         return flags_answer<true>(p, u, effective_milli, sw, enabled, buf);
     }
     return flags_answer<false>(p, u, effective_milli, sw, enabled, buf);

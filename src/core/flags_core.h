@@ -353,6 +353,12 @@ size_t fl_flags_answer(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
     char *buf) FL_NOEXCEPT;
 
+/* For tests: 0 turns off the 8-lane buckets of fl_flags_answer() (every
+ * bucket then takes the scalar path), 1 turns them back on.  Returns the
+ * previous setting, or -1 when this CPU has no AVX2 (the scalar path
+ * always answers; nothing changes). */
+int fl_lanes_set(int on) FL_NOEXCEPT;
+
 
 /* ------------------------------------------------------------------ JSON */
 

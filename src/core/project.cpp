@@ -334,6 +334,7 @@ private:
     void finish_flag(Flag &f);
     void index_named_users();
     void build_hot();
+    void build_lanes();
 
     const std::string   &source_;
     fl_project_s        &p_;
@@ -1070,6 +1071,55 @@ void Loader::build_hot()
                                                - h.json_on_len);
     }
     p_.json.append(json_copy_slack, '\0');
+    build_lanes();
+}
+
+/* fl::LaneGroup's arrays from the FlagHot just built. */
+void Loader::build_lanes()
+{
+    size_t n = p_.flags.size();
+
+    p_.lane_h.clear();
+    p_.lane_wait.clear();
+    p_.lane_total.clear();
+    p_.lane_groups.clear();
+    p_.lane_chunk.assign(1, 0);
+    p_.lane_slot.assign(n, lane_none);
+
+    for (size_t c = 0; c * lane_chunk_flags < n; c++) {
+        size_t end = std::min(n, (c + 1) * lane_chunk_flags);
+        uint16_t slot = 0;
+
+        for (uint8_t a = 0; a < 4; a++) {
+            LaneGroup g{static_cast<uint32_t>(p_.lane_h.size()), 0, slot, a};
+
+            for (size_t i = c * lane_chunk_flags; i < end; i++) {
+                const FlagHot &h = p_.hot[i];
+                if (!h.simple || !h.enabled || h.prefix_ntail != a
+                    || h.rollout_milli == 0 || h.rollout_milli >= FL_MILLI_MAX)
+                {
+                    continue;
+                }
+                p_.lane_slot[i] = static_cast<uint16_t>(slot + g.count);
+                p_.lane_h.push_back(h.prefix_h);
+                p_.lane_wait.push_back(h.prefix_tail);
+                p_.lane_total.push_back(h.prefix_total);
+                g.count++;
+            }
+            if (g.count == 0) {
+                continue;
+            }
+            while (g.count % 8 != 0) {
+                p_.lane_h.push_back(0);
+                p_.lane_wait.push_back(0);
+                p_.lane_total.push_back(0);
+                g.count++;
+            }
+            slot = static_cast<uint16_t>(slot + g.count);
+            p_.lane_groups.push_back(g);
+        }
+        p_.lane_chunk.push_back(static_cast<uint32_t>(p_.lane_groups.size()));
+    }
 }
 
 void Loader::index_named_users()

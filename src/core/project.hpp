@@ -296,6 +296,27 @@ struct FlagHot {
                                     flag's segments are among the first 64 */
 };
 
+/*
+ * The buckets of an answer's simple flags, 8 at a time (lanes.cpp).  The
+ * flags are taken in chunks of lane_chunk_flags by index; inside a chunk
+ * the simple flags with a percentage strictly between 0 and 100 are
+ * grouped by the bytes their "name:" leaves waiting (the alignment
+ * KeyMix mixes the caller's id for), each group padded to a multiple of 8
+ * lanes.  A lane's fields are in three flat arrays (lane_h, lane_wait,
+ * lane_total, from FlagHot's prefix_*); lane_slot[i] is flag i's place
+ * among its chunk's buckets, lane_none for a flag outside every group.
+ */
+constexpr size_t   lane_chunk_flags = 256;
+constexpr size_t   lane_chunk_slots = lane_chunk_flags + 4 * 7;
+constexpr uint16_t lane_none = 0xffff;
+
+struct LaneGroup {
+    uint32_t  at;          /* lane_h[at .. at + count) */
+    uint16_t  count;       /* a multiple of 8 */
+    uint16_t  slot;        /* its first lane's place in the chunk's buckets */
+    uint8_t   align;       /* bytes waiting after "name:", 0-3 */
+};
+
 } // namespace fl
 
 struct fl_project_s {
@@ -310,6 +331,13 @@ struct fl_project_s {
     std::unordered_map<std::string_view, size_t>  by_name;
 
     size_t                    json_bound = 0;
+
+    /* the 8-lane buckets (fl::LaneGroup); lane_chunk[c] .. lane_chunk[c + 1]:
+     * chunk c's groups in lane_groups */
+    std::vector<uint32_t>       lane_h, lane_wait, lane_total;
+    std::vector<fl::LaneGroup>  lane_groups;
+    std::vector<uint32_t>       lane_chunk;
+    std::vector<uint16_t>       lane_slot;
 
     /* the named users of every flag */
     fl::NamedIndex            named;

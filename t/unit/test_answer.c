@@ -6,7 +6,8 @@
  * 0 to 3 bytes waiting, on and off in the file, with and without
  * segments, rules, named users and stickiness; callers with ids of 0 to
  * 70 bytes (the mixed path takes 4 to 64), without one, without a query;
- * the configured percentages and effective ones with every switch.
+ * the configured percentages and effective ones with every switch; with
+ * the 8-lane buckets (AVX2) and without.
  */
 
 #include <stdarg.h>
@@ -342,6 +343,55 @@ static void test_pinned(void **state)
     fl_project_free(p);
 }
 
+/* The 8-lane buckets (lanes.hpp): where the CPU has AVX2 they run, and
+ * fl_flags_answer() gives the scalar path's bytes and values for projects
+ * across chunks of 256 flags (520: two whole chunks and 8 flags, groups
+ * of every alignment padded to 8 lanes) and ids of every length, 0 to 70;
+ * then the same with the lanes turned off, the path of every other CPU. */
+static void lanes_every_length(void)
+{
+    char *json = project_json(520, 0, 0);
+    fl_project_t *p = load(json);
+    char q[256];
+
+    for (size_t len = 0; len <= 70; len++) {
+        for (unsigned c = 0; c < 4; c++) {
+            query(q, len);
+            fl_user_t u = user(q);
+            same_answer(p, &u, NULL, NULL);
+        }
+        arena_reset();
+    }
+    fl_project_free(p);
+    free(json);
+}
+
+static void test_lanes(void **state)
+{
+    (void) state;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) {
+        /* on, as every answer above ran */
+        assert_int_equal(fl_lanes_set(1), 1);
+    } else {
+        assert_int_equal(fl_lanes_set(1), -1);
+        print_message("no AVX2 here: the scalar path alone is tested\n");
+    }
+#endif
+    lanes_every_length();
+
+    int was = fl_lanes_set(0);
+    if (was != -1) {
+        assert_int_equal(was, 1);
+        assert_int_equal(fl_lanes_set(0), 0);
+        lanes_every_length();
+        check_project(1000, 0, 0, 20);
+        check_project(200, 5, 7, 20);
+        assert_int_equal(fl_lanes_set(1), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_simple_flags),
         cmocka_unit_test(test_flags_with_rules),
         cmocka_unit_test(test_many_segments),
+        cmocka_unit_test(test_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

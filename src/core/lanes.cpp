@@ -1,0 +1,164 @@
+/*
+ * lanes.cpp - murmur3 of 8 flags at once for one caller (lanes.hpp).
+ *
+ * Each lane runs KeyMix::bucket() (rollout.hpp) for its own flag: the
+ * flag's waiting bytes completed by the caller's first bytes, the
+ * caller's premixed blocks, the tail, the length, the finalizer, then
+ * % FL_BUCKETS.  The remainder uses the quotient a compiler derives for a
+ * division by 100000 of a 32-bit value: ((h >> 5) * 0x0A7C5AC5) >> 39, in
+ * 64-bit products, exact for all 2^32 values (checked one by one when
+ * this was written).  t/unit/test_answer.c compares the lanes' answers
+ * with the scalar path's for ids of every length and every alignment.
+ */
+
+#include "lanes.hpp"
+
+#include <atomic>
+
+#ifdef FL_LANES_AVX2
+#include <immintrin.h>
+#endif
+
+static_assert(FL_BUCKETS == 100000, "the remainder's constants are for 100000");
+
+namespace {
+
+/* -1 not yet asked, 0 off, 1 on */
+std::atomic<int> lanes_state{-1};
+std::atomic<int> lanes_wanted{1};
+
+bool cpu_has_avx2() noexcept
+{
+#ifdef FL_LANES_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return false;
+#endif
+}
+
+#ifdef FL_LANES_AVX2
+
+#define FL_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+template <int R>
+FL_AVX2 __m256i rotl(__m256i x)
+{
+    return _mm256_or_si256(_mm256_slli_epi32(x, R), _mm256_srli_epi32(x, 32 - R));
+}
+
+/* h = rotl(h ^ k, 13) * 5 + 0xe6546b64: one block folded in */
+FL_AVX2 __m256i fold(__m256i h, __m256i k, __m256i n)
+{
+    h = rotl<13>(_mm256_xor_si256(h, k));
+    return _mm256_add_epi32(_mm256_add_epi32(h, _mm256_slli_epi32(h, 2)), n);
+}
+
+__attribute__((target("avx2")))
+void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
+    uint32_t *out) noexcept
+{
+    const __m256i c1 = _mm256_set1_epi32(static_cast<int>(0xcc9e2d51u));
+    const __m256i c2 = _mm256_set1_epi32(0x1b873593);
+    const __m256i n = _mm256_set1_epi32(static_cast<int>(0xe6546b64u));
+    const __m256i f1 = _mm256_set1_epi32(static_cast<int>(0x85ebca6bu));
+    const __m256i f2 = _mm256_set1_epi32(static_cast<int>(0xc2b2ae35u));
+    const __m256i magic = _mm256_set1_epi32(0x0A7C5AC5);
+    const __m256i buckets = _mm256_set1_epi32(static_cast<int>(FL_BUCKETS));
+    const __m256i len = _mm256_set1_epi32(static_cast<int>(km.len));
+
+    for (uint32_t gi = p.lane_chunk[c]; gi < p.lane_chunk[c + 1]; gi++) {
+        const fl::LaneGroup &g = p.lane_groups[gi];
+        unsigned a = g.align;
+        unsigned nb = km.nblocks[a];
+        const __m256i head = _mm256_set1_epi32(static_cast<int>(km.head[a]));
+        const __m256i tail = _mm256_set1_epi32(
+            static_cast<int>(km.has_tail[a] ? km.tail[a] : 0));
+        const uint32_t *blocks = km.blocks[a];
+
+        for (uint32_t k = 0; k < g.count; k += 8) {
+            size_t at = g.at + k;
+            __m256i h = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(&p.lane_h[at]));
+
+            if (a != 0) {
+                __m256i w = _mm256_or_si256(head, _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i *>(&p.lane_wait[at])));
+                w = _mm256_mullo_epi32(rotl<15>(_mm256_mullo_epi32(w, c1)), c2);
+                h = fold(h, w, n);
+            }
+            for (unsigned j = 0; j < nb; j++) {
+                h = fold(h, _mm256_set1_epi32(static_cast<int>(blocks[j])), n);
+            }
+            /* a missing tail is 0: h ^ 0 */
+            h = _mm256_xor_si256(h, tail);
+            h = _mm256_xor_si256(h, _mm256_add_epi32(len, _mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(&p.lane_total[at]))));
+            h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+            h = _mm256_mullo_epi32(h, f1);
+            h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
+            h = _mm256_mullo_epi32(h, f2);
+            h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+
+            /* h / 100000: the even lanes' 64-bit products, then the odd
+             * lanes' (moved down), each >> 39, the odd ones put back */
+            __m256i x = _mm256_srli_epi32(h, 5);
+            __m256i qe = _mm256_srli_epi64(_mm256_mul_epu32(x, magic), 39);
+            __m256i qo = _mm256_srli_epi64(
+                _mm256_mul_epu32(_mm256_srli_epi64(x, 32), magic), 39);
+            __m256i q = _mm256_or_si256(qe, _mm256_slli_epi64(qo, 32));
+            __m256i r = _mm256_sub_epi32(h, _mm256_mullo_epi32(q, buckets));
+
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + g.slot + k), r);
+        }
+    }
+}
+
+#endif
+
+} // namespace
+
+namespace fl {
+
+namespace {
+
+bool cpu_lanes() noexcept
+{
+    int s = lanes_state.load(std::memory_order_relaxed);
+    if (s < 0) {
+        s = cpu_has_avx2() ? 1 : 0;
+        lanes_state.store(s, std::memory_order_relaxed);
+    }
+    return s == 1;
+}
+
+} // namespace
+
+bool lanes_ready() noexcept
+{
+    return cpu_lanes() && lanes_wanted.load(std::memory_order_relaxed) == 1;
+}
+
+void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
+    uint32_t *out) noexcept
+{
+#ifdef FL_LANES_AVX2
+    buckets_avx2(p, c, km, out);
+#else
+    (void) p; (void) c; (void) km; (void) out;
+#endif
+}
+
+} // namespace fl
+
+extern "C" {
+
+int fl_lanes_set(int on) noexcept
+{
+    if (!fl::cpu_lanes()) {
+        return -1;
+    }
+    return lanes_wanted.exchange(on ? 1 : 0);
+}
+
+} // extern "C"
