@@ -14,6 +14,7 @@
 #include "rollout.hpp"
 #include "text.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -730,12 +731,6 @@ __attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
     return o + f.json_tail.size();
 }
 
-/* Flag i's object in GET /flags' answer (after its ','), with value on
- * and effective percentage eff: the one writer of fl_flags_json() and
- * fl_flags_answer().  With the configured percentage the whole object is
- * one copy of its prebuilt text: of up to 128 bytes in one of two fixed
- * sizes the compiler copies inline, the bytes past the object overwritten
- * by the next one, unless it is the last (fl::json_copy_slack). */
 /* N bytes (a multiple of 32) from s to o.  Wide: in 32-byte vectors,
  * for the loop compiled for AVX2 (flags_answer_avx2()), one move each;
  * otherwise memcpy(), which the compiler expands in 16-byte moves (its
@@ -757,17 +752,34 @@ FL_HOT_INLINE void copy_fixed(char *o, const char *s)
     }
 }
 
+/* Flag i's object in GET /flags' answer (after its ','), with value on
+ * and effective percentage eff: the one writer of fl_flags_json() and
+ * fl_flags_answer().  With the configured percentage the whole object is
+ * one copy of its prebuilt text: of up to 128 bytes in one of three fixed
+ * sizes the compiler copies inline (64, 96 or 128, by the longer of the
+ * flag's two objects), the bytes past the object overwritten by the next
+ * one, unless it is the last (fl::json_copy_slack). */
 template <bool Wide = false>
 FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     const fl::FlagHot &h, const char *json, bool on, uint32_t eff,
     bool last, char *o)
 {
     if (eff == h.rollout_milli) {
-        const char *whole = json + h.json_at + (on ? 0 : h.json_on_len);
-        size_t len = on ? h.json_on_len : h.json_off_len;
-        if (len <= 64 && !last) {
+        /* on or off chosen by a mask, not a branch: on a partial rollout
+         * the value is a coin toss a caller, and a branch on it would be
+         * mispredicted half the time (and its random history would
+         * confuse the predictor of the loop's other branches) */
+        uint32_t off = 0u - static_cast<uint32_t>(!on);
+        const char *whole = json + h.json_at + (h.json_on_len & off);
+        size_t len = h.json_on_len ^ ((h.json_on_len ^ h.json_off_len) & off);
+        /* the copy's size by the longer of the two, the same whatever the
+         * value: a branch the predictor learns flag by flag */
+        size_t most = std::max(h.json_on_len, h.json_off_len);
+        if (most <= 64 && !last) {
             copy_fixed<64, Wide>(o, whole);
-        } else if (len <= fl::json_copy_slack && !last) {
+        } else if (most <= 96 && !last) {
+            copy_fixed<96, Wide>(o, whole);
+        } else if (most <= fl::json_copy_slack && !last) {
             copy_fixed<fl::json_copy_slack, Wide>(o, whole);
         } else {
             std::memcpy(o, whole, len);

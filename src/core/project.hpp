@@ -262,8 +262,8 @@ bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t);
 
 namespace fl {
 
-/* A flag's prebuilt object is copied into an answer in one of two fixed
- * sizes, 64 or 128 bytes, which the compiler copies inline (put_flag() in
+/* A flag's prebuilt object is copied into an answer in one of three fixed
+ * sizes, 64, 96 or 128 bytes, which the compiler copies inline (put_flag() in
  * evaluate.cpp); longer ones, and the answer's last, by length.  So
  * fl_project_s::json ends with this many bytes of padding for the reads
  * past its last object; the writes past an object are overwritten by the

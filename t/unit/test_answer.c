@@ -343,6 +343,72 @@ static void test_pinned(void **state)
     fl_project_free(p);
 }
 
+/* Objects of every length from 62 to 163 bytes, so that a flag's on and
+ * off objects straddle each fixed copy size (64, 96, 128) and the copy by
+ * length, both ways: the answer is held to a text written here, flag by
+ * flag from its bit, not to the core's own writer. */
+static void copy_sizes(void)
+{
+    enum { N = 100 };
+    char *json = malloc(N * 200 + 64), *o = json;
+    char names[N][N + 2];
+
+    o += sprintf(o, "{\"flags\":[");
+    for (size_t k = 0; k < N; k++) {
+        names[k][0] = 's';
+        memset(names[k] + 1, 'x', k);
+        names[k][k + 1] = '\0';
+        o += sprintf(o, "%s{\"name\":\"%s\",\"enabled\":true,"
+                     "\"rolloutPercentage\":50,\"segments\":[]}",
+                     k ? "," : "", names[k]);
+    }
+    sprintf(o, "]}");
+    fl_project_t *p = load(json);
+    size_t bound = fl_flags_json_bound(p);
+    char *got = malloc(bound), *want = malloc(bound + N * 200);
+    uint64_t bits[FL_BIT_WORDS(N)];
+    char q[64];
+
+    for (unsigned c = 0; c < 50; c++) {
+        snprintf(q, sizeof(q), "userId=copy-%u", c);
+        fl_user_t u = user(q);
+        size_t n = fl_flags_answer(p, &u, NULL, NULL, bits, got);
+        unsigned on = 0;
+
+        o = want + sprintf(want, "{\"flags\":[");
+        for (size_t k = 0; k < N; k++) {
+            int bit = (int) ((bits[k / 64] >> (k % 64)) & 1);
+            on += (unsigned) bit;
+            o += sprintf(o, "%s{\"name\":\"%s\",\"enabled\":%s,"
+                         "\"rolloutPercentage\":50,\"segments\":[]}",
+                         k ? "," : "", names[k], bit ? "true" : "false");
+        }
+        o += sprintf(o, "]}");
+        assert_int_equal(n, (size_t) (o - want));
+        assert_memory_equal(got, want, n);
+        /* and the bits are the evaluation's */
+        same_answer(p, &u, NULL, NULL);
+        /* a coin toss a flag: neither all on nor all off */
+        assert_true(on > 20 && on < 80);
+        arena_reset();
+    }
+    free(got);
+    free(want);
+    fl_project_free(p);
+    free(json);
+}
+
+static void test_copy_sizes(void **state)
+{
+    (void) state;
+    copy_sizes();
+    int was = fl_lanes_set(0);
+    copy_sizes();
+    if (was != -1) {
+        fl_lanes_set(1);
+    }
+}
+
 /* The 8-lane buckets (lanes.hpp): where the CPU has AVX2 they run, and
  * fl_flags_answer() gives the scalar path's bytes and values for projects
  * across chunks of 256 flags (520: two whole chunks and 8 flags, groups
@@ -400,6 +466,7 @@ int main(void)
         cmocka_unit_test(test_flags_with_rules),
         cmocka_unit_test(test_many_segments),
         cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_copy_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
