@@ -2,18 +2,21 @@
  * bench/answer-loop.c - GET /flags' answer in the core alone, without
  * nginx or the kernel: fl_flags_answer() (one pass: evaluation, JSON and
  * the values' bits) against the two-pass way it replaced,
- * fl_evaluate_values() then fl_flags_json(), measured in the same run.
+ * fl_evaluate_values() then fl_flags_json(), and against itself with its
+ * 8-lane buckets turned off (fl_lanes_set(0): the scalar path, what a CPU
+ * without AVX2 runs), measured in the same run.
  *
  *   answer-loop FLAGS.json [USERS] [ROUNDS]
  *
  * Each round asks every one of USERS distinct callers (default 100,000:
  * bench-user-1 ... with the traits bench/run.sh sends) once each way,
- * the two ways alternating which goes first. The percentages in force
+ * the ways taking turns at going first. The percentages in force
  * and the switches are passed as arrays, as the nginx glue passes them.
  * Printed: each way's thread CPU µs an answer (median of ROUNDS, default
- * 5), the ratio two-pass / one-pass (above 1: the one pass is cheaper),
- * and the answers' bytes. Before timing, every caller's two answers are
- * compared byte for byte and flag by flag: a difference exits 1.
+ * 5), the ratios two-pass / one-pass and scalar / lanes (above 1: the
+ * second is dearer), and the answers' bytes. Before timing, every
+ * caller's answers are compared byte for byte and flag by flag, with the
+ * lanes and without: a difference exits 1.
  *
  * Built and run by bench/answer-loop.sh against build/core/libflagscore.a.
  */
@@ -122,7 +125,10 @@ int main(int argc, char **argv)
     char *one = malloc(bound), *two = malloc(bound);
     double *t1 = calloc((size_t) rounds, sizeof(double));
     double *t2 = calloc((size_t) rounds, sizeof(double));
+    double *t3 = calloc((size_t) rounds, sizeof(double));
     fl_user_t u;
+    /* -1: no AVX2 here, the one pass is the scalar path already */
+    int lanes = fl_lanes_set(1);
 
     /* the configured percentages, no switch: what the glue's cache of
      * the controls holds when nothing is rolled back or overridden */
@@ -136,31 +142,40 @@ int main(int argc, char **argv)
         if (caller(k, &u) != 0) {
             return 1;
         }
-        size_t l1 = fl_flags_answer(p, &u, eff, sw, bits, one);
         fl_evaluate_values(p, &u, eff, sw, detail);
         size_t l2 = fl_flags_json(p, detail, two);
-        if (l1 != l2 || memcmp(one, two, l1) != 0) {
-            fprintf(stderr, "answer-loop: caller %zu: the answers differ\n",
-                    k + 1);
-            return 1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (((bits[i / 64] >> (i % 64)) & 1) != detail[i].enabled) {
-                fprintf(stderr, "answer-loop: caller %zu, flag %zu: the "
-                        "values differ\n", k + 1, i);
+        for (int on = 1; on >= 0; on--) {
+            fl_lanes_set(on);
+            size_t l1 = fl_flags_answer(p, &u, eff, sw, bits, one);
+            if (l1 != l2 || memcmp(one, two, l1) != 0) {
+                fprintf(stderr, "answer-loop: caller %zu: the answers differ"
+                        " (lanes %s)\n", k + 1, on ? "on" : "off");
                 return 1;
             }
+            for (size_t i = 0; i < n; i++) {
+                if (((bits[i / 64] >> (i % 64)) & 1) != detail[i].enabled) {
+                    fprintf(stderr, "answer-loop: caller %zu, flag %zu: the "
+                            "values differ (lanes %s)\n", k + 1, i,
+                            on ? "on" : "off");
+                    return 1;
+                }
+            }
         }
-        bytes += l1;
+        fl_lanes_set(1);
+        bytes += l2;
     }
 
     for (int r = 0; r < rounds; r++) {
-        for (int side = 0; side < 2; side++) {
-            int way = (r + side) % 2;       /* alternate which goes first */
+        for (int side = 0; side < 3; side++) {
+            int way = (r + side) % 3;       /* each goes first in turn */
+            if (way == 2 && lanes == -1) {
+                continue;
+            }
+            fl_lanes_set(way != 2);
             double start = cpu_us();
             for (size_t k = 0; k < users; k++) {
                 caller(k, &u);
-                if (way == 0) {
+                if (way != 1) {
                     fl_flags_answer(p, &u, eff, sw, bits, one);
                 } else {
                     fl_evaluate_values(p, &u, eff, sw, detail);
@@ -168,13 +183,15 @@ int main(int argc, char **argv)
                 }
             }
             double us = (cpu_us() - start) / (double) users;
-            (way == 0 ? t1 : t2)[r] = us;
+            (way == 0 ? t1 : way == 1 ? t2 : t3)[r] = us;
         }
     }
+    fl_lanes_set(1);
 
     qsort(t1, (size_t) rounds, sizeof(double), cmp_double);
     qsort(t2, (size_t) rounds, sizeof(double), cmp_double);
-    double m1 = t1[rounds / 2], m2 = t2[rounds / 2];
+    qsort(t3, (size_t) rounds, sizeof(double), cmp_double);
+    double m1 = t1[rounds / 2], m2 = t2[rounds / 2], m3 = t3[rounds / 2];
 
     printf("%s: %zu flags, %zu distinct callers, %d rounds, %llu bytes an "
            "answer on average\n", argv[1], n, users, rounds,
@@ -184,7 +201,16 @@ int main(int argc, char **argv)
     printf("two passes (values, then flags_json) %8.3f us CPU an answer\n",
            m2);
     printf("ratio two / one                      %8.3f\n", m2 / m1);
+    if (lanes == -1) {
+        printf("one pass, scalar buckets             (this CPU has no AVX2:"
+               " the one pass above is the scalar path)\n");
+    } else {
+        printf("one pass, scalar buckets (lanes off) %8.3f us CPU an answer\n",
+               m3);
+        printf("ratio scalar / lanes                 %8.3f\n", m3 / m1);
+    }
 
+    free(t3);
     free(t1);
     free(t2);
     free(one);
