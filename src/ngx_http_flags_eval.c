@@ -42,6 +42,7 @@ static void ngx_http_flags_answer_count(ngx_http_flags_answer_t *a);
 static ngx_http_flags_pending_t *ngx_http_flags_pending(
     ngx_http_flags_defs_t *defs);
 static void ngx_http_flags_counts_fold_handler(ngx_event_t *ev);
+static void ngx_http_flags_tally_drain(ngx_http_flags_defs_t *defs);
 
 
 static ngx_http_flags_defs_t  *ngx_http_flags_pending_head;
@@ -231,9 +232,8 @@ ngx_http_flags_answer_flags_json(ngx_http_flags_answer_t *a,
 static void
 ngx_http_flags_answer_count(ngx_http_flags_answer_t *a)
 {
-    size_t                     i, n, w;
+    size_t                     i, n;
     int64_t                    now;
-    uint64_t                   x;
     ngx_http_flags_defs_t     *defs;
     ngx_http_flags_pending_t  *pending;
 
@@ -242,14 +242,17 @@ ngx_http_flags_answer_count(ngx_http_flags_answer_t *a)
     pending = ngx_http_flags_pending(defs);
 
     if (pending) {
-        /* the evaluations once for the answer; the on ones a flag */
+        /* the evaluations once for the answer; the on ones a word of
+         * flags at a time, into the tally, drained into pending at the
+         * fold or before it could overflow */
         defs->pending_answers++;
 
-        for (w = 0; w < FL_BIT_WORDS(n); w++) {
-            for (x = a->enabled[w]; x; x &= x - 1) {
-                pending[w * 64 + __builtin_ctzll(x)].enabled++;
-            }
+        if (defs->tally_adds == FL_TALLY_MAX) {
+            ngx_http_flags_tally_drain(defs);
         }
+
+        fl_tally_add(defs->tally, a->enabled, n);
+        defs->tally_adds++;
 
         return;
     }
@@ -339,12 +342,20 @@ ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
 static ngx_http_flags_pending_t *
 ngx_http_flags_pending(ngx_http_flags_defs_t *defs)
 {
+    ngx_pool_t   *pool;
     ngx_event_t  *ev;
 
     if (defs->pending == NULL) {
-        defs->pending = ngx_pcalloc(defs->pool ? defs->pool : ngx_cycle->pool,
-                                    (defs->nflags + 1)
-                                    * sizeof(ngx_http_flags_pending_t));
+        pool = defs->pool ? defs->pool : ngx_cycle->pool;
+
+        defs->tally = ngx_pcalloc(pool, (FL_TALLY_WORDS(defs->nflags) + 1)
+                                        * sizeof(uint64_t));
+        if (defs->tally == NULL) {
+            return NULL;
+        }
+
+        defs->pending = ngx_pcalloc(pool, (defs->nflags + 1)
+                                          * sizeof(ngx_http_flags_pending_t));
         if (defs->pending == NULL) {
             return NULL;
         }
@@ -366,6 +377,21 @@ ngx_http_flags_pending(ngx_http_flags_defs_t *defs)
     }
 
     return defs->pending;
+}
+
+
+/* The tally's counts into the pending ones (of the flags' on values). */
+
+static void
+ngx_http_flags_tally_drain(ngx_http_flags_defs_t *defs)
+{
+    if (defs->tally_adds == 0) {
+        return;
+    }
+
+    fl_tally_drain(defs->tally, defs->nflags, &defs->pending[0].enabled,
+                   sizeof(ngx_http_flags_pending_t) / sizeof(uint32_t));
+    defs->tally_adds = 0;
 }
 
 
@@ -401,6 +427,8 @@ ngx_http_flags_counts_fold(void)
 
         answers = d->pending_answers;
         d->pending_answers = 0;
+
+        ngx_http_flags_tally_drain(d);
 
         for (i = 0; i < d->nflags; i++) {
             p = &d->pending[i];

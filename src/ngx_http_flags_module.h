@@ -380,6 +380,10 @@ struct ngx_http_flags_defs_s {
      * next snapshot with some (ngx_http_flags_eval.c) */
     ngx_http_flags_pending_t   *pending;
     uint32_t                    pending_answers;  /* of every flag */
+    /* the on values of those answers, not yet in pending (fl_tally_add()),
+     * and how many were added since the last drain */
+    uint64_t                   *tally;
+    uint32_t                    tally_adds;
     ngx_http_flags_defs_t      *next_pending;
     unsigned                    on_fold_list:1;
     /* this worker's reading of the flags' control blocks, good while the

@@ -48,6 +48,7 @@ FLAGS_CORE_SRCS = \
 	sync_reply.cpp \
 	sync_round.cpp \
 	sync_script.cpp \
+	tally.cpp \
 	utf8.cpp \
 	variables.cpp \
 	witness.cpp

@@ -353,6 +353,24 @@ size_t fl_flags_answer(const fl_project_t *p, const fl_user_t *u,
     const uint32_t *effective_milli, const uint8_t *sw, uint64_t *enabled,
     char *buf) FL_NOEXCEPT;
 
+/*
+ * Per-flag counts of many answers' values, a word of 64 flags at a time:
+ * bit-sliced ("vertical") counters, FL_TALLY_PLANES bit planes a word, so
+ * adding an answer's bit set costs a few operations a word instead of one
+ * increment a flag that was on.  tally holds FL_TALLY_WORDS(n) words,
+ * zeroed by the caller; at most FL_TALLY_MAX fl_tally_add() between two
+ * fl_tally_drain(), which adds each flag's count to counts[i * stride]
+ * and zeroes the tally.
+ */
+#define FL_TALLY_PLANES   8
+#define FL_TALLY_MAX      ((1u << FL_TALLY_PLANES) - 1)
+#define FL_TALLY_WORDS(n) (FL_BIT_WORDS(n) * FL_TALLY_PLANES)
+
+void fl_tally_add(uint64_t *tally, const uint64_t *bits, size_t n)
+    FL_NOEXCEPT;
+void fl_tally_drain(uint64_t *tally, size_t n, uint32_t *counts,
+    size_t stride) FL_NOEXCEPT;
+
 /* For tests: 0 turns off the 8-lane buckets of fl_flags_answer() (every
  * bucket then takes the scalar path), 1 turns them back on.  Returns the
  * previous setting, or -1 when this CPU has no AVX2 (the scalar path

@@ -7,7 +7,8 @@
  * segments, rules, named users and stickiness; callers with ids of 0 to
  * 70 bytes (the mixed path takes 4 to 64), without one, without a query;
  * the configured percentages and effective ones with every switch; with
- * the 8-lane buckets (AVX2) and without.
+ * the 8-lane buckets (AVX2) and without; and the tally that counts
+ * its values (fl_tally_add()).
  */
 
 #include <stdarg.h>
@@ -458,6 +459,72 @@ static void test_lanes(void **state)
     }
 }
 
+/* fl_tally_add() and fl_tally_drain() (tally.cpp) against plain
+ * increments: random bit sets of 1, 63, 64, 65 and 1,000 flags, up to
+ * FL_TALLY_MAX additions between drains (the bound, all flags on, counts
+ * exactly FL_TALLY_MAX), drains adding to counts already there and
+ * writing every stride-th word only. */
+static void tally_check(size_t n, unsigned adds, unsigned rounds,
+    unsigned density)
+{
+    size_t words = FL_BIT_WORDS(n);
+    uint64_t *tally = calloc(FL_TALLY_WORDS(n) + 1, sizeof(uint64_t));
+    uint64_t *bits = calloc(words, sizeof(uint64_t));
+    /* counts at stride 2, as the glue's {evaluations, enabled} pairs */
+    uint32_t *counts = calloc(2 * n, sizeof(uint32_t));
+    uint32_t *want = calloc(n, sizeof(uint32_t));
+
+    for (size_t i = 0; i < n; i++) {
+        counts[2 * i] = 0xdeadbeef;         /* the other word: untouched */
+        counts[2 * i + 1] = want[i] = (uint32_t) i;
+    }
+    /* the canary past the last tally word: never written */
+    tally[FL_TALLY_WORDS(n)] = 0x5a5a5a5a5a5a5a5aull;
+
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned k = 0; k < adds; k++) {
+            memset(bits, 0, words * sizeof(uint64_t));
+            for (size_t i = 0; i < n; i++) {
+                if (density == 100 || rnd(100) < density) {
+                    bits[i / 64] |= (uint64_t) 1 << (i % 64);
+                    want[i]++;
+                }
+            }
+            fl_tally_add(tally, bits, n);
+        }
+        fl_tally_drain(tally, n, counts + 1, 2);
+        for (size_t w = 0; w < FL_TALLY_WORDS(n); w++) {
+            assert_int_equal(tally[w], 0);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(counts[2 * i + 1], want[i]);
+        assert_int_equal(counts[2 * i], 0xdeadbeef);
+    }
+    assert_int_equal(tally[FL_TALLY_WORDS(n)], 0x5a5a5a5a5a5a5a5aull);
+
+    free(tally);
+    free(bits);
+    free(counts);
+    free(want);
+}
+
+static void test_tally(void **state)
+{
+    (void) state;
+    static const size_t sizes[] = { 1, 63, 64, 65, 1000 };
+
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        tally_check(sizes[k], 1, 3, 50);
+        tally_check(sizes[k], 37, 3, 50);
+        tally_check(sizes[k], FL_TALLY_MAX, 2, 50);
+        tally_check(sizes[k], FL_TALLY_MAX, 2, 100);
+        tally_check(sizes[k], FL_TALLY_MAX, 1, 3);
+    }
+    /* nothing added: a drain changes nothing */
+    tally_check(1000, 0, 2, 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_many_segments),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_copy_sizes),
+        cmocka_unit_test(test_tally),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
