@@ -39,20 +39,24 @@ void fl_tally_drain(uint64_t *tally, size_t n, uint32_t *counts,
     for (size_t w = 0; w < FL_BIT_WORDS(n); w++) {
         uint64_t *plane = tally + w * FL_TALLY_PLANES;
         uint64_t any = 0;
+        unsigned top = 0;
 
+        /* only the planes below the highest one in use: a fold after a
+         * few answers reads two or three, not eight */
         for (unsigned p = 0; p < FL_TALLY_PLANES; p++) {
             any |= plane[p];
+            top = plane[p] != 0 ? p + 1 : top;
         }
         for (uint64_t x = any; x != 0; x &= x - 1) {
             unsigned i = static_cast<unsigned>(__builtin_ctzll(x));
             uint32_t c = 0;
 
-            for (unsigned p = 0; p < FL_TALLY_PLANES; p++) {
+            for (unsigned p = 0; p < top; p++) {
                 c |= static_cast<uint32_t>((plane[p] >> i) & 1) << p;
             }
             counts[(w * 64 + i) * stride] += c;
         }
-        std::memset(plane, 0, FL_TALLY_PLANES * sizeof(uint64_t));
+        std::memset(plane, 0, top * sizeof(uint64_t));
     }
 }
 
