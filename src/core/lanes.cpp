@@ -47,7 +47,7 @@ FL_AVX2 __m256i rotl(__m256i x)
     return _mm256_or_si256(_mm256_slli_epi32(x, R), _mm256_srli_epi32(x, 32 - R));
 }
 
-/* h = rotl(h ^ k, 13) * 5 + 0xe6546b64: one block folded in */
+/* fold_block() (murmur3.hpp) in each lane */
 FL_AVX2 __m256i fold(__m256i h, __m256i k, __m256i n)
 {
     h = rotl<13>(_mm256_xor_si256(h, k));
@@ -58,11 +58,11 @@ __attribute__((target("avx2")))
 void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
     uint32_t *out) noexcept
 {
-    const __m256i c1 = _mm256_set1_epi32(static_cast<int>(0xcc9e2d51u));
-    const __m256i c2 = _mm256_set1_epi32(0x1b873593);
-    const __m256i n = _mm256_set1_epi32(static_cast<int>(0xe6546b64u));
-    const __m256i f1 = _mm256_set1_epi32(static_cast<int>(0x85ebca6bu));
-    const __m256i f2 = _mm256_set1_epi32(static_cast<int>(0xc2b2ae35u));
+    const __m256i c1 = _mm256_set1_epi32(static_cast<int>(fl::c1));
+    const __m256i c2 = _mm256_set1_epi32(static_cast<int>(fl::c2));
+    const __m256i n = _mm256_set1_epi32(static_cast<int>(fl::n_block));
+    const __m256i f1 = _mm256_set1_epi32(static_cast<int>(fl::f1));
+    const __m256i f2 = _mm256_set1_epi32(static_cast<int>(fl::f2));
     const __m256i magic = _mm256_set1_epi32(0x0A7C5AC5);
     const __m256i buckets = _mm256_set1_epi32(static_cast<int>(FL_BUCKETS));
     const __m256i len = _mm256_set1_epi32(static_cast<int>(km.len));

@@ -30,6 +30,9 @@ inline uint32_t load_le32(const unsigned char *p)
 
 constexpr uint32_t c1 = 0xcc9e2d51;
 constexpr uint32_t c2 = 0x1b873593;
+constexpr uint32_t n_block = 0xe6546b64;    /* added after each block */
+constexpr uint32_t f1 = 0x85ebca6b;         /* the finalizer's two */
+constexpr uint32_t f2 = 0xc2b2ae35;
 
 inline uint32_t mix_k(uint32_t k)
 {
@@ -37,6 +40,25 @@ inline uint32_t mix_k(uint32_t k)
     k = rotl32(k, 15);
     k *= c2;
     return k;
+}
+
+/* A mixed block folded into the state h. */
+inline uint32_t fold_block(uint32_t h, uint32_t mixed)
+{
+    h ^= mixed;
+    h = rotl32(h, 13);
+    return h * 5 + n_block;
+}
+
+/* The finalizer after the length is xored in. */
+inline uint32_t fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= f1;
+    h ^= h >> 13;
+    h *= f2;
+    h ^= h >> 16;
+    return h;
 }
 
 /* Streaming murmur3_x86_32: whole 4-byte blocks are mixed as they arrive,
@@ -52,9 +74,7 @@ struct Murmur3 {
 
     void block(uint32_t k)
     {
-        h ^= mix_k(k);
-        h = rotl32(h, 13);
-        h = h * 5 + 0xe6546b64;
+        h = fold_block(h, mix_k(k));
     }
 
     void update(const void *data, size_t len)
@@ -97,12 +117,7 @@ struct Murmur3 {
 
         /* The reference takes the length as a 32-bit int. */
         h ^= static_cast<uint32_t>(total);
-        h ^= h >> 16;
-        h *= 0x85ebca6b;
-        h ^= h >> 13;
-        h *= 0xc2b2ae35;
-        h ^= h >> 16;
-        return h;
+        return fmix32(h);
     }
 };
 

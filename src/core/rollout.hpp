@@ -127,27 +127,17 @@ struct KeyMix {
         uint32_t total) const
     {
         if (a != 0) {
-            uint32_t k = head[a] | waiting;
-            h ^= mix_k(k);
-            h = rotl32(h, 13);
-            h = h * 5 + 0xe6546b64;
+            h = fold_block(h, mix_k(head[a] | waiting));
         }
         for (unsigned j = 0; j < nblocks[a]; j++) {
-            h ^= blocks[a][j];
-            h = rotl32(h, 13);
-            h = h * 5 + 0xe6546b64;
+            h = fold_block(h, blocks[a][j]);
         }
         if (has_tail[a]) {
             h ^= tail[a];
         }
 
         h ^= total + len;
-        h ^= h >> 16;
-        h *= 0x85ebca6b;
-        h ^= h >> 13;
-        h *= 0xc2b2ae35;
-        h ^= h >> 16;
-        return h % FL_BUCKETS;
+        return fmix32(h) % FL_BUCKETS;
     }
 };
 
