@@ -67,6 +67,12 @@ void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
     const __m256i buckets = _mm256_set1_epi32(static_cast<int>(FL_BUCKETS));
     const __m256i len = _mm256_set1_epi32(static_cast<int>(km.len));
 
+    if (p.lane_chunk[c] == p.lane_chunk[c + 1]) {
+        return;
+    }
+    /* a lane's bucket goes to its distance from the chunk's first lane */
+    uint32_t first = p.lane_groups[p.lane_chunk[c]].at;
+
     for (uint32_t gi = p.lane_chunk[c]; gi < p.lane_chunk[c + 1]; gi++) {
         const fl::LaneGroup &g = p.lane_groups[gi];
         unsigned a = g.align;
@@ -109,7 +115,8 @@ void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
             __m256i q = _mm256_or_si256(qe, _mm256_slli_epi64(qo, 32));
             __m256i r = _mm256_sub_epi32(h, _mm256_mullo_epi32(q, buckets));
 
-            _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + g.slot + k), r);
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + at - first),
+                                r);
         }
     }
 }

@@ -1088,10 +1088,10 @@ void Loader::build_lanes()
 
     for (size_t c = 0; c * lane_chunk_flags < n; c++) {
         size_t end = std::min(n, (c + 1) * lane_chunk_flags);
-        uint16_t slot = 0;
+        size_t first = p_.lane_h.size();
 
         for (uint8_t a = 0; a < 4; a++) {
-            LaneGroup g{static_cast<uint32_t>(p_.lane_h.size()), 0, slot, a};
+            LaneGroup g{static_cast<uint32_t>(p_.lane_h.size()), 0, a};
 
             for (size_t i = c * lane_chunk_flags; i < end; i++) {
                 const FlagHot &h = p_.hot[i];
@@ -1100,7 +1100,8 @@ void Loader::build_lanes()
                 {
                     continue;
                 }
-                p_.lane_slot[i] = static_cast<uint16_t>(slot + g.count);
+                p_.lane_slot[i] = static_cast<uint16_t>(p_.lane_h.size()
+                                                        - first);
                 p_.lane_h.push_back(h.prefix_h);
                 p_.lane_wait.push_back(h.prefix_tail);
                 p_.lane_total.push_back(h.prefix_total);
@@ -1115,7 +1116,6 @@ void Loader::build_lanes()
                 p_.lane_total.push_back(0);
                 g.count++;
             }
-            slot = static_cast<uint16_t>(slot + g.count);
             p_.lane_groups.push_back(g);
         }
         p_.lane_chunk.push_back(static_cast<uint32_t>(p_.lane_groups.size()));

@@ -311,9 +311,10 @@ constexpr size_t   lane_chunk_slots = lane_chunk_flags + 4 * 7;
 constexpr uint16_t lane_none = 0xffff;
 
 struct LaneGroup {
-    uint32_t  at;          /* lane_h[at .. at + count) */
+    uint32_t  at;          /* lane_h[at .. at + count); a lane's place in
+                              its chunk's buckets is its distance from the
+                              chunk's first group's at */
     uint16_t  count;       /* a multiple of 8 */
-    uint16_t  slot;        /* its first lane's place in the chunk's buckets */
     uint8_t   align;       /* bytes waiting after "name:", 0-3 */
 };
 
