@@ -835,7 +835,7 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
 
     /* the buckets of each chunk's simple flags 8 at a time, when the
      * caller's id can be premixed (lanes.hpp) */
-    uint32_t lanes[fl::lane_chunk_slots];
+    uint32_t lanes[fl::lane_chunk_slots + 1];
     bool use_lanes = id.mix && !p->lane_groups.empty() && u != nullptr
                      && u->user_id != nullptr
                      && fl::KeyMix::fits(u->user_id_len) && fl::lanes_ready();
@@ -872,6 +872,61 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         return v;
     };
 
+    /* Where lanes run, a word's 64 values come first, all at once
+     * (lane_values(): no branch on the caller's segments or buckets), the
+     * flags it cannot decide by the one evaluation; then the objects.
+     * The segments the word's arithmetic reads are evaluated up front:
+     * a segment's result does not depend on which flag asks first. */
+    bool words = Wide && Given && use_lanes;
+    if (words) {
+        lanes[fl::lane_zero] = 0;
+        for (uint64_t need = p->val_segs; need != 0; need &= need - 1) {
+            unsigned si = static_cast<unsigned>(__builtin_ctzll(need));
+            if (cache.seg[si] == unknown) {
+                cache.seg[si] = segment_matches(*p, p->segments[si], u, &cache)
+                                ? yes : no;
+            }
+            cache.seg_known |= uint64_t(1) << si;
+            if (cache.seg[si] == yes) {
+                cache.seg_yes |= uint64_t(1) << si;
+            }
+        }
+    }
+    auto word = [&](size_t w) FL_HOT_INLINE_LAMBDA -> uint64_t {
+        size_t at = w * 64, count = n - at < 64 ? n - at : 64;
+        const uint32_t *e = effective_milli + at;
+        const uint8_t *s = sw + at;
+        uint32_t e_last[64];
+        uint8_t s_last[64];
+
+        if (count < 64) {
+            /* the last word: 64 of each, the rest 0 */
+            std::memset(e_last, 0, sizeof(e_last));
+            std::memset(s_last, 0, sizeof(s_last));
+            std::memcpy(e_last, e, count * sizeof(uint32_t));
+            std::memcpy(s_last, s, count);
+            e = e_last;
+            s = s_last;
+        }
+        uint64_t redo;
+        uint64_t valid = count == 64 ? ~uint64_t(0)
+                                     : (uint64_t(1) << count) - 1;
+        uint64_t v = fl::lane_values(*p, w, e, s, lanes, cache.seg_yes,
+                                     &redo) & valid;
+        for (redo &= valid; redo != 0; redo &= redo - 1) {
+            unsigned j = static_cast<unsigned>(__builtin_ctzll(redo));
+            size_t i = at + j;
+            const fl::FlagHot &h = hot[i];
+            bool x = h.simple
+                     ? simple_value(*p, i, h, effective_milli[i], sw[i], u,
+                                    &cache, &id).value
+                     : other_value(*p, i, effective_milli[i], sw[i], u,
+                                   &cache, &id);
+            v = (v & ~(uint64_t(1) << j)) | (uint64_t(x) << j);
+        }
+        return v;
+    };
+
     /* every flag but the last, 64 to a word of bits */
     static_assert(fl::lane_chunk_flags % 64 == 0, "a chunk is whole words");
     for (size_t w = 0; w < FL_BIT_WORDS(n); w++) {
@@ -883,12 +938,29 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
                              lanes);
         }
 
-        for (size_t i = w * 64; i < end; i++) {
-            bits |= uint64_t(one(i, false)) << (i % 64);
+        if (words) {
+            bits = word(w);
+            for (size_t i = w * 64; i < end; i++) {
+                *o++ = ',';
+                o = put_flag<Wide>(*p, i, hot[i], json,
+                                   (bits >> (i % 64)) & 1, effective_milli[i],
+                                   false, o);
+            }
+        } else {
+            for (size_t i = w * 64; i < end; i++) {
+                bits |= uint64_t(one(i, false)) << (i % 64);
+            }
         }
         enabled[w] = bits;
     }
-    enabled[(n - 1) / 64] |= uint64_t(one(n - 1, true)) << ((n - 1) % 64);
+    if (words) {
+        *o++ = ',';
+        o = put_flag<Wide>(*p, n - 1, hot[n - 1], json,
+                           (enabled[(n - 1) / 64] >> ((n - 1) % 64)) & 1,
+                           effective_milli[n - 1], true, o);
+    } else {
+        enabled[(n - 1) / 64] |= uint64_t(one(n - 1, true)) << ((n - 1) % 64);
+    }
 
     buf[sizeof(open) - 1] = '[';
     std::memcpy(o, close, sizeof(close) - 1);

@@ -121,6 +121,67 @@ void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
     }
 }
 
+/* lane_values() (lanes.hpp), 8 flags a step */
+__attribute__((target("avx2")))
+uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
+    const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
+    uint64_t *redo) noexcept
+{
+    const __m256i sign = _mm256_set1_epi32(INT32_MIN);
+    const __m256i all = _mm256_set1_epi32(static_cast<int>(FL_MILLI_MAX));
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i back = _mm256_set1_epi32(FL_SWITCH_ROLLED_BACK);
+    const __m256i off = _mm256_set1_epi32(FL_SWITCH_OVERRIDE_OFF);
+    const __m256i yes = _mm256_set1_epi64x(static_cast<long long>(seg_yes));
+    const uint32_t *slot = p.val_slot.data() + w * 64;
+    const uint64_t *seg = p.val_seg.data() + w * 64;
+    uint64_t on = 0, partial = 0;
+
+    for (unsigned k = 0; k < 64; k += 8) {
+        __m256i e = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i *>(eff + k));
+        __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+            reinterpret_cast<const __m128i *>(sw + k)));
+        __m256i b = _mm256_i32gather_epi32(
+            reinterpret_cast<const int *>(lanes),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(slot + k)),
+            4);
+
+        /* eff >= 100 %, and bucket < eff, unsigned */
+        __m256i full = _mm256_cmpeq_epi32(_mm256_max_epu32(e, all), e);
+        __m256i in = _mm256_or_si256(full, _mm256_cmpgt_epi32(
+            _mm256_xor_si256(e, sign), _mm256_xor_si256(b, sign)));
+        __m256i stop = _mm256_or_si256(_mm256_cmpeq_epi32(s, back),
+                                       _mm256_cmpeq_epi32(s, off));
+        unsigned bits = static_cast<unsigned>(_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_andnot_si256(stop, in))));
+
+        /* segments, none of them matched */
+        __m256i m0 = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i *>(seg + k));
+        __m256i m1 = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i *>(seg + k + 4));
+        __m256i x0 = _mm256_andnot_si256(_mm256_cmpeq_epi64(m0, zero),
+            _mm256_cmpeq_epi64(_mm256_and_si256(m0, yes), zero));
+        __m256i x1 = _mm256_andnot_si256(_mm256_cmpeq_epi64(m1, zero),
+            _mm256_cmpeq_epi64(_mm256_and_si256(m1, yes), zero));
+        unsigned shut = static_cast<unsigned>(
+            _mm256_movemask_pd(_mm256_castsi256_pd(x0))
+            | _mm256_movemask_pd(_mm256_castsi256_pd(x1)) << 4);
+
+        /* a percentage that needs a bucket: neither 0 nor 100 % */
+        unsigned fixed = static_cast<unsigned>(_mm256_movemask_ps(
+            _mm256_castsi256_ps(_mm256_or_si256(full,
+                                _mm256_cmpeq_epi32(e, zero)))));
+
+        on |= static_cast<uint64_t>(bits & ~shut & 0xffu) << k;
+        partial |= static_cast<uint64_t>(~fixed & 0xffu) << k;
+    }
+
+    *redo = ~p.val_fast[w] | (partial & ~p.val_lane[w]);
+    return on & p.val_enabled[w];
+}
+
 #endif
 
 } // namespace
@@ -153,6 +214,19 @@ void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
     buckets_avx2(p, c, km, out);
 #else
     (void) p; (void) c; (void) km; (void) out;
+#endif
+}
+
+uint64_t lane_values(const fl_project_s &p, size_t w, const uint32_t *eff,
+    const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
+    uint64_t *redo) noexcept
+{
+#ifdef FL_LANES_AVX2
+    return values_avx2(p, w, eff, sw, lanes, seg_yes, redo);
+#else
+    (void) p; (void) w; (void) eff; (void) sw; (void) lanes; (void) seg_yes;
+    *redo = ~uint64_t(0);
+    return 0;
 #endif
 }
 

@@ -36,6 +36,22 @@ bool lanes_ready() noexcept;
 void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
     uint32_t *out) noexcept;
 
+/* The values of word w's flags (64 from w * 64) for the caller whose
+ * buckets lane_buckets() left in lanes (holding lane_chunk_slots + 1,
+ * lanes[lane_zero] == 0) and whose segments' results are seg_yes (every
+ * segment of fl_project_s::val_segs evaluated): bit j is flag w * 64 + j
+ * on.  eff and sw: the word's percentages in force and switches, 64 of
+ * each readable.  *redo gets the flags this arithmetic cannot decide (not
+ * val_fast, or a bucket outside the groups: a percentage strictly between
+ * 0 and 100 for a flag out of every group); their bits are to be replaced
+ * by the one evaluation's.  For the others the rule is simple_value()'s
+ * (evaluate.cpp): off in the file, rolled back or overridden off -> off;
+ * segments, none matched -> off; 100 % or more -> on; else the bucket
+ * below the percentage.  Only when lanes_ready(). */
+uint64_t lane_values(const fl_project_s &p, size_t w, const uint32_t *eff,
+    const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
+    uint64_t *redo) noexcept;
+
 } // namespace fl
 
 #endif /* FLAGS_LANES_HPP */

@@ -1120,6 +1120,32 @@ void Loader::build_lanes()
         }
         p_.lane_chunk.push_back(static_cast<uint32_t>(p_.lane_groups.size()));
     }
+
+    size_t words = (n + 63) / 64;
+    p_.val_slot.assign(words * 64, lane_zero);
+    p_.val_seg.assign(words * 64, 0);
+    p_.val_fast.assign(words, 0);
+    p_.val_enabled.assign(words, 0);
+    p_.val_lane.assign(words, 0);
+    p_.val_segs = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const FlagHot &h = p_.hot[i];
+        uint64_t bit = uint64_t(1) << (i % 64);
+
+        if (h.enabled) {
+            p_.val_enabled[i / 64] |= bit;
+        }
+        if (p_.lane_slot[i] != lane_none) {
+            p_.val_slot[i] = p_.lane_slot[i];
+            p_.val_lane[i / 64] |= bit;
+        }
+        if (h.simple && (h.nsegs == 0 || h.seg_bits)) {
+            p_.val_fast[i / 64] |= bit;
+            p_.val_seg[i] = h.seg_mask;
+            p_.val_segs |= h.seg_mask;
+        }
+    }
 }
 
 void Loader::index_named_users()
