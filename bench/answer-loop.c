@@ -60,15 +60,32 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* BENCH_TRAITS=varied: each caller's traits drawn from its number, so
+ * that which segments match changes from caller to caller as it does in
+ * real traffic (the default: every caller has bench/run.sh's traits) */
+static int varied;
+
 static int caller(size_t k, fl_user_t *u)
 {
+    static const char *plans[] = { "pro", "free", "team", "enterprise" };
+    static const char *countries[] = { "de", "at", "ch", "fr", "us" };
+    static const char *versions[] = { "2.3.1", "3.0.0", "1.9.9" };
+    static const char *domains[] = { "example.com", "deployramp.com" };
     static char q[256];
     fl_alloc_t alloc = { pool_alloc, NULL };
     char err[256];
-    int len = snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=pro"
-                       "&trait_country=de&trait_appVersion=2.3.1"
-                       "&trait_email=ana.silva%%40example.com"
-                       "&trait_sessions=42", k + 1);
+    uint32_t r = (uint32_t) (k + 1) * 2654435761u;
+    int len = varied
+        ? snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=%s"
+                   "&trait_country=%s&trait_appVersion=%s"
+                   "&trait_email=ana.silva%%40%s&trait_sessions=%u", k + 1,
+                   plans[(r >> 4) % 4], countries[(r >> 8) % 5],
+                   versions[(r >> 12) % 3], domains[(r >> 16) % 2],
+                   (r >> 20) % 100)
+        : snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=pro"
+                   "&trait_country=de&trait_appVersion=2.3.1"
+                   "&trait_email=ana.silva%%40example.com"
+                   "&trait_sessions=42", k + 1);
 
     pool_used = 0;
     if (fl_parse_query(q, (size_t) len, 64, &alloc, u, err, sizeof(err))
@@ -86,6 +103,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: answer-loop FLAGS.json [USERS] [ROUNDS]\n");
         return 2;
     }
+    const char *traits = getenv("BENCH_TRAITS");
+    varied = traits != NULL && strcmp(traits, "varied") == 0;
     size_t users = argc > 2 ? strtoul(argv[2], NULL, 10) : 100000;
     int rounds = argc > 3 ? atoi(argv[3]) : 5;
     if (users == 0 || rounds < 1 || rounds > 99) {
@@ -193,8 +212,9 @@ int main(int argc, char **argv)
     qsort(t3, (size_t) rounds, sizeof(double), cmp_double);
     double m1 = t1[rounds / 2], m2 = t2[rounds / 2], m3 = t3[rounds / 2];
 
-    printf("%s: %zu flags, %zu distinct callers, %d rounds, %llu bytes an "
-           "answer on average\n", argv[1], n, users, rounds,
+    printf("%s: %zu flags, %zu distinct callers (%s traits), %d rounds, "
+           "%llu bytes an answer on average\n", argv[1], n, users,
+           varied ? "varied" : "the same", rounds,
            bytes / (unsigned long long) users);
     printf("one pass (fl_flags_answer)           %8.3f us CPU an answer\n",
            m1);
