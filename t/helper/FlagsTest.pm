@@ -510,14 +510,17 @@ sub worker_request {
 sub worker_connections {
     my ($path, $tries) = @_;
     my %by_worker;
+    my $asked = 0;
     for (1 .. ($tries // 60)) {
         my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $Port,
                                       Timeout => 10) or die "connect: $!";
         my (undef, undef, $pid) = worker_request($s, 'GET', $path);
+        $asked++;
         if ($pid && !$by_worker{$pid}) { $by_worker{$pid} = $s } else { close $s }
         last if keys %by_worker == 2;
     }
-    return \%by_worker;
+    # in list context, also how many requests the probing made
+    return wantarray ? (\%by_worker, $asked) : \%by_worker;
 }
 
 # The hosts of a fleet test listen on ports of their own: one request to
