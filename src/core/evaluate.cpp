@@ -879,7 +879,7 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
      * a segment's result does not depend on which flag asks first. */
     bool words = Wide && Given && use_lanes;
     if (words) {
-        lanes[fl::lane_zero] = 0;
+        lanes[fl::lane_none] = 0;
         for (uint64_t need = p->val_segs; need != 0; need &= need - 1) {
             unsigned si = static_cast<unsigned>(__builtin_ctzll(need));
             if (cache.seg[si] == unknown) {

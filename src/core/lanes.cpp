@@ -133,19 +133,20 @@ uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
     const __m256i back = _mm256_set1_epi32(FL_SWITCH_ROLLED_BACK);
     const __m256i off = _mm256_set1_epi32(FL_SWITCH_OVERRIDE_OFF);
     const __m256i yes = _mm256_set1_epi64x(static_cast<long long>(seg_yes));
-    const uint32_t *slot = p.val_slot.data() + w * 64;
+    const __m256i none = _mm256_set1_epi32(fl::lane_none);
+    const uint16_t *slots = p.lane_slot.data() + w * 64;
     const uint64_t *seg = p.val_seg.data() + w * 64;
-    uint64_t on = 0, partial = 0;
+    uint64_t on = 0, partial = 0, outside = 0;
 
     for (unsigned k = 0; k < 64; k += 8) {
         __m256i e = _mm256_loadu_si256(
             reinterpret_cast<const __m256i *>(eff + k));
         __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
             reinterpret_cast<const __m128i *>(sw + k)));
+        __m256i slot = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+            reinterpret_cast<const __m128i *>(slots + k)));
         __m256i b = _mm256_i32gather_epi32(
-            reinterpret_cast<const int *>(lanes),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(slot + k)),
-            4);
+            reinterpret_cast<const int *>(lanes), slot, 4);
 
         /* eff >= 100 %, and bucket < eff, unsigned */
         __m256i full = _mm256_cmpeq_epi32(_mm256_max_epu32(e, all), e);
@@ -176,9 +177,12 @@ uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
 
         on |= static_cast<uint64_t>(bits & ~shut & 0xffu) << k;
         partial |= static_cast<uint64_t>(~fixed & 0xffu) << k;
+        outside |= static_cast<uint64_t>(static_cast<unsigned>(
+            _mm256_movemask_ps(_mm256_castsi256_ps(
+                _mm256_cmpeq_epi32(slot, none))))) << k;
     }
 
-    *redo = ~p.val_fast[w] | (partial & ~p.val_lane[w]);
+    *redo = ~p.val_fast[w] | (partial & outside);
     return on & p.val_enabled[w];
 }
 

@@ -38,7 +38,7 @@ void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
 
 /* The values of word w's flags (64 from w * 64) for the caller whose
  * buckets lane_buckets() left in lanes (holding lane_chunk_slots + 1,
- * lanes[lane_zero] == 0) and whose segments' results are seg_yes (every
+ * lanes[lane_none] == 0) and whose segments' results are seg_yes (every
  * segment of fl_project_s::val_segs evaluated): bit j is flag w * 64 + j
  * on.  eff and sw: the word's percentages in force and switches, 64 of
  * each readable.  *redo gets the flags this arithmetic cannot decide (not

@@ -1084,7 +1084,8 @@ void Loader::build_lanes()
     p_.lane_total.clear();
     p_.lane_groups.clear();
     p_.lane_chunk.assign(1, 0);
-    p_.lane_slot.assign(n, lane_none);
+    /* whole words: fl::lane_values() reads 64 at a time */
+    p_.lane_slot.assign((n + 63) / 64 * 64, lane_none);
 
     for (size_t c = 0; c * lane_chunk_flags < n; c++) {
         size_t end = std::min(n, (c + 1) * lane_chunk_flags);
@@ -1122,11 +1123,9 @@ void Loader::build_lanes()
     }
 
     size_t words = (n + 63) / 64;
-    p_.val_slot.assign(words * 64, lane_zero);
     p_.val_seg.assign(words * 64, 0);
     p_.val_fast.assign(words, 0);
     p_.val_enabled.assign(words, 0);
-    p_.val_lane.assign(words, 0);
     p_.val_segs = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -1135,10 +1134,6 @@ void Loader::build_lanes()
 
         if (h.enabled) {
             p_.val_enabled[i / 64] |= bit;
-        }
-        if (p_.lane_slot[i] != lane_none) {
-            p_.val_slot[i] = p_.lane_slot[i];
-            p_.val_lane[i / 64] |= bit;
         }
         if (h.simple && (h.nsegs == 0 || h.seg_bits)) {
             p_.val_fast[i / 64] |= bit;

@@ -304,13 +304,13 @@ struct FlagHot {
  * KeyMix mixes the caller's id for), each group padded to a multiple of 8
  * lanes.  A lane's fields are in three flat arrays (lane_h, lane_wait,
  * lane_total, from FlagHot's prefix_*); lane_slot[i] is flag i's place
- * among its chunk's buckets, lane_none for a flag outside every group.
+ * among its chunk's buckets, lane_none for a flag outside every group:
+ * the slot past the chunk's buckets, where the buffer of an answer's
+ * buckets holds 0 (fl::lane_values() reads it for those flags).
  */
 constexpr size_t   lane_chunk_flags = 256;
 constexpr size_t   lane_chunk_slots = lane_chunk_flags + 4 * 7;
-constexpr uint16_t lane_none = 0xffff;
-/* the bucket past a chunk's: 0, read for the flags outside every group */
-constexpr uint32_t lane_zero = lane_chunk_slots;
+constexpr uint16_t lane_none = lane_chunk_slots;
 
 struct LaneGroup {
     uint32_t  at;          /* lane_h[at .. at + count); a lane's place in
@@ -340,19 +340,16 @@ struct fl_project_s {
     std::vector<uint32_t>       lane_h, lane_wait, lane_total;
     std::vector<fl::LaneGroup>  lane_groups;
     std::vector<uint32_t>       lane_chunk;
-    std::vector<uint16_t>       lane_slot;
+    std::vector<uint16_t>       lane_slot;      /* padded to whole words */
 
     /* The values of a word of 64 flags at once where lanes run
-     * (fl::lane_values()), by index, padded to whole words: val_slot[i]
-     * is flag i's place among its chunk's buckets (lane_zero for a flag
-     * outside every group); val_seg[i] its segments as bits when
-     * FlagHot::seg_bits, else 0; and a bit a flag in val_fast (simple,
-     * its segments, if any, among the first 64: the word's arithmetic
-     * decides it), val_enabled (on in the file) and val_lane (in a
-     * group).  val_segs: every segment some fast flag names. */
-    std::vector<uint32_t>       val_slot;
+     * (fl::lane_values()), by index, padded to whole words: val_seg[i]
+     * flag i's segments as bits when FlagHot::seg_bits, else 0; and a bit
+     * a flag in val_fast (simple, its segments, if any, among the first
+     * 64: the word's arithmetic decides it) and val_enabled (on in the
+     * file).  val_segs: every segment some fast flag names. */
     std::vector<uint64_t>       val_seg;
-    std::vector<uint64_t>       val_fast, val_enabled, val_lane;
+    std::vector<uint64_t>       val_fast, val_enabled;
     uint64_t                    val_segs = 0;
 
     /* the named users of every flag */
