@@ -364,24 +364,36 @@ FL_HOT_INLINE bool any_of(const fl_project_s &p, const uint32_t *segs,
     return false;
 }
 
+/* Segment si (one of the first 64) into cache's bits: evaluated once,
+ * through seg[] as any_of() keeps it; whether it matches u. */
+bool segment_into_bits(const fl_project_s &p, unsigned si,
+    const fl_user_t *u, EvalCache *cache)
+{
+    uint64_t bit = uint64_t(1) << si;
+    if (cache->seg[si] == unknown) {
+        cache->seg[si] = segment_matches(p, p.segments[si], u, cache)
+                         ? yes : no;
+    }
+    cache->seg_known |= bit;
+    if (cache->seg[si] == yes) {
+        cache->seg_yes |= bit;
+        return true;
+    }
+    return false;
+}
+
 /* Whether one of the segments of mask not yet in cache's bits matches
- * u: they are evaluated (once each, through seg[] as any_of() keeps it)
- * into the bits until one does, as any_of() stops at the first. */
+ * u: they are evaluated into the bits until one does, as any_of() stops
+ * at the first. */
 bool segments_into_bits(const fl_project_s &p, uint64_t mask,
     const fl_user_t *u, EvalCache *cache)
 {
     for (uint64_t need = mask & ~cache->seg_known; need != 0;
          need &= need - 1)
     {
-        unsigned si = static_cast<unsigned>(__builtin_ctzll(need));
-        uint64_t bit = uint64_t(1) << si;
-        if (cache->seg[si] == unknown) {
-            cache->seg[si] = segment_matches(p, p.segments[si], u, cache)
-                             ? yes : no;
-        }
-        cache->seg_known |= bit;
-        if (cache->seg[si] == yes) {
-            cache->seg_yes |= bit;
+        if (segment_into_bits(p, static_cast<unsigned>(__builtin_ctzll(need)),
+                              u, cache))
+        {
             return true;
         }
     }
@@ -881,15 +893,8 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
     if (words) {
         lanes[fl::lane_none] = 0;
         for (uint64_t need = p->val_segs; need != 0; need &= need - 1) {
-            unsigned si = static_cast<unsigned>(__builtin_ctzll(need));
-            if (cache.seg[si] == unknown) {
-                cache.seg[si] = segment_matches(*p, p->segments[si], u, &cache)
-                                ? yes : no;
-            }
-            cache.seg_known |= uint64_t(1) << si;
-            if (cache.seg[si] == yes) {
-                cache.seg_yes |= uint64_t(1) << si;
-            }
+            segment_into_bits(*p, static_cast<unsigned>(__builtin_ctzll(need)),
+                              u, &cache);
         }
     }
     auto word = [&](size_t w) FL_HOT_INLINE_LAMBDA -> uint64_t {
