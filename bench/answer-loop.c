@@ -67,6 +67,7 @@ static int varied;
 
 static int caller(size_t k, fl_user_t *u)
 {
+    /* the first of each: bench/run.sh's */
     static const char *plans[] = { "pro", "free", "team", "enterprise" };
     static const char *countries[] = { "de", "at", "ch", "fr", "us" };
     static const char *versions[] = { "2.3.1", "3.0.0", "1.9.9" };
@@ -75,17 +76,16 @@ static int caller(size_t k, fl_user_t *u)
     fl_alloc_t alloc = { pool_alloc, NULL };
     char err[256];
     uint32_t r = (uint32_t) (k + 1) * 2654435761u;
-    int len = varied
-        ? snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=%s"
-                   "&trait_country=%s&trait_appVersion=%s"
-                   "&trait_email=ana.silva%%40%s&trait_sessions=%u", k + 1,
-                   plans[(r >> 4) % 4], countries[(r >> 8) % 5],
-                   versions[(r >> 12) % 3], domains[(r >> 16) % 2],
-                   (r >> 20) % 100)
-        : snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=pro"
-                   "&trait_country=de&trait_appVersion=2.3.1"
-                   "&trait_email=ana.silva%%40example.com"
-                   "&trait_sessions=42", k + 1);
+    /* bench/run.sh's traits, or the caller's own */
+    unsigned v = varied != 0;
+    int len = snprintf(q, sizeof(q), "userId=bench-user-%zu&trait_plan=%s"
+                       "&trait_country=%s&trait_appVersion=%s"
+                       "&trait_email=ana.silva%%40%s&trait_sessions=%u",
+                       k + 1, plans[v * ((r >> 4) % 4)],
+                       countries[v * ((r >> 8) % 5)],
+                       versions[v * ((r >> 12) % 3)],
+                       domains[v * ((r >> 16) % 2)],
+                       v ? (r >> 20) % 100 : 42);
 
     pool_used = 0;
     if (fl_parse_query(q, (size_t) len, 64, &alloc, u, err, sizeof(err))
