@@ -897,9 +897,13 @@ ngx_http_flags_is_json(ngx_table_elt_t *h)
         p++;
     }
 
+    /* the lower-case spelling, which clients send, by one compare of
+     * whole words; any other case byte by byte */
     if ((size_t) (last - p) < sizeof("application/json") - 1
-        || ngx_strncasecmp(p, (u_char *) "application/json",
-                           sizeof("application/json") - 1) != 0)
+        || (ngx_memcmp(p, "application/json",
+                       sizeof("application/json") - 1) != 0
+            && ngx_strncasecmp(p, (u_char *) "application/json",
+                               sizeof("application/json") - 1) != 0))
     {
         return 0;
     }
