@@ -741,7 +741,14 @@ typedef struct {
                                  * traits_json again; NULL: read it */
     int          has_enabled;   /* "enabled" was a boolean (null: absent) */
     int          enabled;       /* then the answer the client got: 0, 1 */
+    unsigned     verbatim;      /* FL_REPORT_VERBATIM_* of the strings
+                                 * that are their own JSON escaping */
 } fl_report_t;
+
+#define FL_REPORT_VERBATIM_FLAG_NAME  0x01
+#define FL_REPORT_VERBATIM_MESSAGE    0x02
+#define FL_REPORT_VERBATIM_STACK      0x04
+#define FL_REPORT_VERBATIM_USER_ID    0x08
 
 typedef struct fl_report_parser_s  fl_report_parser_t;
 
@@ -761,7 +768,8 @@ fl_status_t fl_report_parser_feed(fl_report_parser_t *rp,
  * yajl is used only where that scanner declines (src/core/json_scan.hpp);
  * outcomes and messages are yajl's either way.  Only as the first call
  * after fl_report_parser_new() (otherwise it is a plain feed); nothing
- * may be fed after it. */
+ * may be fed after it.  The report's strings may point into data, which
+ * must outlive the report. */
 fl_status_t fl_report_parser_feed_whole(fl_report_parser_t *rp,
     const unsigned char *data, size_t len) FL_NOEXCEPT;
 

@@ -67,6 +67,17 @@ inline char *put_str(char *o, const char *s, size_t len) noexcept
     return o;
 }
 
+/* Appends "s" with the quotes, for s that is its own JSON escaping;
+ * never more than put_str() would write. */
+inline char *put_verbatim(char *o, const char *s, size_t len) noexcept
+{
+    *o++ = '"';
+    std::memcpy(o, s, len);
+    o += len;
+    *o++ = '"';
+    return o;
+}
+
 /* Bytes put_str() may write for len bytes. */
 inline size_t str_bound(size_t len) noexcept
 {

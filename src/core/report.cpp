@@ -45,6 +45,7 @@
 #include "utf8.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace {
@@ -83,6 +84,7 @@ struct field {
     size_t       seq;       /* position among top-level keys */
     const char  *str;       /* string fields: the decoded value */
     size_t       len;
+    bool         verbatim;  /* str is its own JSON escaping (verbatim()) */
     bool         boolean;   /* enabled: the value */
 };
 
@@ -93,6 +95,8 @@ struct trait {
     const char  *val;       /* string: decoded; number: its text */
     size_t       val_len;
     size_t       seq;
+    bool         key_verbatim;  /* key, val: their own JSON escaping */
+    bool         val_verbatim;
     bool         dropped;   /* an earlier occurrence took its value */
     trait       *next;
 };
@@ -124,6 +128,9 @@ struct fl_report_parser_s {
     bool            in_traits;      /* directly inside the latest traits */
     const char     *trait_key;
     size_t          trait_key_len;
+    bool            trait_key_verbatim;
+    const unsigned char *raw;       /* the body json_scan() reads, when */
+    size_t          raw_len;        /* it is ASCII throughout (verbatim()) */
     uint64_t        fed;            /* bytes before the current piece */
     fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs */
     field           fields[F_COUNT];
@@ -163,6 +170,26 @@ int fail_nomem(parser *p)
     return 0;
 }
 
+/* Is s, a string or number a callback was given, the body's own bytes,
+ * in a body of ASCII only?  json_scan() hands a string over in place
+ * only when it holds no escape (the decoded ones come from its own
+ * buffer), and such a string has no '"', '\\' or control byte: it is its
+ * own JSON escaping, and lives as long as the body. */
+bool verbatim(const parser *p, const char *s)
+{
+    return p->raw != nullptr
+           && reinterpret_cast<uintptr_t>(s) - reinterpret_cast<uintptr_t>(p->raw)
+              < p->raw_len;
+}
+
+/* s kept for the report: the body's own bytes where verbatim(), else a
+ * copy (yajl's buffers do not last).  nullptr: out of memory. */
+const char *keep(parser *p, const char *s, size_t len, bool *verb)
+{
+    *verb = verbatim(p, s);
+    return *verb ? s : fl::dup_bytes(&p->alloc, s, len);
+}
+
 field_id lookup_field(const unsigned char *key, size_t len)
 {
     for (int i = 0; i < F_COUNT; i++) {
@@ -193,6 +220,7 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
     f.seq = p->key_seq;
     f.str = nullptr;
     f.len = 0;
+    f.verbatim = false;
 
     if (p->cur_field == F_TRAITS) {
         reset_traits(p);
@@ -205,7 +233,7 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
         f.state = k == fl::J_TRUE || k == fl::J_FALSE ? S_OK : S_BAD;
         f.boolean = k == fl::J_TRUE;
     } else if (k == fl::J_STRING) {
-        f.str = fl::dup_bytes(&p->alloc, s, len);
+        f.str = keep(p, s, len, &f.verbatim);
         if (f.str == nullptr) {
             return fail_nomem(p);
         }
@@ -225,9 +253,10 @@ int add_trait(parser *p, jkind k, const char *s, size_t len)
     }
     t->key = p->trait_key;
     t->key_len = p->trait_key_len;
+    t->key_verbatim = p->trait_key_verbatim;
     t->kind = k;
     if (k == fl::J_STRING || k == fl::J_NUMBER) {
-        t->val = fl::dup_bytes(&p->alloc, s, len);
+        t->val = keep(p, s, len, &t->val_verbatim);
         if (t->val == nullptr) {
             return fail_nomem(p);
         }
@@ -339,7 +368,8 @@ int cb_map_key(void *ctx, const unsigned char *key, size_t len)
         p->cur_field = lookup_field(key, len);
         p->key_seq++;
     } else if (p->depth == 2 && p->in_traits) {
-        p->trait_key = fl::dup_bytes(&p->alloc, key, len);
+        p->trait_key = keep(p, reinterpret_cast<const char *>(key), len,
+                            &p->trait_key_verbatim);
         if (p->trait_key == nullptr) {
             return fail_nomem(p);
         }
@@ -436,11 +466,13 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
             *o++ = ',';
         }
         first = false;
-        o = fl::put_str(o, t->key, t->key_len);
+        o = t->key_verbatim ? fl::put_verbatim(o, t->key, t->key_len)
+                            : fl::put_str(o, t->key, t->key_len);
         *o++ = ':';
         switch (t->kind) {
         case fl::J_STRING:
-            o = fl::put_str(o, t->val, t->val_len);
+            o = t->val_verbatim ? fl::put_verbatim(o, t->val, t->val_len)
+                                : fl::put_str(o, t->val, t->val_len);
             break;
         case fl::J_NUMBER:
             std::memcpy(o, t->val, t->val_len);
@@ -603,13 +635,17 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
     r.flag_name_len = f[F_FLAG_NAME].len;
     r.message = f[F_MESSAGE].str;
     r.message_len = f[F_MESSAGE].len;
+    r.verbatim = (f[F_FLAG_NAME].verbatim ? FL_REPORT_VERBATIM_FLAG_NAME : 0)
+                 | (f[F_MESSAGE].verbatim ? FL_REPORT_VERBATIM_MESSAGE : 0);
     if (f[F_STACK].state == S_OK) {
         r.stack = f[F_STACK].str;
         r.stack_len = f[F_STACK].len;
+        r.verbatim |= f[F_STACK].verbatim ? FL_REPORT_VERBATIM_STACK : 0;
     }
     if (f[F_USER_ID].state == S_OK) {
         r.user_id = f[F_USER_ID].str;
         r.user_id_len = f[F_USER_ID].len;
+        r.verbatim |= f[F_USER_ID].verbatim ? FL_REPORT_VERBATIM_USER_ID : 0;
     }
     if (f[F_TRAITS].state == S_OK) {
         rc = serialize_traits(p, &r);
@@ -664,12 +700,17 @@ fl_status_t report_user(const fl_report_t *r, bool uid, bool traits,
                               max_traits, a, "", out, err, err_len);
 }
 
-/* Appends "name":"escaped" with a leading comma. */
-char *put_member(char *o, const char *lit, size_t lit_len, const char *s, size_t len)
+/* Appends "name":"escaped" with a leading comma; as it is when verbatim
+ * (a string the body held without escapes: verbatim()). */
+char *put_member(char *o, const char *lit, size_t lit_len, const char *s,
+    size_t len, bool verb)
 {
     std::memcpy(o, lit, lit_len);
     o += lit_len;
-    return fl::put_str(o, s == nullptr ? "" : s, s == nullptr ? 0 : len);
+    if (s == nullptr) {
+        return fl::put_lit(o, "\"\"");
+    }
+    return verb ? fl::put_verbatim(o, s, len) : fl::put_str(o, s, len);
 }
 
 } // namespace
@@ -762,8 +803,16 @@ fl_status_t fl_report_parser_feed_whole(fl_report_parser_t *rp,
 
         /* the fast path, for a text the strict UTF-8 check passes whole;
          * declined, everything the callbacks built is forgotten and yajl
-         * reads the same bytes from the start */
-        if (p->utf8.feed(data, len) == len && p->utf8.complete()
+         * reads the same bytes from the start.  A text of ASCII only
+         * passes but for an unpaired surrogate escape, which json_scan()
+         * declines: the check is left out, and the strings the text holds
+         * without escapes are kept where they are (verbatim()) */
+        bool ascii = fl::all_ascii(data, len);
+        if (ascii) {
+            p->raw = data;
+            p->raw_len = len;
+        }
+        if ((ascii || (p->utf8.feed(data, len) == len && p->utf8.complete()))
             && fl::json_scan(data, len, &callbacks, p, &p->alloc)
                == fl::JSON_SCAN_OK)
         {
@@ -884,15 +933,21 @@ size_t fl_report_log_line(const fl_report_t *r, const char *project,
     o += fl_format_time_ms(now_ms, o);
     *o++ = '"';
 
-#define MEMBER(lit, s, len) o = put_member(o, lit, sizeof(lit) - 1, s, len)
-    MEMBER(",\"project\":", project, project_len);
-    MEMBER(",\"flagName\":", r->flag_name, r->flag_name_len);
-    MEMBER(",\"message\":", r->message, r->message_len);
+#define MEMBER(lit, s, len, verb)                                         \
+    o = put_member(o, lit, sizeof(lit) - 1, s, len,                         \
+                   (r->verbatim & (verb)) != 0)
+    MEMBER(",\"project\":", project, project_len, 0);
+    MEMBER(",\"flagName\":", r->flag_name, r->flag_name_len,
+           FL_REPORT_VERBATIM_FLAG_NAME);
+    MEMBER(",\"message\":", r->message, r->message_len,
+           FL_REPORT_VERBATIM_MESSAGE);
     if (r->stack != nullptr) {
-        MEMBER(",\"stack\":", r->stack, r->stack_len);
+        MEMBER(",\"stack\":", r->stack, r->stack_len,
+               FL_REPORT_VERBATIM_STACK);
     }
     if (r->user_id != nullptr) {
-        MEMBER(",\"userId\":", r->user_id, r->user_id_len);
+        MEMBER(",\"userId\":", r->user_id, r->user_id_len,
+               FL_REPORT_VERBATIM_USER_ID);
     }
 #undef MEMBER
     if (r->traits_json != nullptr) {

@@ -152,6 +152,31 @@ inline size_t plain_ascii_run(const unsigned char *d, size_t len,
 }
 
 
+/* Is every byte of d[0..len) below 0x80?  Sixteen bytes a step, their
+ * high bits gathered and tested once at the end: a JSON body is short. */
+inline bool all_ascii(const unsigned char *d, size_t len) noexcept
+{
+    size_t i = 0;
+    unsigned char high = 0;
+
+#if defined(__SSE2__)
+    __m128i acc = _mm_setzero_si128();
+
+    for ( ; i + 16 <= len; i += 16) {
+        acc = _mm_or_si128(acc, _mm_loadu_si128(
+                  reinterpret_cast<const __m128i *>(d + i)));
+    }
+    if (_mm_movemask_epi8(acc) != 0) {
+        return false;
+    }
+#endif
+    for ( ; i < len; i++) {
+        high |= d[i];
+    }
+    return high < 0x80;
+}
+
+
 /* Is s[0..n) well-formed UTF-8 throughout? */
 inline bool utf8_valid(const char *s, size_t n) noexcept
 {

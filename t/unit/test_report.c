@@ -68,9 +68,19 @@ static void same_str(const char *a, size_t alen, const char *b, size_t blen)
     assert_memory_equal(a, b, alen);
 }
 
+/* The log line of r (project "p", a fixed time) in buf, its length. */
+static size_t line_of(const fl_report_t *r, char *buf, size_t size)
+{
+    size_t bound = fl_report_log_bound(r, 1);
+    assert_true(bound <= size);
+    size_t n = fl_report_log_line(r, "p", 1, 1795352709123ULL, buf);
+    assert_true(n <= bound);
+    return n;
+}
+
 /* Parses body whole (fed, and through the fast path), byte by byte and
- * in pieces; all four must agree, and the two whole ones word every error
- * alike. */
+ * in pieces; all four must agree, their log lines byte for byte, and the
+ * two whole ones word every error alike. */
 static result parse_n(const char *body, size_t len)
 {
     result whole = parse_chunked(body, len, len == 0 ? 1 : len);
@@ -96,6 +106,11 @@ static result parse_n(const char *body, size_t len)
                      whole.r.traits_json, whole.r.traits_json_len);
             assert_int_equal(other.r.has_enabled, whole.r.has_enabled);
             assert_int_equal(other.r.enabled, whole.r.enabled);
+
+            static char a[1 << 20], b[1 << 20];
+            size_t an = line_of(&other.r, a, sizeof(a));
+            size_t bn = line_of(&whole.r, b, sizeof(b));
+            same_str(a, an, b, bn);
         } else if (whole.rc == FL_ERR_FIELD
                    || strncmp(whole.err, "request body is not valid JSON", 30) != 0)
         {
@@ -804,6 +819,72 @@ static void test_log_line_enabled(void **state)
 }
 
 
+/* A body of ASCII only through the fast path: the strings it holds
+ * without escapes are kept in place and copied into the line as they
+ * are; the others, and every string of a body with a byte >= 0x80, are
+ * escaped. */
+static void test_log_line_verbatim(void **state)
+{
+    (void) state;
+    const char *body =
+        "{\"flagName\":\"f-1\",\"message\":\"it's <b>'x'</b> / 100%\","
+        "\"stack\":\"at a\\n  at b\",\"userId\":\"u\\u0041\","
+        "\"traits\":{\"plan\":\"pro\",\"e\\\"q\":\"x\\/y\",\"n\":-1.5e3}}";
+    size_t len = strlen(body);
+    result fast = parse_chunked(body, len, 0);
+
+    assert_int_equal(fast.rc, FL_OK);
+    assert_int_equal(fast.r.verbatim,
+                     FL_REPORT_VERBATIM_FLAG_NAME | FL_REPORT_VERBATIM_MESSAGE);
+    /* in place: inside the body; decoded: elsewhere */
+    assert_true(fast.r.message > body && fast.r.message < body + len);
+    assert_true(fast.r.stack < body || fast.r.stack >= body + len);
+    expect_str(fast.r.user_id, fast.r.user_id_len, "uA");
+    expect_str(fast.r.traits_json, fast.r.traits_json_len,
+               "{\"plan\":\"pro\",\"e\\\"q\":\"x/y\",\"n\":-1.5e3}");
+    log_line_is(&fast.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f-1\",\"message\":\"it's <b>'x'</b> / 100%\","
+        "\"stack\":\"at a\\n  at b\",\"userId\":\"uA\","
+        "\"traits\":{\"plan\":\"pro\",\"e\\\"q\":\"x/y\",\"n\":-1.5e3}}\n");
+
+    /* every string plain: all four in place */
+    const char *plain = "{\"flagName\":\"f\",\"message\":\"\",\"stack\":\"s\","
+                        "\"userId\":\"u\"}";
+    fast = parse_chunked(plain, strlen(plain), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    assert_int_equal(fast.r.verbatim,
+                     FL_REPORT_VERBATIM_FLAG_NAME | FL_REPORT_VERBATIM_MESSAGE
+                     | FL_REPORT_VERBATIM_STACK | FL_REPORT_VERBATIM_USER_ID);
+    log_line_is(&fast.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f\",\"message\":\"\",\"stack\":\"s\",\"userId\":\"u\"}\n");
+
+    /* one byte >= 0x80 anywhere: nothing is verbatim, and U+2028, valid
+     * in JSON, is still escaped for JavaScript readers */
+    const char *wide =
+        "{\"flagName\":\"f\",\"message\":\"a\xe2\x80\xa8" "b\","
+        "\"userId\":\"caf\xc3\xa9\",\"traits\":{\"k\":\"\xe2\x80\xa9\"}}";
+    fast = parse_chunked(wide, strlen(wide), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    assert_int_equal(fast.r.verbatim, 0);
+    expect_str(fast.r.traits_json, fast.r.traits_json_len, "{\"k\":\"\\u2029\"}");
+    log_line_is(&fast.r, "shop", 1795352709123ULL,
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
+        "\"flagName\":\"f\",\"message\":\"a\\u2028b\",\"userId\":\"caf\xc3\xa9\","
+        "\"traits\":{\"k\":\"\\u2029\"}}\n");
+
+    /* an ASCII body the scanner declines (an unpaired surrogate escape)
+     * is yajl's to refuse, with the strict check's message */
+    expect_json("{\"flagName\":\"f\",\"message\":\"\\ud800\"}", NULL);
+    const char *lone = "{\"flagName\":\"f\",\"message\":\"\\udc00\"}";
+    fast = parse_chunked(lone, strlen(lone), 0);
+    assert_int_equal(fast.rc, FL_ERR_JSON);
+    assert_string_equal(fast.err,
+                        "request body has a lone surrogate escape \\udc00 (byte 27)");
+}
+
+
 /* ------------------------------------------ the reporter as a caller */
 
 static void trait_is(const fl_user_t *u, size_t i, const char *name,
@@ -1181,6 +1262,7 @@ int main(void)
         cmocka_unit_test_teardown(test_enabled_member, arena_teardown),
         cmocka_unit_test_teardown(test_enabled_wrong_type, arena_teardown),
         cmocka_unit_test_teardown(test_log_line_enabled, arena_teardown),
+        cmocka_unit_test_teardown(test_log_line_verbatim, arena_teardown),
         cmocka_unit_test_teardown(test_report_user, arena_teardown),
         cmocka_unit_test_teardown(test_report_cohort, arena_teardown),
         cmocka_unit_test_teardown(test_report_cohort_evaluates, arena_teardown),
