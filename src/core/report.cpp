@@ -118,12 +118,12 @@ struct fl_report_parser_s {
     fl_alloc_t      alloc;          /* a copy: yajl keeps a pointer to it */
     yajl_handle     yajl;           /* made at the first piece yajl reads */
     bool            scanned;        /* json_scan() read the whole body */
-    fl_status_t     status;         /* sticky once not FL_OK */
+    fl_status_t     status = FL_OK; /* sticky once not FL_OK */
     bool            finished;
     bool            saw_content;    /* a byte other than JSON whitespace */
-    top_kind        top;
+    top_kind        top = TOP_NONE;
     unsigned        depth;
-    field_id        cur_field;      /* the top-level key being read */
+    field_id        cur_field = F_UNKNOWN;  /* the top-level key being read */
     size_t          key_seq;
     bool            in_traits;      /* directly inside the latest traits */
     const char     *trait_key;
@@ -149,7 +149,8 @@ inline parser *P(void *ctx)
     return static_cast<parser *>(ctx);
 }
 
-/* Everything but the allocator and the yajl handle, as new. */
+/* Everything but the allocator and the yajl handle, as new (a parser
+ * is made by value-initialization: zeros, and the members' defaults). */
 void init_state(parser *p)
 {
     fl_alloc_t a = p->alloc;
@@ -158,9 +159,6 @@ void init_state(parser *p)
     *p = parser();
     p->alloc = a;
     p->yajl = y;
-    p->status = FL_OK;
-    p->top = TOP_NONE;
-    p->cur_field = F_UNKNOWN;
 }
 
 int fail_nomem(parser *p)
@@ -192,12 +190,19 @@ const char *keep(parser *p, const char *s, size_t len, bool *verb)
 
 field_id lookup_field(const unsigned char *key, size_t len)
 {
-    for (int i = 0; i < F_COUNT; i++) {
-        if (field_names[i].len == len && std::memcmp(field_names[i].name, key, len) == 0) {
-            return static_cast<field_id>(i);
-        }
+    /* the one name of each length and first letter, then its bytes: one
+     * compare a key instead of one a field */
+    int i;
+
+    switch (len) {
+    case 8: i = F_FLAG_NAME; break;
+    case 7: i = key[0] == 'm' ? F_MESSAGE : F_ENABLED; break;
+    case 5: i = F_STACK; break;
+    case 6: i = key[0] == 'u' ? F_USER_ID : F_TRAITS; break;
+    default: return F_UNKNOWN;
     }
-    return F_UNKNOWN;
+    return std::memcmp(field_names[i].name, key, len) == 0
+           ? static_cast<field_id>(i) : F_UNKNOWN;
 }
 
 void reset_traits(parser *p)
@@ -720,12 +725,12 @@ extern "C" {
 fl_report_parser_t *fl_report_parser_new(const fl_alloc_t *a) noexcept
 {
     try {
+        /* as new: init_state()'s state, without making it twice */
         parser *p = fl::alloc_obj<parser>(a);
         if (p == nullptr) {
             return nullptr;
         }
         p->alloc = *a;
-        init_state(p);
         return p;
     } catch (...) {
         return nullptr;
