@@ -435,6 +435,7 @@ bool dedupe_traits(parser *p)
             v[i]->kind = last->kind;
             v[i]->val = last->val;
             v[i]->val_len = last->val_len;
+            v[i]->val_verbatim = last->val_verbatim;
         }
         i = j;
     }

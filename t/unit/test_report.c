@@ -848,6 +848,16 @@ static void test_log_line_verbatim(void **state)
         "\"stack\":\"at a\\n  at b\",\"userId\":\"uA\","
         "\"traits\":{\"plan\":\"pro\",\"e\\\"q\":\"x/y\",\"n\":-1.5e3}}\n");
 
+    /* a duplicate trait takes the last value and whether it is verbatim:
+     * escaped after plain, plain after escaped */
+    const char *dup = "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":"
+                      "{\"b\":1,\"a\":\"x\\\\y\",\"b\":\"q\\\"r\",\"a\":\"z\"}}";
+    fast = parse_chunked(dup, strlen(dup), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    expect_str(fast.r.traits_json, fast.r.traits_json_len,
+               "{\"b\":\"q\\\"r\",\"a\":\"z\"}");
+    (void) parse(dup);
+
     /* every string plain: all four in place */
     const char *plain = "{\"flagName\":\"f\",\"message\":\"\",\"stack\":\"s\","
                         "\"userId\":\"u\"}";
