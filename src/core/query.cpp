@@ -22,6 +22,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace {
 
 constexpr char trait_prefix[] = "trait_";
@@ -139,6 +143,22 @@ inline size_t first_special(const char *s, size_t from, size_t n)
 {
     size_t i = from;
 
+#if defined(__SSE2__)
+    /* sixteen bytes a step where SSE2 is there (every x86-64) */
+    const __m128i pct = _mm_set1_epi8('%');
+    const __m128i plus = _mm_set1_epi8('+');
+    const __m128i nul = _mm_setzero_si128();
+
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i));
+        int m = _mm_movemask_epi8(_mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, pct), _mm_cmpeq_epi8(v, plus)),
+                    _mm_cmpeq_epi8(v, nul)));
+        if (m != 0) {
+            return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(m)));
+        }
+    }
+#endif
     for (; i + 8 <= n; i += 8) {
         uint64_t x;
         std::memcpy(&x, s + i, 8);
@@ -154,6 +174,40 @@ inline size_t first_special(const char *s, size_t from, size_t n)
         }
     }
     return n;
+}
+
+/* The first c in s[0, n), or nullptr: memchr() inline, for the few bytes
+ * of a parameter, where a call and its set-up cost more than the search. */
+inline const char *find_byte(const char *s, size_t n, char c)
+{
+    size_t i = 0;
+
+#if defined(__SSE2__)
+    const __m128i k = _mm_set1_epi8(c);
+
+    for (; i + 16 <= n; i += 16) {
+        int m = _mm_movemask_epi8(_mm_cmpeq_epi8(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)), k));
+        if (m != 0) {
+            return s + i + __builtin_ctz(static_cast<unsigned>(m));
+        }
+    }
+#endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        std::memcpy(&x, s + i, 8);
+        uint64_t m = zero_bytes(x ^ (ones * static_cast<unsigned char>(c)));
+        if (m != 0) {
+            /* little-endian: the lowest set bit is the first byte */
+            return s + i + __builtin_ctzll(m) / 8;
+        }
+    }
+    for (; i < n; i++) {
+        if (s[i] == c) {
+            return s + i;
+        }
+    }
+    return nullptr;
 }
 
 /* The number of '&' in s (n bytes): eight bytes a step. */
@@ -215,8 +269,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
 
     for (size_t start = 0, pos = 0; start <= len; pos++) {
         const char *piece = args + start;
-        const char *amp = static_cast<const char *>(
-            std::memchr(piece, '&', len - start));
+        const char *amp = find_byte(piece, len - start, '&');
         size_t plen = amp ? static_cast<size_t>(amp - piece) : len - start;
         start += plen + 1;
 
@@ -224,8 +277,7 @@ fl_status_t parse(const char *args, size_t len, size_t max_traits,
             continue;
         }
 
-        const char *eq = static_cast<const char *>(
-            std::memchr(piece, '=', plen));
+        const char *eq = find_byte(piece, plen, '=');
         size_t raw_nlen = eq ? static_cast<size_t>(eq - piece) : plen;
         const char *raw_val = eq ? eq + 1 : piece + plen;
         size_t raw_vlen = eq ? plen - raw_nlen - 1 : 0;
