@@ -29,6 +29,9 @@
 # with its results.md and rounds.tsv), all rounds in rounds.tsv (side,
 # then run.sh's columns), the summary in results.md (also printed).
 #
+#   bench/before.sh --summary TSV...   the same table for the rounds of
+#                                      earlier runs pooled (rounds.tsv)
+#
 # Environment: ROUNDS (3), BEFORE_ONLY (above), BENCH_PORT (each run picks
 # a free one from 127.0.0.1:20000-29999 when unset), BEFORE_REBUILD, and
 # whatever bench/run.sh reads (DURATION, WARMUP, CONNECTIONS, ...).
@@ -41,6 +44,71 @@ ONLY=${BEFORE_ONLY:-flags30users flags1000users ingestusers}
 OUTDIR=$ROOT/build/bench-before
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'before: FAILED: %s\n' "$*" >&2; exit 1; }
+
+# The table of the rounds in the rounds.tsv files given (pooled), for the
+# sides' names $1 and $2. Columns of a round: side, module key, baseline
+# key, round, ratio, req/s m, req/s b, CPU us/req m, CPU us/req b, wrk
+# CPU % m, wrk CPU % b. The worker CPU ratio of a round is baseline /
+# module CPU per request: the target's measure.
+summary() {
+    python3 - "$@" <<'EOF'
+import statistics, sys
+before, now, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows = {}
+for path in paths:
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        rows.setdefault(f[1], {}).setdefault(f[0], []).append(f)
+n = max((len(v) for r in rows.values() for v in r.values()), default=0)
+text = {"flags30users": ("GET /flags, 30 flags, distinct users, vs return 200 of the same body", "0.9"),
+        "flags1000users": ("GET /flags1000, 1,000 flags, distinct users, vs the same body from a file", "0.7"),
+        "ingestusers": ("POST /ingest/errors, distinct users, vs return 204", "0.85")}
+def num(x):
+    try:
+        return float(x)
+    except ValueError:
+        return None
+def med(v):
+    v = [x for x in v if x is not None]
+    return statistics.median(v) if v else float("nan")
+def cpu(f):
+    m, b = num(f[7]), num(f[8])
+    return b / m if m and b is not None else None
+def cell(fs):
+    if not fs:
+        return "-"
+    c = [cpu(f) for f in fs]
+    wrk = max(max(int(f[9]) if f[9].lstrip("-").isdigit() else -1,
+                  int(f[10]) if f[10].lstrip("-").isdigit() else -1) for f in fs)
+    return "CPU %.2f (%s); throughput %.2f (%s); %.1f / %.1f us; wrk <= %d %%" % (
+        med(c), "/".join("-" if x is None else "%.2f" % x for x in c),
+        med(num(f[4]) for f in fs), "/".join(f[4] for f in fs),
+        med(num(f[7]) for f in fs), med(num(f[8]) for f in fs), wrk)
+print("## Before / after: %s against %s, %d rounds a side\n" % (before, now, n))
+print("Each cell: the median worker CPU ratio of the rounds, baseline / module CPU per request (each")
+print("round's in parentheses, in run order), then the median throughput ratio and its rounds; the server")
+print("CPU us per request of module / baseline (medians); the highest wrk CPU of that side's measured runs")
+print("(above 90 %, the throughput ratio measures wrk: read the CPU).\n")
+print("| path | before (%s) | after (%s) | target |" % (before, now))
+print("|---|---:|---:|---:|")
+for k in ("flags30users", "flags1000users", "ingestusers"):
+    if k not in rows:
+        continue
+    t, target = text[k]
+    print("| %s | %s | %s | >= %s |" % (t, cell(rows[k].get("before")), cell(rows[k].get("after")), target))
+for k in sorted(set(rows) - set(text)):
+    print("| %s | %s | %s | - |" % (k, cell(rows[k].get("before")), cell(rows[k].get("after"))))
+EOF
+}
+
+# bench/before.sh --summary ROUNDS.TSV...: the table of earlier runs'
+# rounds pooled (say two runs of 3 rounds), nothing run
+if [ "${1:-}" = "--summary" ]; then
+    shift
+    [ $# -gt 0 ] || die "--summary needs rounds.tsv files"
+    summary before after "$@"
+    exit 0
+fi
 
 SHA=$(git -C "$ROOT" rev-parse --verify "$COMMIT^{commit}") || die "no commit $COMMIT"
 SHORT=${SHA:0:7}
@@ -112,43 +180,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # ---- summary -----------------------------------------------------------
-# columns: side, module key, baseline key, round, ratio, req/s m, req/s b,
-# CPU us/req m, CPU us/req b, wrk CPU % m, wrk CPU % b
-python3 - "$OUTDIR/rounds.tsv" "$SHORT" "$NOW" "$ROUNDS" >"$OUTDIR/results.md" <<'EOF'
-import statistics, sys
-path, before, now, rounds = sys.argv[1:]
-rows = {}
-for line in open(path):
-    f = line.rstrip("\n").split("\t")
-    rows.setdefault(f[1], {}).setdefault(f[0], []).append(f)
-text = {"flags30users": ("GET /flags, 30 flags, distinct users, vs return 200 of the same body", "0.9"),
-        "flags1000users": ("GET /flags1000, 1,000 flags, distinct users, vs the same body from a file", "0.7"),
-        "ingestusers": ("POST /ingest/errors, distinct users, vs return 204", "0.85")}
-def med(v):
-    v = [float(x) for x in v if x not in ("-", "")]
-    return statistics.median(v) if v else float("nan")
-def cell(fs):
-    if not fs:
-        return "-"
-    ratios = "/".join(f[4] for f in fs)
-    wrk = max(max(int(f[9]) if f[9].lstrip("-").isdigit() else -1,
-                  int(f[10]) if f[10].lstrip("-").isdigit() else -1) for f in fs)
-    return "%.2f (%s; %.1f / %.1f us; wrk <= %d %%)" % (
-        med(f[4] for f in fs), ratios, med(f[7] for f in fs), med(f[8] for f in fs), wrk)
-print("## Before / after: %s against %s, %s interleaved rounds\n" % (before, now, rounds))
-print("Each cell: the median ratio of the rounds (each round's ratio in parentheses, in run order); the")
-print("server CPU us per request of module / baseline (medians); the highest wrk CPU of that side's measured")
-print("runs (above 90 %, that run's ratio measures wrk: read the CPU per request).\n")
-print("| path | before (%s) | after (%s) | target |" % (before, now))
-print("|---|---:|---:|---:|")
-for k in ("flags30users", "flags1000users", "ingestusers"):
-    if k not in rows:
-        continue
-    t, target = text[k]
-    print("| %s | %s | %s | >= %s |" % (t, cell(rows[k].get("before")), cell(rows[k].get("after")), target))
-for k in sorted(set(rows) - set(text)):
-    print("| %s | %s | %s | - |" % (k, cell(rows[k].get("before")), cell(rows[k].get("after"))))
-EOF
+summary "$SHORT" "$NOW" "$OUTDIR/rounds.tsv" >"$OUTDIR/results.md"
 cat "$OUTDIR/results.md"
 echo
 echo "(written to $OUTDIR/results.md; each run's log and results in $OUTDIR/)"
