@@ -24,6 +24,7 @@
 #include <yajl/yajl_parse.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fl {
 
@@ -73,7 +74,12 @@ const jval *jget(const jval *obj, const char *key) noexcept;
 
 inline bool json_space(unsigned char c) noexcept
 {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    /* one compare decides every byte above ' ', which is most of a JSON
+     * text (compact JSON has no space between tokens) */
+    constexpr uint64_t space = 1ull << ' ' | 1ull << '\t' | 1ull << '\n'
+                               | 1ull << '\r';
+
+    return c <= ' ' && (space >> c & 1) != 0;
 }
 
 /* What yajl skips between tokens: JSON's whitespace and also \v and \f.

@@ -6,6 +6,7 @@
 
 #include "json_scan.hpp"
 #include "arena.hpp"
+#include "json_reader.hpp"
 #include "text.hpp"
 
 #include <cstdint>
@@ -31,12 +32,7 @@ struct scanner {
 
 inline void skip_space(scanner &s) noexcept
 {
-    /* one compare sends on every byte above ' ', which is most of them
-     * (compact JSON has no space between tokens) */
-    constexpr uint64_t space = 1ull << ' ' | 1ull << '\n' | 1ull << '\r'
-                               | 1ull << '\t';
-
-    while (s.p < s.end && *s.p <= ' ' && (space >> *s.p & 1) != 0) {
+    while (s.p < s.end && json_space(*s.p)) {
         s.p++;
     }
 }
