@@ -68,14 +68,18 @@ static void same_str(const char *a, size_t alen, const char *b, size_t blen)
     assert_memory_equal(a, b, alen);
 }
 
-/* The log line of r (project "p", a fixed time) in buf, its length. */
-static size_t line_of(const fl_report_t *r, char *buf, size_t size)
+/* The log line of r in a buffer of exactly fl_report_log_bound() bytes
+ * (the caller frees it): a write past the bound is the sanitizers' to
+ * see, a length over it fails here.  *n: its length. */
+static char *line_of(const fl_report_t *r, const char *project,
+    uint64_t now_ms, size_t *n)
 {
-    size_t bound = fl_report_log_bound(r, 1);
-    assert_true(bound <= size);
-    size_t n = fl_report_log_line(r, "p", 1, 1795352709123ULL, buf);
-    assert_true(n <= bound);
-    return n;
+    size_t bound = fl_report_log_bound(r, strlen(project));
+    char *buf = malloc(bound);
+    assert_non_null(buf);
+    *n = fl_report_log_line(r, project, strlen(project), now_ms, buf);
+    assert_true(*n <= bound);
+    return buf;
 }
 
 /* Parses body whole (fed, and through the fast path), byte by byte and
@@ -107,10 +111,12 @@ static result parse_n(const char *body, size_t len)
             assert_int_equal(other.r.has_enabled, whole.r.has_enabled);
             assert_int_equal(other.r.enabled, whole.r.enabled);
 
-            static char a[1 << 20], b[1 << 20];
-            size_t an = line_of(&other.r, a, sizeof(a));
-            size_t bn = line_of(&whole.r, b, sizeof(b));
+            size_t an, bn;
+            char *a = line_of(&other.r, "p", 1795352709123ULL, &an);
+            char *b = line_of(&whole.r, "p", 1795352709123ULL, &bn);
             same_str(a, an, b, bn);
+            free(a);
+            free(b);
         } else if (whole.rc == FL_ERR_FIELD
                    || strncmp(whole.err, "request body is not valid JSON", 30) != 0)
         {
@@ -1137,11 +1143,8 @@ static void test_report_cohort_evaluates(void **state)
 static void log_line_is(const fl_report_t *r, const char *project, uint64_t now_ms,
     const char *want)
 {
-    size_t bound = fl_report_log_bound(r, strlen(project));
-    char *buf = malloc(bound);
-    assert_non_null(buf);
-    size_t n = fl_report_log_line(r, project, strlen(project), now_ms, buf);
-    assert_true(n <= bound);
+    size_t n;
+    char *buf = line_of(r, project, now_ms, &n);
     if (n != strlen(want) || memcmp(buf, want, n) != 0) {
         fail_msg("log line\n got: %.*s\nwant: %s", (int) n, buf, want);
     }
