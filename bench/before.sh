@@ -16,8 +16,12 @@
 #    (BEFORE_ONLY, default "flags30users flags1000users ingestusers"): in
 #    odd rounds "before" first, in even rounds "after" first, so neither
 #    side is favoured by its place. Inside each run the module and its
-#    baseline alternate as always, on the same nginx, so each round gives a
-#    ratio per side; the figures reported are the medians of the rounds.
+#    baseline run one after the other, on the same nginx, so each round
+#    gives a ratio per side; the figures reported are the medians of the
+#    rounds. The order inside a run alternates by round too: the module
+#    before its baseline in odd rounds, after it in even rounds
+#    (BENCH_ORDER_SHIFT), and the summary gives the median of each order
+#    apart: a ratio that depends on which of the two ran first shows there.
 #
 #    Why runs interleaved by round and not two nginx at once: each run is
 #    exactly bench/run.sh (the same generated projects, baselines, checks
@@ -48,8 +52,10 @@ die() { printf 'before: FAILED: %s\n' "$*" >&2; exit 1; }
 # The table of the rounds in the rounds.tsv files given (pooled), for the
 # sides' names $1 and $2. Columns of a round: side, module key, baseline
 # key, round, ratio, req/s m, req/s b, CPU us/req m, CPU us/req b, wrk
-# CPU % m, wrk CPU % b. The worker CPU ratio of a round is baseline /
-# module CPU per request: the target's measure.
+# CPU % m, wrk CPU % b, which ran first ("module" or "baseline"; rounds
+# written before that column existed ran the module first). The worker CPU
+# ratio of a round is baseline / module CPU per request: the target's
+# measure.
 summary() {
     python3 - "$@" <<'EOF'
 import statistics, sys
@@ -80,13 +86,19 @@ def cell(fs):
     c = [cpu(f) for f in fs]
     wrk = max(max(int(f[9]) if f[9].lstrip("-").isdigit() else -1,
                   int(f[10]) if f[10].lstrip("-").isdigit() else -1) for f in fs)
-    return "CPU %.2f (%s); throughput %.2f (%s); %.1f / %.1f us; wrk <= %d %%" % (
-        med(c), "/".join("-" if x is None else "%.2f" % x for x in c),
+    def first(f):
+        return f[11] if len(f) > 11 and f[11] else "module"
+    order = "; module first %.2f, baseline first %.2f" % (
+        med(cpu(f) for f in fs if first(f) == "module"),
+        med(cpu(f) for f in fs if first(f) == "baseline"))
+    return "CPU %.2f (%s)%s; throughput %.2f (%s); %.1f / %.1f us; wrk <= %d %%" % (
+        med(c), "/".join("-" if x is None else "%.2f" % x for x in c), order,
         med(num(f[4]) for f in fs), "/".join(f[4] for f in fs),
         med(num(f[7]) for f in fs), med(num(f[8]) for f in fs), wrk)
 print("## Before / after: %s against %s, %d rounds a side\n" % (before, now, n))
 print("Each cell: the median worker CPU ratio of the rounds, baseline / module CPU per request (each")
-print("round's in parentheses, in run order), then the median throughput ratio and its rounds; the server")
+print("round's in parentheses, in run order; then the median of the rounds where the module ran before its")
+print("baseline, and of those where it ran after: nan when there were none), then the median throughput ratio and its rounds; the server")
 print("CPU us per request of module / baseline (medians); the highest wrk CPU of that side's measured runs")
 print("(above 90 %, the throughput ratio measures wrk: read the CPU).\n")
 print("| path | before (%s) | after (%s) | target |" % (before, now))
@@ -167,7 +179,8 @@ run_side() {    # SIDE ROUND
     if [ "$side" = before ]; then so=$BEFORE_SO; else so=$AFTER_SO; fi
     out=$OUTDIR/$side-$round
     say "round $round/$ROUNDS: $side ($(basename "$so"))"
-    MODULE=$so ROUNDS=1 BENCH_ONLY=$ONLY BENCH_OUT=$out BENCH_PORT=$(pick_port) \
+    MODULE=$so ROUNDS=1 BENCH_ORDER_SHIFT=$(( (round + 1) % 2 )) \
+        BENCH_ONLY=$ONLY BENCH_OUT=$out BENCH_PORT=$(pick_port) \
         "$ROOT/bench/run.sh" >"$OUTDIR/$side-$round.log" 2>&1 \
         || { tail -20 "$OUTDIR/$side-$round.log" >&2; die "bench/run.sh with the $side module failed ($OUTDIR/$side-$round.log)"; }
     sed "s/^/$side\t/" "$out/rounds.tsv" >>"$OUTDIR/rounds.tsv"

@@ -52,13 +52,15 @@
 # and wrk's own CPU over the measured run (report.lua reads /proc/self/stat):
 # above 90 % of its CPU a warning says the ratio measures wrk, not nginx.
 #
-# Module and baseline alternate: each comparison runs module, baseline,
-# module, baseline, ... ROUNDS times (default 3), each run with its own
-# warm-up, and reports the median of the ROUNDS ratios (each ratio from two
-# adjacent runs) and the median CPU per request of each side. A disturbance
-# of the machine hits one round of one side, not a whole scenario, and no
-# side is favoured by its place in the run (the module's first scenario
-# used to measure lower than the same scenario later in the run).
+# Module and baseline alternate: each comparison runs ROUNDS rounds
+# (default 3) of two runs, module then baseline in odd rounds, baseline
+# then module in even ones (BENCH_ORDER_SHIFT=1 swaps them), each run with
+# its own warm-up, and reports the median of the ROUNDS ratios (each ratio
+# from the two adjacent runs of a round) and the median CPU per request of
+# each side. A disturbance of the machine hits one round of one side, not
+# a whole scenario, and no side is favoured by its place in the run (the
+# module's first scenario used to measure lower than the same scenario
+# later in the run), nor by always running first or second in a round.
 #
 # Exit status: 0 even when a ratio is below its target (timings are noisy);
 # non-zero on real failures: nginx does not start, a response is not what it
@@ -70,6 +72,7 @@
 # Environment: BENCH_PORT (18080), DURATION (5), WARMUP (1), CONNECTIONS (32),
 # NGINX_BIN (/usr/sbin/nginx), SERVER_CPU (0), CLIENT_CPU (1), ROUNDS (3:
 # alternating rounds of each comparison; the median is reported),
+# BENCH_ORDER_SHIFT (0; 1: the baseline runs first in odd rounds),
 # BENCH_SETTLE (5: seconds of unmeasured load before the first comparison),
 # BENCH_ONLY (the module keys of the comparisons to run, e.g. "flagsramp
 # flags30"; the others print NOT MEASURED), MODULE (the .so to load;
@@ -82,8 +85,8 @@
 # BENCH_ZIPF_USERS, BENCH_ZIPF_S (above). Results in BENCH_OUT/results.md;
 # one line a round of each comparison in BENCH_OUT/rounds.tsv (module key,
 # baseline key, round, ratio, req/s module and baseline, server CPU us/req
-# module and baseline, wrk CPU % module and baseline): bench/before.sh
-# reads it.
+# module and baseline, wrk CPU % module and baseline, which ran first):
+# bench/before.sh reads it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -97,6 +100,7 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 CONNECTIONS=${CONNECTIONS:-32}
 ROUNDS=${ROUNDS:-3}                  # alternating module/baseline rounds, median kept
+ORDER_SHIFT=$(( ${BENCH_ORDER_SHIFT:-0} % 2 ))  # 1: the baseline first in odd rounds
 DISTINCT_USERS=${BENCH_DISTINCT_USERS:-100000}   # the distinct-user rows: users cycled
 ZIPF_USERS=${BENCH_ZIPF_USERS:-100000}           # the polling mix: users, Zipf-drawn
 ZIPF_S=${BENCH_ZIPF_S:-1.0}                      # its exponent
@@ -666,26 +670,38 @@ SC[status]='scenario status "GET /flags-status ($STATUS_FLAGS flags)" "/flags-st
 SC[statusstatic]='scenario statusstatic "GET /status-static (baseline, static file)" "/status-static" ""'
 SC[proxyflags]='scenario proxyflags "GET /proxyflags (proxy, 2 \$flag_ reads)" "/proxyflags?$QUERY" ""'
 
-# compare MODULE_KEY BASELINE_KEY: ROUNDS alternating runs, module first;
-# one ratio a round, from the two runs of that round.
+# compare MODULE_KEY BASELINE_KEY: ROUNDS alternating rounds of two runs;
+# one ratio a round, from the two runs of that round. The order within a
+# round alternates too: the module first in odd rounds, the baseline first
+# in even ones (BENCH_ORDER_SHIFT=1: the other way round), so that a side
+# is not always the one that runs right after a change of scenario.
 compare() {
-    local m=$1 b=$2 r rm cm wm
+    local m=$1 b=$2 r rm cm wm rb cb wb first
     if [ -n "${BENCH_ONLY:-}" ] && [[ " $BENCH_ONLY " != *" $m "* ]]; then
         return 0
     fi
     printf '\n--- %s vs %s, %s alternating rounds\n' "$m" "$b" "$ROUNDS" >&2
     for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+        if (( (ROUND + ORDER_SHIFT) % 2 )); then first=module; else first=baseline; fi
+        if [ "$first" = baseline ]; then
+            LAST_RPS=; LAST_CPU=-; LAST_WRK=-; eval "${SC[$b]}"
+            rb=$LAST_RPS cb=$LAST_CPU wb=$LAST_WRK
+        fi
         LAST_RPS=; LAST_CPU=-; LAST_WRK=-; eval "${SC[$m]}"
         rm=$LAST_RPS cm=$LAST_CPU wm=$LAST_WRK
-        LAST_RPS=; LAST_CPU=-; LAST_WRK=-; eval "${SC[$b]}"
-        if [ -n "$rm" ] && [ -n "$LAST_RPS" ]; then
-            r=$(awk -v a="$rm" -v b="$LAST_RPS" 'BEGIN { printf "%.3f", a / b }')
+        if [ "$first" = module ]; then
+            LAST_RPS=; LAST_CPU=-; LAST_WRK=-; eval "${SC[$b]}"
+            rb=$LAST_RPS cb=$LAST_CPU wb=$LAST_WRK
+        fi
+        if [ -n "$rm" ] && [ -n "$rb" ]; then
+            r=$(awk -v a="$rm" -v b="$rb" 'BEGIN { printf "%.3f", a / b }')
             RATIO_ALL[$m]+=" $r"
             # one line a round, for bench/before.sh and other readers:
             # module key, baseline key, round, ratio, req/s and server CPU
-            # us/req of each side, wrk's CPU % of each side
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$ROUND" "$r" \
-                "$rm" "$LAST_RPS" "$cm" "$LAST_CPU" "$wm" "$LAST_WRK" >>"$OUT/rounds.tsv"
+            # us/req of each side, wrk's CPU % of each side, which side ran
+            # first
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$b" "$ROUND" "$r" \
+                "$rm" "$rb" "$cm" "$cb" "$wm" "$wb" "$first" >>"$OUT/rounds.tsv"
         fi
     done
 }
@@ -842,7 +858,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     echo
     echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $("$NGINX_BIN" -v 2>&1 | sed 's/.*: //'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')," \
          "$(nproc) CPUs; nginx worker_processes 1 on CPU $SERVER_CPU, wrk -t1 -c$CONNECTIONS on CPU $CLIENT_CPU," \
-         "${WARMUP}s warm-up + ${DURATION}s per run, $ROUNDS alternating rounds per comparison (module first), medians."
+         "${WARMUP}s warm-up + ${DURATION}s per run, $ROUNDS alternating rounds per comparison (the module first in odd rounds), medians."
     echo "GET bodies: $BODY30_LEN bytes (30 flags), $BODY1000_LEN bytes (1000 flags); the 1000-flag baseline is a"
     echo "static file (open_file_cache, sendfile) because a config token is limited to ~4 KB."
     if selected targeting; then
