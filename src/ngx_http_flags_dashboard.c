@@ -123,7 +123,9 @@ ngx_http_flags_dashboard_handler(ngx_http_request_t *r)
     if (route.len == sizeof("status.json") - 1
         && ngx_strncmp(route.data, "status.json", route.len) == 0)
     {
-        return ngx_http_flags_dashboard_status(r);
+        /* once every worker's counts of earlier answers are in the zone */
+        return ngx_http_flags_counts_settled(r,
+                                             ngx_http_flags_dashboard_status);
     }
 
     if (route.len == sizeof("events") - 1

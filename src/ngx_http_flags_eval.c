@@ -18,13 +18,15 @@
  *      additions in the worker's own memory (the snapshot's pending
  *      counts: an answer of every flag is one addition for the answer and
  *      one a flag it showed on); the counts reach the zone at the end of
- *      the event loop's
- *      cycle (one fl_count_evals() a flag for the whole cycle, a posted
- *      event), and before anything reads them: flags_status, the metrics,
+ *      the event loop's cycle, at most once a millisecond (one
+ *      fl_count_evals() a flag for all of them, a posted event or a
+ *      timer), and before anything reads them: flags_status, the metrics,
  *      the rollback decision, a ramp's tick, a sync round and a change of
  *      definitions call ngx_http_flags_counts_fold() first, so within a
- *      worker the counts are exact at every read, and another worker's
- *      reach the zone when its cycle ends, microseconds after it answered.
+ *      worker the counts are exact at every read; another worker's reach
+ *      the zone within a millisecond or two, the zone says by when, and
+ *      flags_status and the metrics wait for that
+ *      (ngx_http_flags_counts_settled()).
  *
  * Whether an answer is counted is the caller's to say, for one reason
  * only: the live channel's refresh is not, because the SDK evaluates
@@ -42,11 +44,40 @@ static void ngx_http_flags_answer_count(ngx_http_flags_answer_t *a);
 static ngx_http_flags_pending_t *ngx_http_flags_pending(
     ngx_http_flags_defs_t *defs);
 static void ngx_http_flags_counts_fold_handler(ngx_event_t *ev);
+static void ngx_http_flags_counts_timer_handler(ngx_event_t *ev);
 static void ngx_http_flags_tally_drain(ngx_http_flags_defs_t *defs);
+static void ngx_http_flags_settle_handler(ngx_event_t *ev);
+static void ngx_http_flags_settle_cleanup(void *data);
+
+
+/*
+ * The fold's pace: at the end of an event cycle that counted, unless the
+ * last fold is less than this many milliseconds old; then a timer folds
+ * when it is that old.  A fold of 1,000 flags is 3,000 locked operations
+ * on the zone (about 12 us); folded at the end of every cycle, a worker
+ * answering a few requests a cycle paid about 1 us a request for it.
+ */
+#define NGX_HTTP_FLAGS_FOLD_MSEC  1
+/* what a reader waits at most for the other workers' folds */
+#define NGX_HTTP_FLAGS_SETTLE_MSEC  (NGX_HTTP_FLAGS_FOLD_MSEC + 2)
+
+
+typedef struct {
+    ngx_event_t                 ev;
+    ngx_http_flags_answer_pt    answer;
+} ngx_http_flags_settle_t;
 
 
 static ngx_http_flags_defs_t  *ngx_http_flags_pending_head;
 static ngx_event_t             ngx_http_flags_counts_event;
+static ngx_event_t             ngx_http_flags_counts_timer;
+/* the timer's data: nginx's debug log reads a timer's data as a
+ * connection and prints its descriptor */
+static ngx_connection_t        ngx_http_flags_counts_conn;
+static ngx_msec_t              ngx_http_flags_folded_at;
+static ngx_uint_t              ngx_http_flags_folded;
+/* counts are held since the last fold (and the zone says until when) */
+static ngx_uint_t              ngx_http_flags_counts_held;
 
 
 /* detail: NGX_HTTP_FLAGS_DETAIL for ngx_http_flags_answer_evaluate(),
@@ -342,8 +373,7 @@ ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
 static ngx_http_flags_pending_t *
 ngx_http_flags_pending(ngx_http_flags_defs_t *defs)
 {
-    ngx_pool_t   *pool;
-    ngx_event_t  *ev;
+    ngx_pool_t  *pool;
 
     if (defs->pending == NULL) {
         pool = defs->pool ? defs->pool : ngx_cycle->pool;
@@ -367,16 +397,49 @@ ngx_http_flags_pending(ngx_http_flags_defs_t *defs)
         ngx_http_flags_pending_head = defs;
     }
 
-    ev = &ngx_http_flags_counts_event;
-
-    if (!ev->posted) {
-        ev->handler = ngx_http_flags_counts_fold_handler;
-        ev->log = ngx_cycle->log;
-        ev->data = NULL;
-        ngx_post_event(ev, &ngx_posted_events);
-    }
+    ngx_http_flags_counts_due();
 
     return defs->pending;
+}
+
+
+/*
+ * Counts wait in this worker: the zone learns by when they will be in it
+ * (the readers of other workers wait for that), and the fold is due at the
+ * end of this event cycle, or, when the last one is recent, once it is
+ * NGX_HTTP_FLAGS_FOLD_MSEC old (a timer is armed then).
+ */
+
+void
+ngx_http_flags_counts_due(void)
+{
+    ngx_event_t                 *ev;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    if (!ngx_http_flags_counts_held) {
+        ngx_http_flags_counts_held = 1;
+
+        fmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                                   ngx_http_flags_module);
+        if (fmcf) {
+            /* the timer's delay at most, and a millisecond each for the
+             * clock's and the timer's rounding */
+            ngx_http_flags_zone_counts_due(fmcf, ngx_current_msec
+                                                 + NGX_HTTP_FLAGS_FOLD_MSEC
+                                                 + 2);
+        }
+    }
+
+    ev = &ngx_http_flags_counts_event;
+
+    if (ev->posted || ngx_http_flags_counts_timer.timer_set) {
+        return;
+    }
+
+    ev->handler = ngx_http_flags_counts_fold_handler;
+    ev->log = ngx_cycle->log;
+    ev->data = NULL;
+    ngx_post_event(ev, &ngx_posted_events);
 }
 
 
@@ -395,10 +458,122 @@ ngx_http_flags_tally_drain(ngx_http_flags_defs_t *defs)
 }
 
 
+/* The end of a cycle that counted: fold, or arm the timer. */
+
 static void
 ngx_http_flags_counts_fold_handler(ngx_event_t *ev)
 {
+    ngx_msec_t    age;
+    ngx_event_t  *timer;
+
+    age = ngx_current_msec - ngx_http_flags_folded_at;
+
+    if (!ngx_http_flags_folded || age >= NGX_HTTP_FLAGS_FOLD_MSEC) {
+        ngx_http_flags_counts_fold();
+        return;
+    }
+
+    timer = &ngx_http_flags_counts_timer;
+
+    if (!timer->timer_set) {
+        timer->handler = ngx_http_flags_counts_timer_handler;
+        timer->log = ngx_cycle->log;
+        ngx_http_flags_counts_conn.fd = (ngx_socket_t) -1;
+        timer->data = &ngx_http_flags_counts_conn;
+        /* it never holds a worker that is shutting down: the exit folds */
+        timer->cancelable = 1;
+        ngx_add_timer(timer, NGX_HTTP_FLAGS_FOLD_MSEC - age);
+    }
+}
+
+
+static void
+ngx_http_flags_counts_timer_handler(ngx_event_t *ev)
+{
     ngx_http_flags_counts_fold();
+}
+
+
+/*
+ * flags_status and flags_metrics: this worker's counts are folded by the
+ * reader (answer() folds first); another worker's reach the zone within
+ * NGX_HTTP_FLAGS_FOLD_MSEC, and the zone says until when: the answer
+ * waits for that, a few milliseconds at most, so that it counts every
+ * evaluation answered before the request, whichever worker answered it.
+ */
+
+ngx_int_t
+ngx_http_flags_counts_settled(ngx_http_request_t *r,
+    ngx_http_flags_answer_pt answer)
+{
+    ngx_msec_t                   wait;
+    ngx_pool_cleanup_t          *cln;
+    ngx_http_flags_settle_t     *s;
+    ngx_http_flags_main_conf_t  *fmcf;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    wait = ngx_http_flags_zone_counts_wait(fmcf);
+
+    if (wait == 0) {
+        return answer(r);
+    }
+
+    if (wait > NGX_HTTP_FLAGS_SETTLE_MSEC) {
+        wait = NGX_HTTP_FLAGS_SETTLE_MSEC;
+    }
+
+    s = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_settle_t));
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (s == NULL || cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    s->answer = answer;
+    s->ev.handler = ngx_http_flags_settle_handler;
+    s->ev.data = r;
+    s->ev.log = r->connection->log;
+
+    cln->handler = ngx_http_flags_settle_cleanup;
+    cln->data = s;
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "flags: the answer waits %M ms for other workers' counts",
+                   wait);
+
+    r->main->count++;
+    ngx_add_timer(&s->ev, wait);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_flags_settle_handler(ngx_event_t *ev)
+{
+    ngx_connection_t         *c;
+    ngx_http_request_t       *r;
+    ngx_http_flags_settle_t  *s;
+
+    s = (ngx_http_flags_settle_t *) ((u_char *) ev
+                                     - offsetof(ngx_http_flags_settle_t, ev));
+    r = ev->data;
+    c = r->connection;
+
+    /* r may be gone after this */
+    ngx_http_finalize_request(r, s->answer(r));
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_flags_settle_cleanup(void *data)
+{
+    ngx_http_flags_settle_t  *s = data;
+
+    if (s->ev.timer_set) {
+        ngx_del_timer(&s->ev);
+    }
 }
 
 
@@ -410,13 +585,19 @@ ngx_http_flags_counts_fold(void)
     ngx_uint_t                 i;
     ngx_http_flags_defs_t     *d, *next;
     ngx_http_flags_flag_t     *flag;
-    ngx_http_flags_pending_t  *p;
+    ngx_http_flags_pending_t    *p;
+    ngx_http_flags_main_conf_t  *fmcf;
 
-    ngx_http_flags_memo_fold();
+    ngx_http_flags_folded_at = ngx_current_msec;
+    ngx_http_flags_folded = 1;
 
-    if (ngx_http_flags_pending_head == NULL) {
+    if (!ngx_http_flags_counts_held) {
         return;
     }
+
+    ngx_http_flags_counts_held = 0;
+
+    ngx_http_flags_memo_fold();
 
     now = ngx_http_flags_now_sec();
 
@@ -451,6 +632,13 @@ ngx_http_flags_counts_fold(void)
     }
 
     ngx_http_flags_pending_head = NULL;
+
+    /* in the zone: the other workers' readers need not wait for us */
+    fmcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_flags_module);
+    if (fmcf) {
+        ngx_http_flags_zone_counts_due(fmcf, 0);
+    }
 }
 
 
@@ -463,5 +651,9 @@ ngx_http_flags_counts_exit(void)
 
     if (ngx_http_flags_counts_event.posted) {
         ngx_delete_posted_event(&ngx_http_flags_counts_event);
+    }
+
+    if (ngx_http_flags_counts_timer.timer_set) {
+        ngx_del_timer(&ngx_http_flags_counts_timer);
     }
 }

@@ -17,14 +17,15 @@
  *
  * An answer served from the memo is still an evaluation of every flag it
  * shows, and is counted as one, by its values: the entry counts its hits
- * and the hits are folded into the zone's counters at the end of the event
- * loop's cycle that served them (a posted event), so one fold counts a
- * burst of hits with one atomic operation a counter.  Readers of the
- * counters in this worker (flags_status, flags_metrics, the rollback
- * decision, a sync round) fold first; another worker's hits reach the
- * zone when its cycle ends, microseconds after it answered.  A worker
- * killed by a signal loses the hits of its current cycle at most; one that
- * exits folds them (docs/evaluation.md, "Counting").
+ * and the hits are folded into the zone's counters with the other counts
+ * (ngx_http_flags_counts_fold(): at the end of the event loop's cycle that
+ * served them, at most once a millisecond), so one fold counts a burst of
+ * hits with one atomic operation a counter.  Readers of the counters in
+ * this worker (flags_status, flags_metrics, the rollback decision, a sync
+ * round) fold first; another worker's hits reach the zone within a
+ * millisecond or two, and flags_status and flags_metrics wait for them.  A
+ * worker killed by a signal loses the hits of its last millisecond or two
+ * at most; one that exits folds them (docs/evaluation.md, "Counting").
  *
  * Memory: malloc'd entries in a table of sets of NGX_HTTP_FLAGS_MEMO_WAYS
  * entries, at most NGX_HTTP_FLAGS_MEMO_BYTES in all; an entry being sent
@@ -113,7 +114,6 @@ static ngx_http_flags_memo_line_t
 static ngx_http_flags_memo_t  *ngx_http_flags_memo_pending;
 static size_t                  ngx_http_flags_memo_used;
 static ngx_uint_t              ngx_http_flags_memo_clock;
-static ngx_event_t             ngx_http_flags_memo_fold_event;
 
 
 static uint64_t ngx_http_flags_memo_hash(ngx_http_flags_memo_key_t *k);
@@ -125,7 +125,6 @@ static ngx_uint_t ngx_http_flags_memo_way(ngx_http_flags_memo_t **set,
 static ngx_uint_t ngx_http_flags_memo_same(ngx_http_flags_memo_t *m,
     ngx_http_flags_memo_key_t *k, uint64_t hash);
 static void ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m);
-static void ngx_http_flags_memo_fold_handler(ngx_event_t *ev);
 static void ngx_http_flags_memo_fold_one(ngx_http_flags_memo_t *m,
     int64_t now);
 static void ngx_http_flags_memo_release(void *data);
@@ -474,13 +473,11 @@ ngx_http_flags_memo_answer(ngx_http_request_t *r, ngx_http_flags_memo_t *m)
 }
 
 
-/* One more answer of m to count: at the end of this cycle. */
+/* One more answer of m to count: at the counts' next fold. */
 
 static void
 ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m)
 {
-    ngx_event_t  *ev;
-
     m->hits++;
 
     if (!m->pending) {
@@ -489,21 +486,8 @@ ngx_http_flags_memo_hit(ngx_http_flags_memo_t *m)
         ngx_http_flags_memo_pending = m;
     }
 
-    ev = &ngx_http_flags_memo_fold_event;
-
-    if (!ev->posted) {
-        ev->handler = ngx_http_flags_memo_fold_handler;
-        ev->log = ngx_cycle->log;
-        ev->data = NULL;
-        ngx_post_event(ev, &ngx_posted_events);
-    }
-}
-
-
-static void
-ngx_http_flags_memo_fold_handler(ngx_event_t *ev)
-{
-    ngx_http_flags_memo_fold();
+    /* the counts' fold folds the memo's hits first */
+    ngx_http_flags_counts_due();
 }
 
 
@@ -619,10 +603,6 @@ ngx_http_flags_memo_exit(void)
     ngx_http_flags_memo_t  *m;
 
     ngx_http_flags_memo_fold();
-
-    if (ngx_http_flags_memo_fold_event.posted) {
-        ngx_delete_posted_event(&ngx_http_flags_memo_fold_event);
-    }
 
     for (i = 0; i < NGX_HTTP_FLAGS_MEMO_SETS; i++) {
         for (j = 0; j < NGX_HTTP_FLAGS_MEMO_WAYS; j++) {

@@ -15,22 +15,13 @@ static ngx_str_t  ngx_http_flags_metrics_type =
     ngx_string("text/plain; version=0.0.4; charset=utf-8");
 
 
+static ngx_int_t ngx_http_flags_metrics_answer(ngx_http_request_t *r);
+
+
 ngx_int_t
 ngx_http_flags_metrics_handler(ngx_http_request_t *r)
 {
-    u_char                      *body;
-    size_t                       i, n, len, size;
-    int64_t                      now;
-    uint8_t                     *counted;
-    ngx_int_t                    rc;
-    ngx_uint_t                   k;
-    fl_state_snapshot_t         *s;
-    fl_metrics_module_t          m;
-    ngx_http_flags_sync_state_t  sync;
-    fl_metrics_project_t        *mp;
-    ngx_http_flags_defs_t         *defs;
-    ngx_http_flags_project_t    *project;
-    ngx_http_flags_main_conf_t  *fmcf;
+    ngx_int_t  rc;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
@@ -40,6 +31,27 @@ ngx_http_flags_metrics_handler(ngx_http_request_t *r)
     if (rc != NGX_OK) {
         return rc;
     }
+
+    /* once every worker's counts of earlier answers are in the zone */
+    return ngx_http_flags_counts_settled(r, ngx_http_flags_metrics_answer);
+}
+
+
+static ngx_int_t
+ngx_http_flags_metrics_answer(ngx_http_request_t *r)
+{
+    u_char                      *body;
+    size_t                       i, n, len, size;
+    int64_t                      now;
+    uint8_t                     *counted;
+    ngx_uint_t                   k;
+    fl_state_snapshot_t         *s;
+    fl_metrics_module_t          m;
+    ngx_http_flags_sync_state_t  sync;
+    fl_metrics_project_t        *mp;
+    ngx_http_flags_defs_t         *defs;
+    ngx_http_flags_project_t    *project;
+    ngx_http_flags_main_conf_t  *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
     project = fmcf->projects.elts;

@@ -258,6 +258,9 @@ typedef struct {
     ngx_uint_t                  gen;
     /* the last publication of runtime definitions it serves */
     ngx_atomic_t                defs_seq;
+    /* the evaluations it holds (ngx_http_flags_eval.c) are in the zone by
+     * this ngx_current_msec; 0: it holds none */
+    ngx_atomic_t                counts_due;
 } ngx_http_flags_proc_t;
 
 
@@ -516,6 +519,9 @@ ngx_uint_t ngx_http_flags_zone_defs_committed(
 ngx_uint_t ngx_http_flags_zone_bind_defs(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_project_t *project, ngx_http_flags_defs_t *old,
     ngx_http_flags_defs_t *defs, u_char *created, ngx_log_t *log);
+void ngx_http_flags_zone_counts_due(ngx_http_flags_main_conf_t *fmcf,
+    ngx_msec_t due);
+ngx_msec_t ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf);
 void ngx_http_flags_zone_defs_ack(ngx_http_flags_main_conf_t *fmcf,
     ngx_atomic_uint_t seq);
 ngx_uint_t ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
@@ -874,6 +880,15 @@ void ngx_http_flags_count_evaluation(ngx_http_flags_defs_t *defs,
 /* Every evaluation this worker counted (and every memo answer) into the
  * zone: readers of the counters call it first; nothing when none. */
 void ngx_http_flags_counts_fold(void);
+/* Counts wait in this worker: schedules their fold (at the end of the
+ * event cycle, at most every NGX_HTTP_FLAGS_FOLD_MSEC). */
+void ngx_http_flags_counts_due(void);
+/* answer(r) once every worker's counts held at this moment are in the
+ * zone (flags_status, flags_metrics): at once, or NGX_DONE and after a
+ * wait of at most a few milliseconds. */
+typedef ngx_int_t (*ngx_http_flags_answer_pt)(ngx_http_request_t *r);
+ngx_int_t ngx_http_flags_counts_settled(ngx_http_request_t *r,
+    ngx_http_flags_answer_pt answer);
 void ngx_http_flags_counts_exit(void);
 
 /* ngx_http_flags_memo.c: this worker's memo of whole answers */

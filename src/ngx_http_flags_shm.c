@@ -1032,6 +1032,90 @@ ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
 }
 
 
+/*
+ * The counts' fold (ngx_http_flags_eval.c): the evaluations this worker
+ * holds are in the zone by due (ngx_current_msec, the monotonic clock
+ * every process of the host shares), 0: it holds none.
+ */
+
+void
+ngx_http_flags_zone_counts_due(ngx_http_flags_main_conf_t *fmcf,
+    ngx_msec_t due)
+{
+    ngx_uint_t                     i;
+    ngx_http_flags_shctx_t        *sh;
+    static ngx_http_flags_proc_t  *own;
+
+    sh = fmcf->sh;
+
+    if (sh == NULL) {
+        return;
+    }
+
+    if (own == NULL || own < sh->procs
+        || own >= sh->procs + NGX_HTTP_FLAGS_MAX_PROCS
+        || own->pid != ngx_pid)
+    {
+        own = NULL;
+
+        for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+            if (sh->procs[i].pid == ngx_pid) {
+                own = &sh->procs[i];
+                break;
+            }
+        }
+
+        if (own == NULL) {
+            /* untracked: readers do not wait for this worker */
+            return;
+        }
+    }
+
+    __atomic_store_n(&own->counts_due, due, __ATOMIC_RELEASE);
+}
+
+
+/*
+ * How long until every other process has folded the evaluations it holds
+ * now, in milliseconds; 0: none holds any.  A worker that died holding
+ * some left a time that passes.
+ */
+
+ngx_msec_t
+ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf)
+{
+    ngx_msec_t               due, wait;
+    ngx_uint_t               i;
+    ngx_http_flags_proc_t   *p;
+    ngx_http_flags_shctx_t  *sh;
+
+    sh = fmcf->sh;
+    wait = 0;
+
+    if (sh == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        p = &sh->procs[i];
+
+        if (p->pid == 0 || p->pid == ngx_pid) {
+            continue;
+        }
+
+        due = __atomic_load_n(&p->counts_due, __ATOMIC_ACQUIRE);
+
+        if (due != 0 && (ngx_msec_int_t) (due - ngx_current_msec)
+                        > (ngx_msec_int_t) wait)
+        {
+            wait = due - ngx_current_msec;
+        }
+    }
+
+    return wait;
+}
+
+
 /* A worker (or the single process) records its generation in the zone. */
 
 void
@@ -1064,6 +1148,7 @@ ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
         free->pid = ngx_pid;
         free->gen = fmcf->gen;
         free->defs_seq = 0;
+        free->counts_due = 0;
 
     } else {
         /* nothing can be freed safely any more until a restart */

@@ -7,11 +7,13 @@
 #include "ngx_http_flags_module.h"
 
 
+static ngx_int_t ngx_http_flags_status_answer(ngx_http_request_t *r);
+
+
 ngx_int_t
 ngx_http_flags_status_handler(ngx_http_request_t *r)
 {
     ngx_int_t  rc;
-    ngx_str_t  doc;
 
     if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
         return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
@@ -21,6 +23,16 @@ ngx_http_flags_status_handler(ngx_http_request_t *r)
     if (rc != NGX_OK) {
         return rc;
     }
+
+    /* once every worker's counts of earlier answers are in the zone */
+    return ngx_http_flags_counts_settled(r, ngx_http_flags_status_answer);
+}
+
+
+static ngx_int_t
+ngx_http_flags_status_answer(ngx_http_request_t *r)
+{
+    ngx_str_t  doc;
 
     if (ngx_http_flags_status_document(r, &doc) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -1,6 +1,8 @@
 # Evaluations counted in the worker first (issue 27): each worker adds
 # its evaluations to memory of its own and folds them into the zone at
-# the end of its event cycle, and before anything reads them.  Two
+# the end of its event cycle (at most one fold a millisecond: a timer
+# folds what waits), and before anything reads them; flags_status waits
+# for the other workers' folds.  Two
 # workers, keep-alive, distinct users (no memo answer): the counts in
 # flags_status are exact, whichever worker answered and whichever worker
 # is asked, one by one and pipelined; and a
@@ -165,6 +167,52 @@ is($after->{risky}{errors}, 5, '5 errors');
 my ($st, $body) = worker_request($ka->{ $w[0] }, GET => '/flags?userId=r-1');
 my ($r) = grep { $_->{name} eq 'risky' } @{ decode_json($body)->{flags} };
 is($r->{enabled} ? 1 : 0, 1, 'risky is not rolled back: 5 errors of more than 100 evaluations');
+
+# Folds are paced (at most one a millisecond): a worker that answers five
+# requests in one cycle holds some of their counts back for up to a
+# millisecond, and a timer folds them.  flags_status on the other worker
+# right after waits until the zone has them (the zone says until when),
+# so it counts every one: 50 times, each a pipeline of 5 answers on one
+# worker, then flags_status at once on the other, the sides alternating.
+{
+    my ($c0) = counters($ka->{ $w[0] });
+    my $base = $c0->{all}{evaluations};
+    my ($n, $exact, @off) = (0, 0);
+    for my $i (1 .. 50) {
+        my ($from, $to) = $i % 2 ? @w : reverse @w;
+        my @a = pipelined($ka->{$from}, map { "/flags?userId=pace-$i-$_" } 1 .. 5);
+        die "status $_->[0]" for grep { $_->[0] != 200 } @a;
+        $n += 5;
+        my ($c, $pid) = counters($ka->{$to});
+        die "flags_status answered by $pid, not $to" unless $pid == $to;
+        if ($c->{all}{evaluations} == $base + $n) { $exact++ }
+        else { push @off, $c->{all}{evaluations} - $base - $n }
+    }
+    is($exact, 50, 'the other worker\'s flags_status, right after 5 answers, counts them: 50 times of 50'
+                   . (@off ? " (off by @off)" : ''));
+    $probes += $n;
+}
+
+# A reload while a worker holds counts back: the old worker folds them as
+# it exits (its fold timer does not keep it alive), and the new workers
+# count every one.
+{
+    my ($c0) = counters($ka->{ $w[0] });
+    my $base = $c0->{all}{evaluations};
+    my @a = pipelined($ka->{ $w[0] }, map { "/flags?userId=reload-$_" } 1 .. 5);
+    is(scalar(grep { $_->[0] == 200 } @a), 5, 'five answers just before the reload');
+    nginx_signal($master, 'HUP');
+    close $_ for values %$ka;
+    ok(wait_for(sub { my %old = map { $_ => 1 } @w;
+                      my @p = worker_pids($master);
+                      @p == 2 && !grep { $old{$_} } @p }, 10),
+       'the old workers exited, two new ones run');
+    my ($st, undef, $body) = http_request(GET => '/flags-status');
+    is($st, 200, 'flags_status of a new worker: 200');
+    my ($f) = grep { $_->{name} eq 'all' } @{ decode_json($body)->{projects}[0]{flags} };
+    is($f->{counters}{evaluations}, $base + 5,
+       'the 5 answers held back at the reload are counted: ' . ($base + 5));
+}
 
 nginx_stop($master);
 done_testing();
