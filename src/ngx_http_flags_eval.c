@@ -612,6 +612,18 @@ ngx_http_flags_counts_fold(void)
         ngx_http_flags_tally_drain(d);
 
         for (i = 0; i < d->nflags; i++) {
+            /* the lines of the flags ahead asked for, which are rarely
+             * still in the cache after a cycle of answers */
+            if (i + 16 < d->nflags) {
+                flag = &d->flags[i + 16];
+                fl_count_prefetch(flag->totals, flag->window, now, 0);
+            }
+
+            if (i + 8 < d->nflags) {
+                flag = &d->flags[i + 8];
+                fl_count_prefetch(flag->totals, flag->window, now, 1);
+            }
+
             p = &d->pending[i];
             evaluations = p->evaluations + answers;
 

@@ -565,6 +565,14 @@ void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
 void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     uint32_t n, uint32_t enabled) FL_NOEXCEPT;
 
+/* Asks for the memory a later fl_count_evals(t, w, now_sec, ...) writes,
+ * ahead of it: a fold of many flags would otherwise wait for each flag's
+ * lines in turn, behind its locked operations.  Stage 0: the totals and
+ * the window's header; stage 1, once the header has come: the second's
+ * bucket.  Only a hint: it changes nothing. */
+void fl_count_prefetch(const fl_totals_t *t, const fl_window_t *w,
+    int64_t now_sec, int stage) FL_NOEXCEPT;
+
 
 /*
  * One error of the flag in the cohort enabled says (the one rule of

@@ -366,6 +366,21 @@ void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     }
 }
 
+void fl_count_prefetch(const fl_totals_t *t, const fl_window_t *w,
+    int64_t now_sec, int stage) noexcept
+{
+    if (t == nullptr || w == nullptr) {
+        return;
+    }
+    if (stage == 0) {
+        __builtin_prefetch(t, 1, 3);
+        __builtin_prefetch(w, 0, 3);
+        return;
+    }
+    uint32_t now = stamp_of(now_sec);
+    __builtin_prefetch(&buckets(w)[now % block_seconds(w)], 1, 3);
+}
+
 void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     int enabled, int upstream) noexcept
 {

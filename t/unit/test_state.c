@@ -171,6 +171,46 @@ static void test_exact_counts(void **state)
     free_block(m);
 }
 
+/* fl_count_prefetch() (the fold asks for the lines of the flags ahead)
+ * reads at most, writes nothing, and takes what the fold may hand it: a
+ * flag without counters (NULL), any second, either stage. */
+static void test_count_prefetch_changes_nothing(void **state)
+{
+    (void) state;
+    void *m = new_block(60, 1);
+    size_t wsize = fl_window_size(60);
+
+    fl_count_evals(&FS(m)->t, FS(m)->w, 500, 40, 25);
+
+    fl_totals_t t0 = FS(m)->t;
+    unsigned char *w0 = malloc(wsize);
+    assert_non_null(w0);
+    memcpy(w0, FS(m)->w, wsize);
+
+    const int64_t seconds[] = { 0, 1, 499, 500, 501, 4294967295LL,
+                                4294967296LL + 500, -1 };
+    for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
+        fl_count_prefetch(&FS(m)->t, FS(m)->w, seconds[i], 0);
+        fl_count_prefetch(&FS(m)->t, FS(m)->w, seconds[i], 1);
+        fl_count_prefetch(NULL, FS(m)->w, seconds[i], 1);
+        fl_count_prefetch(&FS(m)->t, NULL, seconds[i], 1);
+        fl_count_prefetch(NULL, NULL, seconds[i], 0);
+    }
+
+    assert_memory_equal(&FS(m)->t, &t0, sizeof(t0));
+    assert_memory_equal(FS(m)->w, w0, wsize);
+
+    /* and what follows counts as it would have */
+    fl_count_evals(&FS(m)->t, FS(m)->w, 500, 10, 5);
+    fl_state_snapshot_t s = snap(m, 500);
+    assert_int_equal(s.evaluations, 50);
+    assert_int_equal(s.enabled_evaluations, 30);
+    assert_int_equal(s.window_enabled, 30);
+
+    free(w0);
+    free_block(m);
+}
+
 /* Cohorts are the evaluations by their answer; an on-cohort error is a
  * flag error (totals and window) and the on cohort's; an off-cohort one
  * is the off cohort's, never the window's, and a report's (not an
@@ -1333,6 +1373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_and_init),
         cmocka_unit_test(test_exact_counts),
+        cmocka_unit_test(test_count_prefetch_changes_nothing),
         cmocka_unit_test(test_cohorts_and_upstream_errors),
         cmocka_unit_test(test_one_second_buckets_and_rotation),
         cmocka_unit_test(test_expiry_after_window),
