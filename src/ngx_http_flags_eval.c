@@ -614,13 +614,14 @@ ngx_http_flags_counts_fold(void)
         for (i = 0; i < d->nflags; i++) {
             /* the lines of the flags ahead asked for, which are rarely
              * still in the cache after a cycle of answers */
-            if (i + 16 < d->nflags) {
-                flag = &d->flags[i + 16];
+            if (i + 32 < d->nflags) {
+                flag = &d->flags[i + 32];
                 fl_count_prefetch(flag->totals, flag->window, now, 0);
             }
 
-            if (i + 8 < d->nflags) {
-                flag = &d->flags[i + 8];
+            /* (the window's header, asked for 16 flags ago, is there) */
+            if (i + 16 < d->nflags) {
+                flag = &d->flags[i + 16];
                 fl_count_prefetch(flag->totals, flag->window, now, 1);
             }
 
