@@ -496,6 +496,31 @@ ngx_http_flags_counts_timer_handler(ngx_event_t *ev)
 
 
 /*
+ * A GET or HEAD of the counters (flags_status, flags_metrics): its body
+ * discarded, then answer(r) once every worker's counts of earlier answers
+ * are in the zone.
+ */
+
+ngx_int_t
+ngx_http_flags_counts_get(ngx_http_request_t *r,
+    ngx_http_flags_answer_pt answer)
+{
+    ngx_int_t  rc;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
+    }
+
+    rc = ngx_http_discard_request_body(r);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_flags_counts_settled(r, answer);
+}
+
+
+/*
  * flags_status and flags_metrics: this worker's counts are folded by the
  * reader (answer() folds first); another worker's reach the zone within
  * NGX_HTTP_FLAGS_FOLD_MSEC, and the zone says until when: the answer

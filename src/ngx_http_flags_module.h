@@ -889,6 +889,9 @@ void ngx_http_flags_counts_due(void);
 typedef ngx_int_t (*ngx_http_flags_answer_pt)(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_counts_settled(ngx_http_request_t *r,
     ngx_http_flags_answer_pt answer);
+/* the same for a GET or HEAD, its body discarded; 405 otherwise */
+ngx_int_t ngx_http_flags_counts_get(ngx_http_request_t *r,
+    ngx_http_flags_answer_pt answer);
 void ngx_http_flags_counts_exit(void);
 
 /* ngx_http_flags_memo.c: this worker's memo of whole answers */

@@ -13,19 +13,7 @@ static ngx_int_t ngx_http_flags_status_answer(ngx_http_request_t *r);
 ngx_int_t
 ngx_http_flags_status_handler(ngx_http_request_t *r)
 {
-    ngx_int_t  rc;
-
-    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
-        return ngx_http_flags_method_not_allowed(r, "GET, HEAD");
-    }
-
-    rc = ngx_http_discard_request_body(r);
-    if (rc != NGX_OK) {
-        return rc;
-    }
-
-    /* once every worker's counts of earlier answers are in the zone */
-    return ngx_http_flags_counts_settled(r, ngx_http_flags_status_answer);
+    return ngx_http_flags_counts_get(r, ngx_http_flags_status_answer);
 }
 
 
