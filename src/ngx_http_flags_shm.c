@@ -43,6 +43,8 @@ static ngx_int_t ngx_http_flags_reconcile(ngx_http_flags_main_conf_t *fmcf,
 static void ngx_http_flags_collect(ngx_http_flags_main_conf_t *fmcf,
     ngx_uint_t committed);
 static ngx_uint_t ngx_http_flags_min_live(ngx_http_flags_shctx_t *sh);
+static ngx_http_flags_proc_t *ngx_http_flags_zone_own(
+    ngx_http_flags_shctx_t *sh);
 static ngx_uint_t ngx_http_flags_proc_alive(ngx_pid_t pid);
 static ngx_int_t ngx_http_flags_bind(ngx_http_flags_main_conf_t *fmcf,
     ngx_str_t *project, ngx_http_flags_flag_t *flag, uint32_t window,
@@ -991,14 +993,12 @@ void
 ngx_http_flags_zone_defs_ack(ngx_http_flags_main_conf_t *fmcf,
     ngx_atomic_uint_t seq)
 {
-    ngx_uint_t  i;
+    ngx_http_flags_proc_t  *own;
 
-    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
-        if (fmcf->sh->procs[i].pid == ngx_pid) {
-            __atomic_store_n(&fmcf->sh->procs[i].defs_seq, seq,
-                             __ATOMIC_RELEASE);
-            return;
-        }
+    own = ngx_http_flags_zone_own(fmcf->sh);
+
+    if (own) {
+        __atomic_store_n(&own->defs_seq, seq, __ATOMIC_RELEASE);
     }
 }
 
@@ -1042,36 +1042,18 @@ void
 ngx_http_flags_zone_counts_due(ngx_http_flags_main_conf_t *fmcf,
     ngx_msec_t due)
 {
-    ngx_uint_t                     i;
-    ngx_http_flags_shctx_t        *sh;
-    static ngx_http_flags_proc_t  *own;
+    ngx_http_flags_proc_t  *own;
 
-    sh = fmcf->sh;
-
-    if (sh == NULL) {
+    if (fmcf->sh == NULL) {
         return;
     }
 
-    if (own == NULL || own < sh->procs
-        || own >= sh->procs + NGX_HTTP_FLAGS_MAX_PROCS
-        || own->pid != ngx_pid)
-    {
-        own = NULL;
+    /* untracked (no slot): readers do not wait for this worker */
+    own = ngx_http_flags_zone_own(fmcf->sh);
 
-        for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
-            if (sh->procs[i].pid == ngx_pid) {
-                own = &sh->procs[i];
-                break;
-            }
-        }
-
-        if (own == NULL) {
-            /* untracked: readers do not wait for this worker */
-            return;
-        }
+    if (own) {
+        __atomic_store_n(&own->counts_due, due, __ATOMIC_RELEASE);
     }
-
-    __atomic_store_n(&own->counts_due, due, __ATOMIC_RELEASE);
 }
 
 
@@ -1171,21 +1153,35 @@ ngx_http_flags_zone_attach(ngx_cycle_t *cycle,
 void
 ngx_http_flags_zone_detach(ngx_http_flags_main_conf_t *fmcf)
 {
-    ngx_uint_t               i;
-    ngx_http_flags_shctx_t  *sh;
-
-    sh = fmcf->sh;
+    ngx_http_flags_proc_t  *own;
 
     ngx_shmtx_lock(&fmcf->shpool->mutex);
 
-    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
-        if (sh->procs[i].pid == ngx_pid) {
-            sh->procs[i].pid = 0;
-            break;
-        }
+    own = ngx_http_flags_zone_own(fmcf->sh);
+
+    if (own) {
+        own->pid = 0;
     }
 
     ngx_shmtx_unlock(&fmcf->shpool->mutex);
+}
+
+
+/* This process's slot in the zone (zone_attach() gave it), NULL when it
+ * has none. */
+
+static ngx_http_flags_proc_t *
+ngx_http_flags_zone_own(ngx_http_flags_shctx_t *sh)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
+        if (sh->procs[i].pid == ngx_pid) {
+            return &sh->procs[i];
+        }
+    }
+
+    return NULL;
 }
 
 
