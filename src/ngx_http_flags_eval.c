@@ -75,8 +75,9 @@ static ngx_event_t             ngx_http_flags_counts_timer;
 /* the timer's data: nginx's debug log reads a timer's data as a
  * connection and prints its descriptor */
 static ngx_connection_t        ngx_http_flags_counts_conn;
+/* the last fold (0 before the first: a clock of milliseconds since boot
+ * makes that long ago) */
 static ngx_msec_t              ngx_http_flags_folded_at;
-static ngx_uint_t              ngx_http_flags_folded;
 /* counts are held since the last fold (and the zone says until when) */
 static ngx_uint_t              ngx_http_flags_counts_held;
 
@@ -469,7 +470,7 @@ ngx_http_flags_counts_fold_handler(ngx_event_t *ev)
 
     age = ngx_current_msec - ngx_http_flags_folded_at;
 
-    if (!ngx_http_flags_folded || age >= NGX_HTTP_FLAGS_FOLD_MSEC) {
+    if (age >= NGX_HTTP_FLAGS_FOLD_MSEC) {
         ngx_http_flags_counts_fold();
         return;
     }
@@ -615,7 +616,6 @@ ngx_http_flags_counts_fold(void)
     ngx_http_flags_main_conf_t  *fmcf;
 
     ngx_http_flags_folded_at = ngx_current_msec;
-    ngx_http_flags_folded = 1;
 
     if (!ngx_http_flags_counts_held) {
         return;
