@@ -115,6 +115,17 @@ inline uint32_t block_seconds(const fl_window_t *w)
     return clamp_window(n > FL_WINDOW_MAX ? FL_WINDOW_MAX : static_cast<uint32_t>(n));
 }
 
+/* The bucket of second now (a stamp) in the ring of w. */
+inline bucket *bucket_of(fl_window_t *w, uint32_t now)
+{
+    return &buckets(w)[now % block_seconds(w)];
+}
+
+inline const bucket *bucket_of(const fl_window_t *w, uint32_t now)
+{
+    return &buckets(w)[now % block_seconds(w)];
+}
+
 inline uint64_t *sources(fl_window_t *w)
 {
     return reinterpret_cast<uint64_t *>(buckets(w) + block_seconds(w));
@@ -345,7 +356,7 @@ void fl_count_eval(fl_totals_t *t, fl_window_t *w, int64_t now_sec, int enabled)
     if (enabled) {
         add(&t->enabled_evaluations, 1);
         uint32_t now = stamp_of(now_sec);
-        bump(&buckets(w)[now % block_seconds(w)].enabled, now);
+        bump(&bucket_of(w, now)->enabled, now);
     }
 }
 
@@ -362,7 +373,7 @@ void fl_count_evals(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     if (enabled) {
         add(&t->enabled_evaluations, enabled);
         uint32_t now = stamp_of(now_sec);
-        bump_by(&buckets(w)[now % block_seconds(w)].enabled, now, enabled);
+        bump_by(&bucket_of(w, now)->enabled, now, enabled);
     }
 }
 
@@ -378,7 +389,7 @@ void fl_count_prefetch(const fl_totals_t *t, const fl_window_t *w,
         return;
     }
     uint32_t now = stamp_of(now_sec);
-    __builtin_prefetch(&buckets(w)[now % block_seconds(w)], 1, 3);
+    __builtin_prefetch(bucket_of(w, now), 1, 3);
 }
 
 void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
@@ -395,7 +406,7 @@ void fl_count_error_cohort(fl_totals_t *t, fl_window_t *w, int64_t now_sec,
     uint32_t now = stamp_of(now_sec);
 
     add(&t->errors, 1);
-    bump(&buckets(w)[now % block_seconds(w)].errors, now);
+    bump(&bucket_of(w, now)->errors, now);
     if (upstream) {
         add(&t->errors_upstream, 1);
     }
