@@ -886,13 +886,20 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
 
     /* Where lanes run, a word's 64 values come first, all at once
      * (lane_values(): no branch on the caller's segments or buckets), the
-     * flags it cannot decide by the one evaluation; then the objects.
-     * The segments the word's arithmetic reads are evaluated up front:
-     * a segment's result does not depend on which flag asks first. */
+     * flags it cannot decide by the one evaluation; then the objects.  A
+     * segment's result does not depend on which flag asks first, so the
+     * segments the word's arithmetic reads are either all evaluated up
+     * front, or (lazy, fl_project_s::val_lazy: where the load found few
+     * flags inside their percentage naming each segment) only for the
+     * flags a bucket let on, after the arithmetic (hot_gate()'s rule: the
+     * first segment that matches opens the gate). */
     bool words = Wide && Given && use_lanes;
+    bool lazy = words && fl::answer_lazy(*p);
     if (words) {
         lanes[fl::lane_none] = 0;
-        for (uint64_t need = p->val_segs; need != 0; need &= need - 1) {
+        for (uint64_t need = lazy ? 0 : p->val_segs; need != 0;
+             need &= need - 1)
+        {
             segment_into_bits(*p, static_cast<unsigned>(__builtin_ctzll(need)),
                               u, &cache);
         }
@@ -916,9 +923,23 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         uint64_t redo;
         uint64_t valid = count == 64 ? ~uint64_t(0)
                                      : (uint64_t(1) << count) - 1;
-        uint64_t v = fl::lane_values(*p, w, e, s, lanes, cache.seg_yes,
+        /* lazy: as if every segment matched, then the gates */
+        uint64_t v = fl::lane_values(*p, w, e, s, lanes,
+                                     lazy ? ~uint64_t(0) : cache.seg_yes,
                                      &redo) & valid;
-        for (redo &= valid; redo != 0; redo &= redo - 1) {
+        redo &= valid;
+        for (uint64_t gate = lazy ? v & ~redo & p->val_gated[w] : 0;
+             gate != 0; gate &= gate - 1)
+        {
+            uint64_t m = p->val_seg[at + static_cast<unsigned>(
+                                        __builtin_ctzll(gate))];
+            if ((m & cache.seg_yes) == 0
+                && !segments_into_bits(*p, m, u, &cache))
+            {
+                v &= ~(gate & (0 - gate));
+            }
+        }
+        for (; redo != 0; redo &= redo - 1) {
             unsigned j = static_cast<unsigned>(__builtin_ctzll(redo));
             size_t i = at + j;
             const fl::FlagHot &h = hot[i];

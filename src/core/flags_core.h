@@ -377,6 +377,17 @@ void fl_tally_drain(uint64_t *tally, size_t n, uint32_t *counts,
  * always answers; nothing changes). */
 int fl_lanes_set(int on) FL_NOEXCEPT;
 
+/* For tests: how fl_flags_answer() evaluates the segments of the flags
+ * its lanes decide: 1 only for the flags inside their percentage, after
+ * the arithmetic; 0 all of them first; -1 (the default) as the project's
+ * load chose.  The answer is the same either way.  Returns the previous
+ * setting. */
+int fl_answer_lazy_set(int mode) FL_NOEXCEPT;
+
+/* Whether fl_flags_answer() evaluates p's segments that way (1) or all
+ * first (0), as its load chose or fl_answer_lazy_set() forces. */
+int fl_answer_lazy(const fl_project_t *p) FL_NOEXCEPT;
+
 
 /* ------------------------------------------------------------------ JSON */
 

@@ -26,6 +26,8 @@ namespace {
 /* -1 not yet asked, 0 off, 1 on */
 std::atomic<int> lanes_state{-1};
 std::atomic<int> lanes_wanted{1};
+/* fl_answer_lazy_set(): -1 the project's choice, 0 never, 1 always */
+std::atomic<int> lazy_wanted{-1};
 
 bool cpu_has_avx2() noexcept
 {
@@ -211,6 +213,12 @@ bool lanes_ready() noexcept
     return cpu_lanes() && lanes_wanted.load(std::memory_order_relaxed) == 1;
 }
 
+bool answer_lazy(const fl_project_s &p) noexcept
+{
+    int m = lazy_wanted.load(std::memory_order_relaxed);
+    return m < 0 ? p.val_lazy : m == 1;
+}
+
 void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
     uint32_t *out) noexcept
 {
@@ -244,6 +252,16 @@ int fl_lanes_set(int on) noexcept
         return -1;
     }
     return lanes_wanted.exchange(on ? 1 : 0);
+}
+
+int fl_answer_lazy_set(int mode) noexcept
+{
+    return lazy_wanted.exchange(mode < 0 ? -1 : mode ? 1 : 0);
+}
+
+int fl_answer_lazy(const fl_project_t *p) noexcept
+{
+    return p != nullptr && fl::answer_lazy(*p) ? 1 : 0;
 }
 
 } // extern "C"

@@ -30,6 +30,10 @@ namespace fl {
  * turned it off. */
 bool lanes_ready() noexcept;
 
+/* Whether fl_flags_answer() evaluates p's segments lazily where lanes run
+ * (fl_project_s::val_lazy, unless fl_answer_lazy_set() decided). */
+bool answer_lazy(const fl_project_s &p) noexcept;
+
 /* The buckets of chunk c's grouped flags for the caller km was prepared
  * for: out[slot] for each flag's fl_project_s::lane_slot (out holds
  * lane_chunk_slots).  Only when lanes_ready(). */

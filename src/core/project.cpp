@@ -1126,7 +1126,14 @@ void Loader::build_lanes()
     p_.val_seg.assign(words * 64, 0);
     p_.val_fast.assign(words, 0);
     p_.val_enabled.assign(words, 0);
+    p_.val_gated.assign(words, 0);
     p_.val_segs = 0;
+
+    /* per segment of the first 64: the chance that no enabled fast flag
+     * naming it is inside its configured percentage (then a lazy answer
+     * does not evaluate it), and the flags a lazy answer checks */
+    double skip[64], checks = 0;
+    std::fill(skip, skip + 64, 1.0);
 
     for (size_t i = 0; i < n; i++) {
         const FlagHot &h = p_.hot[i];
@@ -1139,8 +1146,36 @@ void Loader::build_lanes()
             p_.val_fast[i / 64] |= bit;
             p_.val_seg[i] = h.seg_mask;
             p_.val_segs |= h.seg_mask;
+            if (h.seg_mask != 0) {
+                p_.val_gated[i / 64] |= bit;
+            }
+            if (h.seg_mask != 0 && h.enabled) {
+                double in = h.rollout_milli >= FL_MILLI_MAX
+                            ? 1.0 : h.rollout_milli / double(FL_MILLI_MAX);
+                checks += in;
+                for (uint64_t m = h.seg_mask; m != 0; m &= m - 1) {
+                    skip[__builtin_ctzll(m)] *= 1.0 - in;
+                }
+            }
         }
     }
+
+    /* Lazy where it is expected to cost less, by the configured
+     * percentages (ramps, rollbacks and overrides only change which is
+     * cheaper, never the answer): a segment about 80 instructions and
+     * 120 a rule (250 more a regular expression), a lazy answer's check
+     * of a flag inside its percentage about 10 (docs/evaluation.md). */
+    double first = 0, lazy = 10 * checks;
+    for (uint64_t m = p_.val_segs; m != 0; m &= m - 1) {
+        unsigned si = static_cast<unsigned>(__builtin_ctzll(m));
+        double cost = 80;
+        for (const Rule &r : p_.segments[si].rules) {
+            cost += r.op == Op::regex ? 370 : 120;
+        }
+        first += cost;
+        lazy += cost * (1.0 - skip[si]);
+    }
+    p_.val_lazy = lazy < first;
 }
 
 void Loader::index_named_users()

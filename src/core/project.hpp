@@ -347,10 +347,15 @@ struct fl_project_s {
      * flag i's segments as bits when FlagHot::seg_bits, else 0; and a bit
      * a flag in val_fast (simple, its segments, if any, among the first
      * 64: the word's arithmetic decides it) and val_enabled (on in the
-     * file).  val_segs: every segment some fast flag names. */
+     * file); val_gated: the fast flags with segments.  val_segs: every
+     * segment some fast flag names.  val_lazy: an answer evaluates those
+     * segments only for the flags inside their percentage, after the
+     * word's arithmetic, instead of all of them first (fl::answer_lazy();
+     * Loader::build_hot() weighs the two). */
     std::vector<uint64_t>       val_seg;
-    std::vector<uint64_t>       val_fast, val_enabled;
+    std::vector<uint64_t>       val_fast, val_enabled, val_gated;
     uint64_t                    val_segs = 0;
+    bool                        val_lazy = false;
 
     /* the named users of every flag */
     fl::NamedIndex            named;

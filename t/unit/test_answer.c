@@ -148,6 +148,19 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
     }
     assert_int_equal(bits[FL_BIT_WORDS(n)], 0x5a5a5a5a5a5a5a5aull);
 
+    /* the same bytes and bits whichever way the segments are evaluated:
+     * all first (0) or only for the flags inside their percentage (1) */
+    for (int mode = 0; mode <= 1; mode++) {
+        uint64_t *again = calloc(FL_BIT_WORDS(n) + 1, sizeof(uint64_t));
+        int was = fl_answer_lazy_set(mode);
+        size_t an = fl_flags_answer(p, u, eff, sw, again, got);
+        assert_int_equal(fl_answer_lazy_set(was), mode);
+        assert_int_equal(an, wn);
+        assert_memory_equal(got, want, wn);
+        assert_memory_equal(again, bits, FL_BIT_WORDS(n) * sizeof(uint64_t));
+        free(again);
+    }
+
     free(d);
     free(bits);
     free(want);
@@ -433,6 +446,58 @@ static void lanes_every_length(void)
     free(json);
 }
 
+/* The load's choice (project.cpp, Loader::build_lanes()): each segment
+ * named by one flag at 5 % is evaluated for about one caller in twenty,
+ * so lazily; a segment that flags at 100 % name is needed by every
+ * caller, so first; no segments, nothing to weigh.  fl_answer_lazy_set()
+ * overrides the choice both ways and gives it back. */
+static char *flags_naming(unsigned nflags, const char *pct, int own)
+{
+    char *json = malloc(nflags * 120 + 1024), *o = json;
+
+    o += sprintf(o, "{\"flags\":[");
+    for (unsigned i = 0; i < nflags; i++) {
+        o += sprintf(o, "%s{\"name\":\"f%u\",\"enabled\":true,"
+                        "\"rolloutPercentage\":%s,\"segments\":[\"s%u\"]}",
+                     i ? "," : "", i, pct, own ? i : 0);
+    }
+    o += sprintf(o, "],\"segments\":{");
+    for (unsigned i = 0; i < nflags; i++) {
+        o += sprintf(o, "%s\"s%u\":{\"rules\":[{\"trait\":\"plan\","
+                        "\"op\":\"eq\",\"value\":\"p%u\"}]}",
+                     i ? "," : "", i, i);
+    }
+    o += sprintf(o, "}}");
+    return json;
+}
+
+static void test_lazy_choice(void **state)
+{
+    (void) state;
+    char *few = flags_naming(10, "5", 1), *all = flags_naming(10, "100", 0);
+    fl_project_t *lazy = load(few), *first = load(all);
+    fl_project_t *none = load("{\"flags\":[{\"name\":\"a\",\"enabled\":true,"
+                              "\"rolloutPercentage\":50}]}");
+
+    assert_int_equal(fl_answer_lazy(lazy), 1);
+    assert_int_equal(fl_answer_lazy(first), 0);
+    assert_int_equal(fl_answer_lazy(none), 0);
+    assert_int_equal(fl_answer_lazy(NULL), 0);
+
+    assert_int_equal(fl_answer_lazy_set(1), -1);
+    assert_int_equal(fl_answer_lazy(first), 1);
+    assert_int_equal(fl_answer_lazy_set(0), 1);
+    assert_int_equal(fl_answer_lazy(lazy), 0);
+    assert_int_equal(fl_answer_lazy_set(-1), 0);
+    assert_int_equal(fl_answer_lazy(lazy), 1);
+
+    fl_project_free(lazy);
+    fl_project_free(first);
+    fl_project_free(none);
+    free(few);
+    free(all);
+}
+
 static void test_lanes(void **state)
 {
     (void) state;
@@ -532,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_simple_flags),
         cmocka_unit_test(test_flags_with_rules),
         cmocka_unit_test(test_many_segments),
+        cmocka_unit_test(test_lazy_choice),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_copy_sizes),
         cmocka_unit_test(test_tally),
