@@ -400,6 +400,18 @@ bool segments_into_bits(const fl_project_s &p, uint64_t mask,
     return false;
 }
 
+/* Whether one of the segments of mask (among the first 64, at least
+ * one) matches u: any_of() by the cache's bits. */
+FL_HOT_INLINE bool mask_gate(const fl_project_s &p, uint64_t mask,
+    const fl_user_t *u, EvalCache *cache)
+{
+    if ((mask & cache->seg_yes) != 0) {
+        return true;
+    }
+    return (mask & ~cache->seg_known) != 0
+           && segments_into_bits(p, mask, u, cache);
+}
+
 /* Whether one of the segments of the simple flag h matches u (h has at
  * least one): any_of(), by its bits when it has them. */
 FL_HOT_INLINE bool hot_gate(const fl_project_s &p, const fl::FlagHot &h,
@@ -408,11 +420,7 @@ FL_HOT_INLINE bool hot_gate(const fl_project_s &p, const fl::FlagHot &h,
     if (cache == nullptr || !h.seg_bits) {
         return any_of(p, p.hot_segs.data() + h.seg_at, h.nsegs, u, cache);
     }
-    if ((h.seg_mask & cache->seg_yes) != 0) {
-        return true;
-    }
-    return (h.seg_mask & ~cache->seg_known) != 0
-           && segments_into_bits(p, h.seg_mask, u, cache);
+    return mask_gate(p, h.seg_mask, u, cache);
 }
 
 FL_HOT_INLINE bool any_of(const fl_project_s &p,
@@ -891,8 +899,9 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
      * segments the word's arithmetic reads are either all evaluated up
      * front, or (lazy, fl_project_s::val_lazy: where the load found few
      * flags inside their percentage naming each segment) only for the
-     * flags a bucket let on, after the arithmetic (hot_gate()'s rule: the
-     * first segment that matches opens the gate). */
+     * flags a bucket let on, after the arithmetic (mask_gate(), as
+     * hot_gate() decides a flag: the first segment that matches opens the
+     * gate). */
     bool words = Wide && Given && use_lanes;
     bool lazy = words && fl::answer_lazy(*p);
     if (words) {
@@ -931,10 +940,9 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         for (uint64_t gate = lazy ? v & ~redo & p->val_gated[w] : 0;
              gate != 0; gate &= gate - 1)
         {
-            uint64_t m = p->val_seg[at + static_cast<unsigned>(
-                                        __builtin_ctzll(gate))];
-            if ((m & cache.seg_yes) == 0
-                && !segments_into_bits(*p, m, u, &cache))
+            if (!mask_gate(*p, p->val_seg[at + static_cast<unsigned>(
+                                               __builtin_ctzll(gate))],
+                           u, &cache))
             {
                 v &= ~(gate & (0 - gate));
             }

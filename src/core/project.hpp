@@ -351,7 +351,7 @@ struct fl_project_s {
      * segment some fast flag names.  val_lazy: an answer evaluates those
      * segments only for the flags inside their percentage, after the
      * word's arithmetic, instead of all of them first (fl::answer_lazy();
-     * Loader::build_hot() weighs the two). */
+     * Loader::build_lanes() weighs the two). */
     std::vector<uint64_t>       val_seg;
     std::vector<uint64_t>       val_fast, val_enabled, val_gated;
     uint64_t                    val_segs = 0;
