@@ -12,63 +12,9 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace fl {
 
 namespace {
-
-struct scanner {
-    const unsigned char    *p;
-    const unsigned char    *end;
-    const yajl_callbacks   *cb;
-    void                   *ctx;
-    const fl_alloc_t       *alloc;
-    size_t                  len;
-    unsigned char          *scratch;    /* decoded strings, taken once */
-};
-
-inline void skip_space(scanner &s) noexcept
-{
-    while (s.p < s.end && json_space(*s.p)) {
-        s.p++;
-    }
-}
-
-inline bool plain_string_byte(unsigned char c) noexcept
-{
-    return c != '"' && c != '\\' && c >= 0x20;
-}
-
-/* Bytes of a string that need no decoding: up to a '"', a '\\' or a
- * control byte (bytes >= 0x80 are plain here). */
-inline const unsigned char *string_run(const unsigned char *p,
-    const unsigned char *end) noexcept
-{
-#if defined(__SSE2__)
-    const __m128i qt = _mm_set1_epi8('"');
-    const __m128i bs = _mm_set1_epi8('\\');
-    const __m128i ctl = _mm_set1_epi8(0x1f);
-
-    while (end - p >= 16) {
-        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
-        __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v);   /* <= 0x1f */
-        int stop = _mm_movemask_epi8(_mm_or_si128(
-                       _mm_or_si128(_mm_cmpeq_epi8(v, qt), _mm_cmpeq_epi8(v, bs)),
-                       low));
-        if (stop) {
-            return p + __builtin_ctz(static_cast<unsigned>(stop));
-        }
-        p += 16;
-    }
-#endif
-    while (p < end && plain_string_byte(*p)) {
-        p++;
-    }
-    return p;
-}
 
 bool hex4(const unsigned char *p, uint32_t *out) noexcept
 {
@@ -105,19 +51,13 @@ unsigned char *put_utf8(unsigned char *o, uint32_t cp) noexcept
     return o;
 }
 
-/* The string whose opening quote s.p is on: *str and *len as yajl would
- * hand them over.  False to decline. */
-bool scan_string(scanner &s, const unsigned char **str, size_t *len) noexcept
-{
-    const unsigned char *start = ++s.p;
-    const unsigned char *q = string_run(start, s.end);
+} // namespace
 
-    if (q < s.end && *q == '"') {
-        *str = start;
-        *len = static_cast<size_t>(q - start);
-        s.p = q + 1;
-        return true;
-    }
+namespace scan_detail {
+
+bool scan_escaped(scanner &s, const unsigned char *start,
+    const unsigned char *q, const unsigned char **str, size_t *len) noexcept
+{
     if (q == s.end || *q != '\\') {
         return false;               /* unterminated, or a control byte */
     }
@@ -269,130 +209,6 @@ bool scan_literal(scanner &s, const char *lit, size_t n) noexcept
     return true;
 }
 
-} // namespace
-
-json_scan_result json_scan(const unsigned char *d, size_t len,
-    const yajl_callbacks *cb, void *ctx, const fl_alloc_t *a) noexcept
-{
-    enum : unsigned char { IN_OBJECT, IN_ARRAY };
-
-    unsigned char stack[FL_REPORT_MAX_DEPTH + 1];
-    size_t depth = 0;
-    scanner s = { d, d + len, cb, ctx, a, len, nullptr };
-    const unsigned char *str;
-    size_t n;
-
-#define CALL(fn, ...)                                                        \
-    do {                                                                     \
-        if (cb->fn != nullptr && !cb->fn(ctx, ##__VA_ARGS__)) {              \
-            return JSON_SCAN_DECLINED;                                       \
-        }                                                                    \
-    } while (0)
-
-want_value:
-    skip_space(s);
-    if (s.p == s.end) {
-        return JSON_SCAN_DECLINED;
-    }
-    switch (*s.p) {
-    case '{':
-    case '[':
-        if (depth == sizeof(stack)) {
-            return JSON_SCAN_DECLINED;
-        }
-        if (*s.p == '{') {
-            CALL(yajl_start_map);
-            stack[depth++] = IN_OBJECT;
-        } else {
-            CALL(yajl_start_array);
-            stack[depth++] = IN_ARRAY;
-        }
-        s.p++;
-        skip_space(s);
-        if (s.p < s.end && *s.p == (stack[depth - 1] == IN_OBJECT ? '}' : ']')) {
-            goto close;             /* {} or [] */
-        }
-        if (stack[depth - 1] == IN_OBJECT) {
-            goto want_key;
-        }
-        goto want_value;
-    case '"':
-        if (!scan_string(s, &str, &n)) {
-            return JSON_SCAN_DECLINED;
-        }
-        CALL(yajl_string, str, n);
-        goto after_value;
-    case 't':
-        if (!scan_literal(s, "true", 4)) {
-            return JSON_SCAN_DECLINED;
-        }
-        CALL(yajl_boolean, 1);
-        goto after_value;
-    case 'f':
-        if (!scan_literal(s, "false", 5)) {
-            return JSON_SCAN_DECLINED;
-        }
-        CALL(yajl_boolean, 0);
-        goto after_value;
-    case 'n':
-        if (!scan_literal(s, "null", 4)) {
-            return JSON_SCAN_DECLINED;
-        }
-        CALL(yajl_null);
-        goto after_value;
-    default:
-        /* only the text-passing number callback is ever set */
-        if (cb->yajl_integer != nullptr || cb->yajl_double != nullptr
-            || !scan_number(s, &str, &n))
-        {
-            return JSON_SCAN_DECLINED;
-        }
-        CALL(yajl_number, reinterpret_cast<const char *>(str), n);
-        goto after_value;
-    }
-
-want_key:
-    skip_space(s);
-    if (s.p == s.end || *s.p != '"' || !scan_string(s, &str, &n)) {
-        return JSON_SCAN_DECLINED;
-    }
-    CALL(yajl_map_key, str, n);
-    skip_space(s);
-    if (s.p == s.end || *s.p != ':') {
-        return JSON_SCAN_DECLINED;
-    }
-    s.p++;
-    goto want_value;
-
-after_value:
-    skip_space(s);
-    if (depth == 0) {
-        return s.p == s.end ? JSON_SCAN_OK : JSON_SCAN_DECLINED;
-    }
-    if (s.p == s.end) {
-        return JSON_SCAN_DECLINED;
-    }
-    if (*s.p == ',') {
-        s.p++;
-        if (stack[depth - 1] == IN_OBJECT) {
-            goto want_key;
-        }
-        goto want_value;
-    }
-    if (*s.p != (stack[depth - 1] == IN_OBJECT ? '}' : ']')) {
-        return JSON_SCAN_DECLINED;
-    }
-
-close:
-    s.p++;
-    if (stack[--depth] == IN_OBJECT) {
-        CALL(yajl_end_map);
-    } else {
-        CALL(yajl_end_array);
-    }
-    goto after_value;
-
-#undef CALL
-}
+} // namespace scan_detail
 
 } // namespace fl

@@ -388,6 +388,27 @@ const yajl_callbacks callbacks = {
     cb_start_map, cb_map_key, cb_end, cb_start_array, cb_end
 };
 
+/* The same callbacks for json_scan(), called directly (json_scan.hpp). */
+struct scan_handler {
+    parser *p;
+
+    bool null() const { return cb_null(p); }
+    bool boolean(int v) const { return cb_boolean(p, v); }
+    bool number(const char *s, size_t n) const { return cb_number(p, s, n); }
+    bool string(const unsigned char *s, size_t n) const
+    {
+        return cb_string(p, s, n);
+    }
+    bool start_map() const { return cb_start_map(p); }
+    bool map_key(const unsigned char *s, size_t n) const
+    {
+        return cb_map_key(p, s, n);
+    }
+    bool end_map() const { return cb_end(p); }
+    bool start_array() const { return cb_start_array(p); }
+    bool end_array() const { return cb_end(p); }
+};
+
 void syntax_error(parser *p, uint64_t at)
 {
     char why[128];
@@ -818,9 +839,9 @@ fl_status_t fl_report_parser_feed_whole(fl_report_parser_t *rp,
             p->raw = data;
             p->raw_len = len;
         }
+        scan_handler h{p};
         if ((ascii || (p->utf8.feed(data, len) == len && p->utf8.complete()))
-            && fl::json_scan(data, len, &callbacks, p, &p->alloc)
-               == fl::JSON_SCAN_OK)
+            && fl::json_scan(data, len, h, &p->alloc) == fl::JSON_SCAN_OK)
         {
             p->scanned = true;
             p->saw_content = true;
