@@ -762,6 +762,13 @@ typedef struct {
     int          enabled;       /* then the answer the client got: 0, 1 */
     unsigned     verbatim;      /* FL_REPORT_VERBATIM_* of the strings
                                  * that are their own JSON escaping */
+    const char  *message_json;  size_t message_json_len;
+    const char  *stack_json;    size_t stack_json_len;
+                                /* NULL, or the string's JSON escaping as
+                                 * the body wrote it, where that is exactly
+                                 * what fl_json_escape() writes (escapes
+                                 * \" \\ \b \f \n \r \t only, a body of ASCII):
+                                 * the log line copies it */
 } fl_report_t;
 
 #define FL_REPORT_VERBATIM_FLAG_NAME  0x01

@@ -56,7 +56,8 @@ unsigned char *put_utf8(unsigned char *o, uint32_t cp) noexcept
 namespace scan_detail {
 
 bool scan_escaped(scanner &s, const unsigned char *start,
-    const unsigned char *q, const unsigned char **str, size_t *len) noexcept
+    const unsigned char *q, const unsigned char **str, size_t *len,
+    bool *plain) noexcept
 {
     if (q == s.end || *q != '\\') {
         return false;               /* unterminated, or a control byte */
@@ -73,6 +74,7 @@ bool scan_escaped(scanner &s, const unsigned char *start,
     unsigned char *o = s.scratch;
     std::memcpy(o, start, static_cast<size_t>(q - start));
     o += q - start;
+    *plain = true;
 
     for (;;) {
         if (q == s.end) {
@@ -99,7 +101,7 @@ bool scan_escaped(scanner &s, const unsigned char *start,
         switch (q[1]) {
         case '"':  *o++ = '"';  break;
         case '\\': *o++ = '\\'; break;
-        case '/':  *o++ = '/';  break;
+        case '/':  *o++ = '/';  *plain = false; break;
         case 'b':  *o++ = '\b'; break;
         case 'f':  *o++ = '\f'; break;
         case 'n':  *o++ = '\n'; break;
@@ -124,6 +126,7 @@ bool scan_escaped(scanner &s, const unsigned char *start,
             }
             o = put_utf8(o, cp);
             q += 6;
+            *plain = false;
             continue;
         }
         default:

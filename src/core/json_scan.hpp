@@ -95,15 +95,20 @@ inline const unsigned char *string_run(const unsigned char *p,
 }
 
 /* The rest of a string with escapes, from q (on its first '\\' or
- * control byte) on: decoded into the scratch buffer.  Out of line: most
- * strings have none. */
+ * control byte) on: decoded into the scratch buffer.  *plain: each of its
+ * escapes is the one fl_json_escape() writes for what it stands for (\",
+ * \\, \b, \f, \n, \r, \t; not \/ nor \u).  Out of line: most strings
+ * have none. */
 bool scan_escaped(scanner &s, const unsigned char *start,
-    const unsigned char *q, const unsigned char **str, size_t *len) noexcept;
+    const unsigned char *q, const unsigned char **str, size_t *len,
+    bool *plain) noexcept;
 
 /* The string whose opening quote s.p is on: *str and *len as yajl would
- * hand them over.  False to decline. */
-inline bool scan_string(scanner &s, const unsigned char **str, size_t *len)
-    noexcept
+ * hand them over.  *text: its text between the quotes where that is
+ * written as fl_json_escape() would write the string in a text of ASCII
+ * (then *text_len its length), else nullptr.  False to decline. */
+inline bool scan_string(scanner &s, const unsigned char **str, size_t *len,
+    const unsigned char **text, size_t *text_len) noexcept
 {
     const unsigned char *start = ++s.p;
     const unsigned char *q = string_run(start, s.end);
@@ -111,10 +116,18 @@ inline bool scan_string(scanner &s, const unsigned char **str, size_t *len)
     if (q < s.end && *q == '"') {
         *str = start;
         *len = static_cast<size_t>(q - start);
+        *text = start;
+        *text_len = *len;
         s.p = q + 1;
         return true;
     }
-    return scan_escaped(s, start, q, str, len);
+    bool plain;
+    if (!scan_escaped(s, start, q, str, len, &plain)) {
+        return false;
+    }
+    *text = plain ? start : nullptr;
+    *text_len = static_cast<size_t>(s.p - 1 - start);
+    return true;
 }
 
 bool scan_number(scanner &s, const unsigned char **str, size_t *len) noexcept;
@@ -126,7 +139,10 @@ bool scan_literal(scanner &s, const char *lit, size_t n) noexcept;
  * Scans d[0..len) as one JSON text, handing what it reads to h, whose
  * members stand for yajl's callbacks and return false to stop (and
  * decline): start_map(), end_map(), start_array(), end_array(),
- * map_key(str, n), string(str, n), number(text, n), boolean(b), null().
+ * map_key(str, n), string(str, n, text, text_n), number(text, n),
+ * boolean(b), null().  string()'s text is the string as the body wrote
+ * it when that is how fl_json_escape() would write it in a text of
+ * ASCII (scan_string()), else nullptr.
  * A template, so that the caller's handler is called directly, not
  * through a pointer, and its small members are inlined into the scan.
  * Escaped strings are decoded into memory from a (at most len bytes,
@@ -142,8 +158,8 @@ json_scan_result json_scan(const unsigned char *d, size_t len, H &h,
     unsigned char stack[FL_REPORT_MAX_DEPTH + 1];
     size_t depth = 0;
     scanner s = { d, d + len, a, len, nullptr };
-    const unsigned char *str;
-    size_t n;
+    const unsigned char *str, *text;
+    size_t n, text_n;
 
 want_value:
     skip_space(s);
@@ -177,7 +193,9 @@ want_value:
         }
         goto want_value;
     case '"':
-        if (!scan_string(s, &str, &n) || !h.string(str, n)) {
+        if (!scan_string(s, &str, &n, &text, &text_n)
+            || !h.string(str, n, text, text_n))
+        {
             return JSON_SCAN_DECLINED;
         }
         goto after_value;
@@ -207,7 +225,7 @@ want_value:
 
 want_key:
     skip_space(s);
-    if (s.p == s.end || *s.p != '"' || !scan_string(s, &str, &n)
+    if (s.p == s.end || *s.p != '"' || !scan_string(s, &str, &n, &text, &text_n)
         || !h.map_key(str, n))
     {
         return JSON_SCAN_DECLINED;

@@ -86,6 +86,8 @@ struct field {
     size_t       len;
     bool         verbatim;  /* str is its own JSON escaping (verbatim()) */
     bool         boolean;   /* enabled: the value */
+    const char  *text;      /* or nullptr: str's JSON escaping as the body */
+    size_t       text_len;  /* wrote it (parser::text) */
 };
 
 struct trait {
@@ -131,6 +133,11 @@ struct fl_report_parser_s {
     bool            trait_key_verbatim;
     const unsigned char *raw;       /* the body json_scan() reads, when */
     size_t          raw_len;        /* it is ASCII throughout (verbatim()) */
+    /* the string value being handed over, as the body wrote it, when
+     * that is exactly its fl_json_escape() (json_scan()'s string text,
+     * in a body of ASCII): the report log copies it */
+    const char     *text = nullptr;
+    size_t          text_len = 0;
     uint64_t        fed;            /* bytes before the current piece */
     fl::Utf8JsonCheck  utf8;        /* strict UTF-8 and \u pairs */
     field           fields[F_COUNT];
@@ -226,6 +233,7 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
     f.str = nullptr;
     f.len = 0;
     f.verbatim = false;
+    f.text = nullptr;
 
     if (p->cur_field == F_TRAITS) {
         reset_traits(p);
@@ -244,6 +252,10 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
         }
         f.len = len;
         f.state = S_OK;
+        if (!f.verbatim && p->text != nullptr) {
+            f.text = p->text;
+            f.text_len = p->text_len;
+        }
     } else {
         f.state = S_BAD;
     }
@@ -395,9 +407,17 @@ struct scan_handler {
     bool null() const { return cb_null(p); }
     bool boolean(int v) const { return cb_boolean(p, v); }
     bool number(const char *s, size_t n) const { return cb_number(p, s, n); }
-    bool string(const unsigned char *s, size_t n) const
+    bool string(const unsigned char *s, size_t n, const unsigned char *text,
+        size_t text_n) const
     {
-        return cb_string(p, s, n);
+        if (text == nullptr || p->raw == nullptr) {
+            return cb_string(p, s, n);
+        }
+        p->text = reinterpret_cast<const char *>(text);
+        p->text_len = text_n;
+        int ok = cb_string(p, s, n);
+        p->text = nullptr;
+        return ok;
     }
     bool start_map() const { return cb_start_map(p); }
     bool map_key(const unsigned char *s, size_t n) const
@@ -662,11 +682,16 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
     r.flag_name_len = f[F_FLAG_NAME].len;
     r.message = f[F_MESSAGE].str;
     r.message_len = f[F_MESSAGE].len;
+    r.message_json = f[F_MESSAGE].text;
+    r.message_json_len = r.message_json != nullptr ? f[F_MESSAGE].text_len
+                                                   : 0;
     r.verbatim = (f[F_FLAG_NAME].verbatim ? FL_REPORT_VERBATIM_FLAG_NAME : 0)
                  | (f[F_MESSAGE].verbatim ? FL_REPORT_VERBATIM_MESSAGE : 0);
     if (f[F_STACK].state == S_OK) {
         r.stack = f[F_STACK].str;
         r.stack_len = f[F_STACK].len;
+        r.stack_json = f[F_STACK].text;
+        r.stack_json_len = r.stack_json != nullptr ? f[F_STACK].text_len : 0;
         r.verbatim |= f[F_STACK].verbatim ? FL_REPORT_VERBATIM_STACK : 0;
     }
     if (f[F_USER_ID].state == S_OK) {
@@ -966,9 +991,19 @@ size_t fl_report_log_line(const fl_report_t *r, const char *project,
     MEMBER(",\"project\":", project, project_len, 0);
     MEMBER(",\"flagName\":", r->flag_name, r->flag_name_len,
            FL_REPORT_VERBATIM_FLAG_NAME);
-    MEMBER(",\"message\":", r->message, r->message_len,
-           FL_REPORT_VERBATIM_MESSAGE);
-    if (r->stack != nullptr) {
+    /* a message or stack the body escaped as fl_json_escape() would:
+     * copied as written */
+    if (r->message_json != nullptr) {
+        o = put_member(o, ",\"message\":", sizeof(",\"message\":") - 1,
+                       r->message_json, r->message_json_len, true);
+    } else {
+        MEMBER(",\"message\":", r->message, r->message_len,
+               FL_REPORT_VERBATIM_MESSAGE);
+    }
+    if (r->stack_json != nullptr) {
+        o = put_member(o, ",\"stack\":", sizeof(",\"stack\":") - 1,
+                       r->stack_json, r->stack_json_len, true);
+    } else if (r->stack != nullptr) {
         MEMBER(",\"stack\":", r->stack, r->stack_len,
                FL_REPORT_VERBATIM_STACK);
     }

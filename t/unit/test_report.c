@@ -93,6 +93,16 @@ static result parse_n(const char *body, size_t len)
 
     assert_int_equal(fast.rc, whole.rc);
     assert_string_equal(fast.err, whole.err);
+    if (whole.rc == FL_OK) {
+        /* the fast path's log line, which may copy a string's escaping
+         * as the body wrote it (message_json, stack_json) */
+        size_t an, bn;
+        char *a = line_of(&fast.r, "p", 1795352709123ULL, &an);
+        char *b = line_of(&whole.r, "p", 1795352709123ULL, &bn);
+        same_str(a, an, b, bn);
+        free(a);
+        free(b);
+    }
 
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         result other = parse_chunked(body, len, sizes[i]);
@@ -226,6 +236,80 @@ static void test_decoded_strings(void **state)
 
 /* What the one-buffer scanner reads itself (no \u0000, pairs only):
  * decoded as yajl decodes it, in every way of feeding the body. */
+/* A message or stack whose escapes are the ones fl_json_escape() writes
+ * is copied into the log line as the body wrote it (message_json,
+ * stack_json); any other escape, or a byte over 0x7f anywhere in the body,
+ * leaves it to be escaped again.  The line is the same bytes either way
+ * (parse_n() compares the fast path's line with yajl's). */
+static void test_escaped_text_copied(void **state)
+{
+    (void) state;
+    static const char body[] =
+        "{\"flagName\":\"f\",\"message\":\"say \\\"hi\\\"\","
+        "\"stack\":\"at a.js:1\\n\\tat b.js:2\\r\\b\\f\\\\x\"}";
+    static const char line[] =
+        "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"p\","
+        "\"flagName\":\"f\",\"message\":\"say \\\"hi\\\"\","
+        "\"stack\":\"at a.js:1\\n\\tat b.js:2\\r\\b\\f\\\\x\"}\n";
+    result fast = parse_chunked(body, strlen(body), 0);
+    size_t n;
+    char *got;
+
+    assert_int_equal(fast.rc, FL_OK);
+    expect_str(fast.r.message, fast.r.message_len, "say \"hi\"");
+    expect_str(fast.r.stack, fast.r.stack_len,
+               "at a.js:1\n\tat b.js:2\r\b\f\\x");
+    /* pointers into the body, at the strings' text */
+    assert_ptr_equal(fast.r.message_json, strstr(body, "say"));
+    assert_int_equal(fast.r.message_json_len, strlen("say \\\"hi\\\""));
+    assert_ptr_equal(fast.r.stack_json, strstr(body, "at a.js"));
+    assert_int_equal(fast.r.stack_json_len,
+                     strlen("at a.js:1\\n\\tat b.js:2\\r\\b\\f\\\\x"));
+    got = line_of(&fast.r, "p", 1795352709123ULL, &n);
+    assert_int_equal(n, strlen(line));
+    assert_memory_equal(got, line, n);
+    free(got);
+    (void) parse(body);
+
+    /* an escape fl_json_escape() does not write: escaped again */
+    static const char slash[] =
+        "{\"flagName\":\"f\",\"message\":\"a\\/b\",\"stack\":\"\\u0041\\n\"}";
+    fast = parse_chunked(slash, strlen(slash), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    expect_str(fast.r.message, fast.r.message_len, "a/b");
+    expect_str(fast.r.stack, fast.r.stack_len, "A\n");
+    assert_null(fast.r.message_json);
+    assert_null(fast.r.stack_json);
+    got = line_of(&fast.r, "p", 1795352709123ULL, &n);
+    assert_non_null(strstr(got, ",\"message\":\"a/b\",\"stack\":\"A\\n\"}"));
+    free(got);
+    (void) parse(slash);
+
+    /* a control byte without a short escape: \u001f, not copied */
+    static const char ctl[] =
+        "{\"flagName\":\"f\",\"message\":\"m\",\"stack\":\"a\\u001fb\\n\"}";
+    fast = parse_chunked(ctl, strlen(ctl), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    assert_null(fast.r.stack_json);
+    (void) parse(ctl);
+
+    /* a body with a byte over 0x7f: nothing is copied as written */
+    static const char utf8[] =
+        "{\"flagName\":\"f\",\"message\":\"caf\xc3\xa9\",\"stack\":\"a\\nb\"}";
+    fast = parse_chunked(utf8, strlen(utf8), 0);
+    assert_int_equal(fast.rc, FL_OK);
+    assert_null(fast.r.message_json);
+    assert_null(fast.r.stack_json);
+    expect_str(fast.r.stack, fast.r.stack_len, "a\nb");
+    (void) parse(utf8);
+
+    /* the yajl path never sets them */
+    result whole = parse_chunked(body, strlen(body), 3);
+    assert_int_equal(whole.rc, FL_OK);
+    assert_null(whole.r.message_json);
+    assert_null(whole.r.stack_json);
+}
+
 static void test_scanner_decoding(void **state)
 {
     (void) state;
@@ -1253,6 +1337,7 @@ int main(void)
         cmocka_unit_test_teardown(test_null_optional_is_absent, arena_teardown),
         cmocka_unit_test_teardown(test_decoded_strings, arena_teardown),
         cmocka_unit_test_teardown(test_scanner_decoding, arena_teardown),
+        cmocka_unit_test_teardown(test_escaped_text_copied, arena_teardown),
         cmocka_unit_test_teardown(test_empty_strings_are_valid, arena_teardown),
         cmocka_unit_test_teardown(test_unknown_fields_ignored, arena_teardown),
         cmocka_unit_test_teardown(test_duplicate_keys, arena_teardown),
