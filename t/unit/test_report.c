@@ -234,8 +234,18 @@ static void test_decoded_strings(void **state)
     expect_str(res.r.stack, res.r.stack_len, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
 }
 
-/* What the one-buffer scanner reads itself (no \u0000, pairs only):
- * decoded as yajl decodes it, in every way of feeding the body. */
+/* body through the fast path, accepted; parse() first holds it to yajl
+ * (the fast path's log line too) */
+static result fast_ok(const char *body)
+{
+    result whole = parse(body);
+    result fast = parse_chunked(body, strlen(body), 0);
+
+    assert_int_equal(whole.rc, FL_OK);
+    assert_int_equal(fast.rc, FL_OK);
+    return fast;
+}
+
 /* A message or stack whose escapes are the ones fl_json_escape() writes
  * is copied into the log line as the body wrote it (message_json,
  * stack_json); any other escape, or a byte over 0x7f anywhere in the body,
@@ -251,11 +261,10 @@ static void test_escaped_text_copied(void **state)
         "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"p\","
         "\"flagName\":\"f\",\"message\":\"say \\\"hi\\\"\","
         "\"stack\":\"at a.js:1\\n\\tat b.js:2\\r\\b\\f\\\\x\"}\n";
-    result fast = parse_chunked(body, strlen(body), 0);
+    result fast = fast_ok(body);
     size_t n;
     char *got;
 
-    assert_int_equal(fast.rc, FL_OK);
     expect_str(fast.r.message, fast.r.message_len, "say \"hi\"");
     expect_str(fast.r.stack, fast.r.stack_len,
                "at a.js:1\n\tat b.js:2\r\b\f\\x");
@@ -269,13 +278,10 @@ static void test_escaped_text_copied(void **state)
     assert_int_equal(n, strlen(line));
     assert_memory_equal(got, line, n);
     free(got);
-    (void) parse(body);
 
     /* an escape fl_json_escape() does not write: escaped again */
-    static const char slash[] =
-        "{\"flagName\":\"f\",\"message\":\"a\\/b\",\"stack\":\"\\u0041\\n\"}";
-    fast = parse_chunked(slash, strlen(slash), 0);
-    assert_int_equal(fast.rc, FL_OK);
+    fast = fast_ok("{\"flagName\":\"f\",\"message\":\"a\\/b\","
+                   "\"stack\":\"\\u0041\\n\"}");
     expect_str(fast.r.message, fast.r.message_len, "a/b");
     expect_str(fast.r.stack, fast.r.stack_len, "A\n");
     assert_null(fast.r.message_json);
@@ -283,25 +289,18 @@ static void test_escaped_text_copied(void **state)
     got = line_of(&fast.r, "p", 1795352709123ULL, &n);
     assert_non_null(strstr(got, ",\"message\":\"a/b\",\"stack\":\"A\\n\"}"));
     free(got);
-    (void) parse(slash);
 
     /* a control byte without a short escape: \u001f, not copied */
-    static const char ctl[] =
-        "{\"flagName\":\"f\",\"message\":\"m\",\"stack\":\"a\\u001fb\\n\"}";
-    fast = parse_chunked(ctl, strlen(ctl), 0);
-    assert_int_equal(fast.rc, FL_OK);
+    fast = fast_ok("{\"flagName\":\"f\",\"message\":\"m\","
+                   "\"stack\":\"a\\u001fb\\n\"}");
     assert_null(fast.r.stack_json);
-    (void) parse(ctl);
 
     /* a body with a byte over 0x7f: nothing is copied as written */
-    static const char utf8[] =
-        "{\"flagName\":\"f\",\"message\":\"caf\xc3\xa9\",\"stack\":\"a\\nb\"}";
-    fast = parse_chunked(utf8, strlen(utf8), 0);
-    assert_int_equal(fast.rc, FL_OK);
+    fast = fast_ok("{\"flagName\":\"f\",\"message\":\"caf\xc3\xa9\","
+                   "\"stack\":\"a\\nb\"}");
     assert_null(fast.r.message_json);
     assert_null(fast.r.stack_json);
     expect_str(fast.r.stack, fast.r.stack_len, "a\nb");
-    (void) parse(utf8);
 
     /* the yajl path never sets them */
     result whole = parse_chunked(body, strlen(body), 3);
@@ -310,6 +309,8 @@ static void test_escaped_text_copied(void **state)
     assert_null(whole.r.stack_json);
 }
 
+/* What the one-buffer scanner reads itself (no \u0000, pairs only):
+ * decoded as yajl decodes it, in every way of feeding the body. */
 static void test_scanner_decoding(void **state)
 {
     (void) state;
