@@ -760,21 +760,18 @@ typedef struct {
                                  * traits_json again; NULL: read it */
     int          has_enabled;   /* "enabled" was a boolean (null: absent) */
     int          enabled;       /* then the answer the client got: 0, 1 */
-    unsigned     verbatim;      /* FL_REPORT_VERBATIM_* of the strings
-                                 * that are their own JSON escaping */
-    const char  *message_json;  size_t message_json_len;
-    const char  *stack_json;    size_t stack_json_len;
-                                /* NULL, or the string's JSON escaping as
-                                 * the body wrote it, where that is exactly
-                                 * what fl_json_escape() writes (escapes
-                                 * \" \\ \b \f \n \r \t only, a body of ASCII):
-                                 * the log line copies it */
+    /* Each NULL, or the string's JSON escaping (without the quotes) as
+     * the body wrote it, which the log line copies instead of escaping
+     * the string again.  Only in a body of ASCII read by the fast path,
+     * and only where the body's text is exactly what fl_json_escape()
+     * writes for the string: a string without escapes (then it is the
+     * string itself, the same pointer), or one whose escapes are
+     * \" \\ \b \f \n \r \t only. */
+    const char  *flag_name_json;  size_t flag_name_json_len;
+    const char  *message_json;    size_t message_json_len;
+    const char  *stack_json;      size_t stack_json_len;
+    const char  *user_id_json;    size_t user_id_json_len;
 } fl_report_t;
-
-#define FL_REPORT_VERBATIM_FLAG_NAME  0x01
-#define FL_REPORT_VERBATIM_MESSAGE    0x02
-#define FL_REPORT_VERBATIM_STACK      0x04
-#define FL_REPORT_VERBATIM_USER_ID    0x08
 
 typedef struct fl_report_parser_s  fl_report_parser_t;
 

@@ -84,10 +84,10 @@ struct field {
     size_t       seq;       /* position among top-level keys */
     const char  *str;       /* string fields: the decoded value */
     size_t       len;
-    bool         verbatim;  /* str is its own JSON escaping (verbatim()) */
     bool         boolean;   /* enabled: the value */
-    const char  *text;      /* or nullptr: str's JSON escaping as the body */
-    size_t       text_len;  /* wrote it (parser::text) */
+    const char  *json;      /* or nullptr: str's JSON escaping as the body */
+    size_t       json_len;  /* wrote it (parser::text, fl_report_t's
+                             * *_json); str itself where it has no escape */
 };
 
 struct trait {
@@ -195,6 +195,12 @@ const char *keep(parser *p, const char *s, size_t len, bool *verb)
     return *verb ? s : fl::dup_bytes(&p->alloc, s, len);
 }
 
+const char *keep(parser *p, const char *s, size_t len)
+{
+    bool verb;
+    return keep(p, s, len, &verb);
+}
+
 field_id lookup_field(const unsigned char *key, size_t len)
 {
     /* the one name of each length and first letter, then its bytes: one
@@ -232,8 +238,8 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
     f.seq = p->key_seq;
     f.str = nullptr;
     f.len = 0;
-    f.verbatim = false;
-    f.text = nullptr;
+    f.json = nullptr;
+    f.json_len = 0;
 
     if (p->cur_field == F_TRAITS) {
         reset_traits(p);
@@ -246,16 +252,14 @@ int set_field(parser *p, jkind k, const char *s, size_t len)
         f.state = k == fl::J_TRUE || k == fl::J_FALSE ? S_OK : S_BAD;
         f.boolean = k == fl::J_TRUE;
     } else if (k == fl::J_STRING) {
-        f.str = keep(p, s, len, &f.verbatim);
+        f.str = keep(p, s, len);
         if (f.str == nullptr) {
             return fail_nomem(p);
         }
         f.len = len;
         f.state = S_OK;
-        if (!f.verbatim && p->text != nullptr) {
-            f.text = p->text;
-            f.text_len = p->text_len;
-        }
+        f.json = p->text;
+        f.json_len = p->text != nullptr ? p->text_len : 0;
     } else {
         f.state = S_BAD;
     }
@@ -682,22 +686,21 @@ fl_status_t finish(parser *p, fl_report_t *out, char *err, size_t err_len)
     r.flag_name_len = f[F_FLAG_NAME].len;
     r.message = f[F_MESSAGE].str;
     r.message_len = f[F_MESSAGE].len;
-    r.message_json = f[F_MESSAGE].text;
-    r.message_json_len = r.message_json != nullptr ? f[F_MESSAGE].text_len
-                                                   : 0;
-    r.verbatim = (f[F_FLAG_NAME].verbatim ? FL_REPORT_VERBATIM_FLAG_NAME : 0)
-                 | (f[F_MESSAGE].verbatim ? FL_REPORT_VERBATIM_MESSAGE : 0);
+    r.flag_name_json = f[F_FLAG_NAME].json;
+    r.flag_name_json_len = f[F_FLAG_NAME].json_len;
+    r.message_json = f[F_MESSAGE].json;
+    r.message_json_len = f[F_MESSAGE].json_len;
     if (f[F_STACK].state == S_OK) {
         r.stack = f[F_STACK].str;
         r.stack_len = f[F_STACK].len;
-        r.stack_json = f[F_STACK].text;
-        r.stack_json_len = r.stack_json != nullptr ? f[F_STACK].text_len : 0;
-        r.verbatim |= f[F_STACK].verbatim ? FL_REPORT_VERBATIM_STACK : 0;
+        r.stack_json = f[F_STACK].json;
+        r.stack_json_len = f[F_STACK].json_len;
     }
     if (f[F_USER_ID].state == S_OK) {
         r.user_id = f[F_USER_ID].str;
         r.user_id_len = f[F_USER_ID].len;
-        r.verbatim |= f[F_USER_ID].verbatim ? FL_REPORT_VERBATIM_USER_ID : 0;
+        r.user_id_json = f[F_USER_ID].json;
+        r.user_id_json_len = f[F_USER_ID].json_len;
     }
     if (f[F_TRAITS].state == S_OK) {
         rc = serialize_traits(p, &r);
@@ -752,17 +755,21 @@ fl_status_t report_user(const fl_report_t *r, bool uid, bool traits,
                               max_traits, a, "", out, err, err_len);
 }
 
-/* Appends "name":"escaped" with a leading comma; as it is when verbatim
- * (a string the body held without escapes: verbatim()). */
+/* Appends "name":"escaped" with a leading comma: json copied where the
+ * body's text is already the escaping (fl_report_t's *_json), else s
+ * escaped. */
 char *put_member(char *o, const char *lit, size_t lit_len, const char *s,
-    size_t len, bool verb)
+    size_t len, const char *json, size_t json_len)
 {
     std::memcpy(o, lit, lit_len);
     o += lit_len;
+    if (json != nullptr) {
+        return fl::put_verbatim(o, json, json_len);
+    }
     if (s == nullptr) {
         return fl::put_lit(o, "\"\"");
     }
-    return verb ? fl::put_verbatim(o, s, len) : fl::put_str(o, s, len);
+    return fl::put_str(o, s, len);
 }
 
 } // namespace
@@ -985,31 +992,18 @@ size_t fl_report_log_line(const fl_report_t *r, const char *project,
     o += fl_format_time_ms(now_ms, o);
     *o++ = '"';
 
-#define MEMBER(lit, s, len, verb)                                         \
-    o = put_member(o, lit, sizeof(lit) - 1, s, len,                         \
-                   (r->verbatim & (verb)) != 0)
-    MEMBER(",\"project\":", project, project_len, 0);
-    MEMBER(",\"flagName\":", r->flag_name, r->flag_name_len,
-           FL_REPORT_VERBATIM_FLAG_NAME);
-    /* a message or stack the body escaped as fl_json_escape() would:
-     * copied as written */
-    if (r->message_json != nullptr) {
-        o = put_member(o, ",\"message\":", sizeof(",\"message\":") - 1,
-                       r->message_json, r->message_json_len, true);
-    } else {
-        MEMBER(",\"message\":", r->message, r->message_len,
-               FL_REPORT_VERBATIM_MESSAGE);
-    }
-    if (r->stack_json != nullptr) {
-        o = put_member(o, ",\"stack\":", sizeof(",\"stack\":") - 1,
-                       r->stack_json, r->stack_json_len, true);
-    } else if (r->stack != nullptr) {
-        MEMBER(",\"stack\":", r->stack, r->stack_len,
-               FL_REPORT_VERBATIM_STACK);
+#define MEMBER(lit, field)                                                \
+    o = put_member(o, lit, sizeof(lit) - 1, r->field, r->field##_len,       \
+                   r->field##_json, r->field##_json_len)
+    o = put_member(o, ",\"project\":", sizeof(",\"project\":") - 1, project,
+                   project_len, nullptr, 0);
+    MEMBER(",\"flagName\":", flag_name);
+    MEMBER(",\"message\":", message);
+    if (r->stack != nullptr) {
+        MEMBER(",\"stack\":", stack);
     }
     if (r->user_id != nullptr) {
-        MEMBER(",\"userId\":", r->user_id, r->user_id_len,
-               FL_REPORT_VERBATIM_USER_ID);
+        MEMBER(",\"userId\":", user_id);
     }
 #undef MEMBER
     if (r->traits_json != nullptr) {

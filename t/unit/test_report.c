@@ -258,7 +258,11 @@ static void test_escaped_text_copied(void **state)
     expect_str(fast.r.message, fast.r.message_len, "say \"hi\"");
     expect_str(fast.r.stack, fast.r.stack_len,
                "at a.js:1\n\tat b.js:2\r\b\f\\x");
-    /* pointers into the body, at the strings' text */
+    /* pointers into the body, at the strings' text; the flag's name, with
+     * no escape, is its own */
+    assert_ptr_equal(fast.r.flag_name_json, fast.r.flag_name);
+    assert_ptr_equal(fast.r.flag_name_json, strstr(body, "f\","));
+    assert_int_equal(fast.r.flag_name_json_len, 1);
     assert_ptr_equal(fast.r.message_json, strstr(body, "say"));
     assert_int_equal(fast.r.message_json_len, strlen("say \\\"hi\\\""));
     assert_ptr_equal(fast.r.stack_json, strstr(body, "at a.js"));
@@ -288,6 +292,7 @@ static void test_escaped_text_copied(void **state)
     /* a body with a byte over 0x7f: nothing is copied as written */
     fast = fast_ok("{\"flagName\":\"f\",\"message\":\"caf\xc3\xa9\","
                    "\"stack\":\"a\\nb\"}");
+    assert_null(fast.r.flag_name_json);
     assert_null(fast.r.message_json);
     assert_null(fast.r.stack_json);
     expect_str(fast.r.stack, fast.r.stack_len, "a\nb");
@@ -295,6 +300,7 @@ static void test_escaped_text_copied(void **state)
     /* the yajl path never sets them */
     result whole = parse_chunked(body, strlen(body), 3);
     assert_int_equal(whole.rc, FL_OK);
+    assert_null(whole.r.flag_name_json);
     assert_null(whole.r.message_json);
     assert_null(whole.r.stack_json);
 }
@@ -902,8 +908,9 @@ static void test_log_line_enabled(void **state)
 
 /* A body of ASCII only through the fast path: the strings it holds
  * without escapes are kept in place and copied into the line as they
- * are; the others, and every string of a body with a byte >= 0x80, are
- * escaped. */
+ * are (their *_json is the string itself); the others are escaped again
+ * unless their escapes are fl_json_escape()'s (test_escaped_text_copied),
+ * and so is every string of a body with a byte >= 0x80. */
 static void test_log_line_verbatim(void **state)
 {
     (void) state;
@@ -915,8 +922,16 @@ static void test_log_line_verbatim(void **state)
     result fast = parse_chunked(body, len, 0);
 
     assert_int_equal(fast.rc, FL_OK);
-    assert_int_equal(fast.r.verbatim,
-                     FL_REPORT_VERBATIM_FLAG_NAME | FL_REPORT_VERBATIM_MESSAGE);
+    /* the flag and message without escapes: their own JSON, the same
+     * pointers; the stack's \n is fl_json_escape()'s: its text in the
+     * body; the userId's \u0041 is not: escaped again */
+    assert_ptr_equal(fast.r.flag_name_json, fast.r.flag_name);
+    assert_int_equal(fast.r.flag_name_json_len, 3);
+    assert_ptr_equal(fast.r.message_json, fast.r.message);
+    assert_int_equal(fast.r.message_json_len, fast.r.message_len);
+    assert_ptr_equal(fast.r.stack_json, strstr(body, "at a\\n"));
+    assert_int_equal(fast.r.stack_json_len, strlen("at a\\n  at b"));
+    assert_null(fast.r.user_id_json);
     /* in place: inside the body; decoded: elsewhere */
     assert_true(fast.r.message > body && fast.r.message < body + len);
     assert_true(fast.r.stack < body || fast.r.stack >= body + len);
@@ -944,9 +959,13 @@ static void test_log_line_verbatim(void **state)
                         "\"userId\":\"u\"}";
     fast = parse_chunked(plain, strlen(plain), 0);
     assert_int_equal(fast.rc, FL_OK);
-    assert_int_equal(fast.r.verbatim,
-                     FL_REPORT_VERBATIM_FLAG_NAME | FL_REPORT_VERBATIM_MESSAGE
-                     | FL_REPORT_VERBATIM_STACK | FL_REPORT_VERBATIM_USER_ID);
+    assert_ptr_equal(fast.r.flag_name_json, fast.r.flag_name);
+    assert_ptr_equal(fast.r.message_json, fast.r.message);
+    assert_int_equal(fast.r.message_json_len, 0);
+    assert_ptr_equal(fast.r.stack_json, fast.r.stack);
+    assert_int_equal(fast.r.stack_json_len, 1);
+    assert_ptr_equal(fast.r.user_id_json, fast.r.user_id);
+    assert_int_equal(fast.r.user_id_json_len, 1);
     log_line_is(&fast.r, "shop", 1795352709123ULL,
         "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
         "\"flagName\":\"f\",\"message\":\"\",\"stack\":\"s\",\"userId\":\"u\"}\n");
@@ -958,7 +977,9 @@ static void test_log_line_verbatim(void **state)
         "\"userId\":\"caf\xc3\xa9\",\"traits\":{\"k\":\"\xe2\x80\xa9\"}}";
     fast = parse_chunked(wide, strlen(wide), 0);
     assert_int_equal(fast.rc, FL_OK);
-    assert_int_equal(fast.r.verbatim, 0);
+    assert_null(fast.r.flag_name_json);
+    assert_null(fast.r.message_json);
+    assert_null(fast.r.user_id_json);
     expect_str(fast.r.traits_json, fast.r.traits_json_len, "{\"k\":\"\\u2029\"}");
     log_line_is(&fast.r, "shop", 1795352709123ULL,
         "{\"time\":\"2026-11-22T13:05:09.123Z\",\"project\":\"shop\","
