@@ -809,6 +809,46 @@ FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     return put_flag_percent(p, i, on, eff, o);
 }
 
+/* put_flag() out of put_word()'s loop: a flag whose percentage in force
+ * is not its configured one, or whose object is longer than the
+ * project's json_width. */
+template <bool Wide>
+__attribute__((noinline)) char *put_flag_apart(const fl_project_s &p,
+    size_t i, bool on, uint32_t eff, char *o)
+{
+    return put_flag<Wide>(p, i, p.hot[i], p.json.data(), on, eff, false, o);
+}
+
+/* The objects of flags [from, end) of one word, none of them the
+ * answer's last, each after its ',': bit i % 64 of bits is flag i's
+ * value.  A flag of apart (a bit a flag of the word) by put_flag(); each
+ * other one copy of W bytes (fl_project_s::json_width) of its prebuilt
+ * object with its value (json_pick), whose bytes past the object the
+ * next one overwrites: no percentage compared, no length chosen, flag by
+ * flag. */
+template <size_t W, bool Wide>
+FL_HOT_INLINE char *put_word(const fl_project_s &p, size_t from, size_t end,
+    uint64_t bits, uint64_t apart, const uint32_t *effective_milli, char *o)
+{
+    const fl::JsonPick *pick = p.json_pick.data();
+    const char *json = p.json.data();
+
+    for (size_t i = from; i < end; i++) {
+        unsigned j = static_cast<unsigned>(i % 64);
+        size_t on = (bits >> j) & 1;
+
+        *o++ = ',';
+        if (__builtin_expect((apart >> j) & 1, 0)) {
+            o = put_flag_apart<Wide>(p, i, on != 0, effective_milli[i], o);
+            continue;
+        }
+        const fl::JsonPick &k = pick[2 * i + on];
+        copy_fixed<W, Wide>(o, json + k.at);
+        o += k.len;
+    }
+    return o;
+}
+
 /* flag_value() of a flag that is not simple, out of the loops that
  * inline the simple ones. */
 __attribute__((noinline)) bool other_value(const fl_project_s &p,
@@ -913,7 +953,8 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
                               u, &cache);
         }
     }
-    auto word = [&](size_t w) FL_HOT_INLINE_LAMBDA -> uint64_t {
+    auto word = [&](size_t w, uint64_t *configured) FL_HOT_INLINE_LAMBDA
+        -> uint64_t {
         size_t at = w * 64, count = n - at < 64 ? n - at : 64;
         const uint32_t *e = effective_milli + at;
         const uint8_t *s = sw + at;
@@ -935,7 +976,7 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         /* lazy: as if every segment matched, then the gates */
         uint64_t v = fl::lane_values(*p, w, e, s, lanes,
                                      lazy ? ~uint64_t(0) : cache.seg_yes,
-                                     &redo) & valid;
+                                     &redo, configured) & valid;
         redo &= valid;
         for (uint64_t gate = lazy ? v & ~redo & p->val_gated[w] : 0;
              gate != 0; gate &= gate - 1)
@@ -973,12 +1014,23 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         }
 
         if (words) {
-            bits = word(w);
-            for (size_t i = w * 64; i < end; i++) {
-                *o++ = ',';
-                o = put_flag<Wide>(*p, i, hot[i], json,
-                                   (bits >> (i % 64)) & 1, effective_milli[i],
-                                   false, o);
+            uint64_t configured;
+            bits = word(w, &configured);
+            uint64_t apart = ~configured | p->json_long[w];
+            switch (p->json_width) {
+            case 64:
+                o = put_word<64, Wide>(*p, w * 64, end, bits, apart,
+                                       effective_milli, o);
+                break;
+            case 96:
+                o = put_word<96, Wide>(*p, w * 64, end, bits, apart,
+                                       effective_milli, o);
+                break;
+            default:
+                o = put_word<fl::json_copy_slack, Wide>(*p, w * 64, end, bits,
+                                                        apart,
+                                                        effective_milli, o);
+                break;
             }
         } else {
             for (size_t i = w * 64; i < end; i++) {

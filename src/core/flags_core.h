@@ -388,6 +388,12 @@ int fl_answer_lazy_set(int mode) FL_NOEXCEPT;
  * first (0), as its load chose or fl_answer_lazy_set() forces. */
 int fl_answer_lazy(const fl_project_t *p) FL_NOEXCEPT;
 
+/* The bytes fl_flags_answer() copies for each flag's object where its
+ * lanes run (64, 96 or 128, as p's load chose), 0 for no project; the
+ * flags whose object is longer, or whose percentage in force is not the
+ * configured one, are written one by one. */
+unsigned fl_answer_width(const fl_project_t *p) FL_NOEXCEPT;
+
 
 /* ------------------------------------------------------------------ JSON */
 

@@ -127,7 +127,7 @@ void buckets_avx2(const fl_project_s &p, size_t c, const fl::KeyMix &km,
 __attribute__((target("avx2")))
 uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
     const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
-    uint64_t *redo) noexcept
+    uint64_t *redo, uint64_t *configured) noexcept
 {
     const __m256i sign = _mm256_set1_epi32(INT32_MIN);
     const __m256i all = _mm256_set1_epi32(static_cast<int>(FL_MILLI_MAX));
@@ -138,7 +138,8 @@ uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
     const __m256i none = _mm256_set1_epi32(fl::lane_none);
     const uint16_t *slots = p.lane_slot.data() + w * 64;
     const uint64_t *seg = p.val_seg.data() + w * 64;
-    uint64_t on = 0, partial = 0, outside = 0;
+    const uint32_t *conf = p.val_rollout.data() + w * 64;
+    uint64_t on = 0, partial = 0, outside = 0, same = 0;
 
     for (unsigned k = 0; k < 64; k += 8) {
         __m256i e = _mm256_loadu_si256(
@@ -182,8 +183,14 @@ uint64_t values_avx2(const fl_project_s &p, size_t w, const uint32_t *eff,
         outside |= static_cast<uint64_t>(static_cast<unsigned>(
             _mm256_movemask_ps(_mm256_castsi256_ps(
                 _mm256_cmpeq_epi32(slot, none))))) << k;
+        same |= static_cast<uint64_t>(static_cast<unsigned>(
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(e,
+                _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i *>(conf + k)))))))
+                << k;
     }
 
+    *configured = same;
     *redo = ~p.val_fast[w] | (partial & outside);
     return on & p.val_enabled[w];
 }
@@ -231,13 +238,14 @@ void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
 
 uint64_t lane_values(const fl_project_s &p, size_t w, const uint32_t *eff,
     const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
-    uint64_t *redo) noexcept
+    uint64_t *redo, uint64_t *configured) noexcept
 {
 #ifdef FL_LANES_AVX2
-    return values_avx2(p, w, eff, sw, lanes, seg_yes, redo);
+    return values_avx2(p, w, eff, sw, lanes, seg_yes, redo, configured);
 #else
     (void) p; (void) w; (void) eff; (void) sw; (void) lanes; (void) seg_yes;
     *redo = ~uint64_t(0);
+    *configured = 0;
     return 0;
 #endif
 }
@@ -262,6 +270,11 @@ int fl_answer_lazy_set(int mode) noexcept
 int fl_answer_lazy(const fl_project_t *p) noexcept
 {
     return p != nullptr && fl::answer_lazy(*p) ? 1 : 0;
+}
+
+unsigned fl_answer_width(const fl_project_t *p) noexcept
+{
+    return p != nullptr ? p->json_width : 0;
 }
 
 } // extern "C"

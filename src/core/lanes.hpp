@@ -51,10 +51,12 @@ void lane_buckets(const fl_project_s &p, size_t c, const KeyMix &km,
  * by the one evaluation's.  For the others the rule is simple_value()'s
  * (evaluate.cpp): off in the file, rolled back or overridden off -> off;
  * segments, none matched -> off; 100 % or more -> on; else the bucket
- * below the percentage.  Only when lanes_ready(). */
+ * below the percentage.  *configured gets the flags whose percentage in
+ * force is the configured one (fl_project_s::val_rollout).  Only when
+ * lanes_ready(). */
 uint64_t lane_values(const fl_project_s &p, size_t w, const uint32_t *eff,
     const uint8_t *sw, const uint32_t *lanes, uint64_t seg_yes,
-    uint64_t *redo) noexcept;
+    uint64_t *redo, uint64_t *configured) noexcept;
 
 } // namespace fl
 

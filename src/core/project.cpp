@@ -998,6 +998,14 @@ bool Loader::load_targets(const jval &v, NamedUsers &t, std::string &why,
     return true;
 }
 
+/* At most the bytes of flag f's object in an answer with its ',', whatever
+ * its value and percentage (fl_project_s::json_bound). */
+size_t object_bound(const Flag &f)
+{
+    return f.json_head.size() + sizeof("false")
+           + sizeof(",\"rolloutPercentage\":") + 8 + f.json_tail.size() + 1;
+}
+
 /* Every flag's named users into the project's index; the flags keep
  * their counts only. */
 /* fl_project_s::hot, hot_segs and json from the loaded flags (the file
@@ -1128,6 +1136,44 @@ void Loader::build_lanes()
     p_.val_enabled.assign(words, 0);
     p_.val_gated.assign(words, 0);
     p_.val_segs = 0;
+    p_.val_rollout.assign(words * 64, 0);
+    for (size_t i = 0; i < n; i++) {
+        p_.val_rollout[i] = p_.hot[i].rollout_milli;
+    }
+
+    /* the answer's copies: the width of fewest instructions, a 32-byte
+     * load and store a vector for every flag, and about 40 for each flag
+     * longer than the width (put_flag()'s) */
+    p_.json_pick.resize(2 * n);
+    p_.json_long.assign(words, 0);
+    size_t best = SIZE_MAX;
+    for (uint32_t width : {64u, 96u, 128u}) {
+        size_t cost = n * (width / 32) * 2;
+        for (size_t i = 0; i < n; i++) {
+            const FlagHot &h = p_.hot[i];
+            cost += std::max(h.json_on_len, h.json_off_len) > width ? 40 : 0;
+        }
+        if (cost < best) {
+            best = cost;
+            p_.json_width = width;
+        }
+    }
+    /* A copy writes up to json_copy_slack bytes after its ',', which the
+     * next objects overwrite; the answer's bound (object_bound()) has
+     * room for it however short they are: an object's bound is at least
+     * 74 bytes, and at least two (the copied one's and the last's) follow
+     * the ',' of any object but the last.  (t/unit/test_answer.c guards
+     * the bytes past the bound.) */
+    static_assert(json_copy_slack >= 128, "the widest copy reads past");
+    static_assert(json_copy_slack + 1 <= 2 * 74, "the bound holds a copy");
+    for (size_t i = 0; i < n; i++) {
+        const FlagHot &h = p_.hot[i];
+        p_.json_pick[2 * i] = {h.json_at + h.json_on_len, h.json_off_len};
+        p_.json_pick[2 * i + 1] = {h.json_at, h.json_on_len};
+        if (std::max(h.json_on_len, h.json_off_len) > p_.json_width) {
+            p_.json_long[i / 64] |= uint64_t(1) << (i % 64);
+        }
+    }
 
     /* per segment of the first 64: the chance that no enabled fast flag
      * naming it is inside its configured percentage (then a lazy answer
@@ -1474,9 +1520,7 @@ bool Loader::load(const char *data, size_t len)
     for (size_t i = 0; i < p_.flags.size(); i++) {
         const Flag &f = p_.flags[i];
         p_.by_name.emplace(f.name, i);
-        bound += f.json_head.size() + sizeof("false")
-                 + sizeof(",\"rolloutPercentage\":") + 8
-                 + f.json_tail.size() + 1;
+        bound += object_bound(f);
     }
     p_.json_bound = bound;
     build_hot();

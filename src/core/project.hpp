@@ -312,6 +312,13 @@ constexpr size_t   lane_chunk_flags = 256;
 constexpr size_t   lane_chunk_slots = lane_chunk_flags + 4 * 7;
 constexpr uint16_t lane_none = lane_chunk_slots;
 
+/* Where GET /flags' object of one flag with one value lies in
+ * fl_project_s::json (fl_project_s::json_pick). */
+struct JsonPick {
+    uint32_t  at;
+    uint32_t  len;
+};
+
 struct LaneGroup {
     uint32_t  at;          /* lane_h[at .. at + count); a lane's place in
                               its chunk's buckets is its distance from the
@@ -356,6 +363,21 @@ struct fl_project_s {
     std::vector<uint64_t>       val_fast, val_enabled, val_gated;
     uint64_t                    val_segs = 0;
     bool                        val_lazy = false;
+    /* each flag's configured percentage (FlagHot::rollout_milli) in a
+     * row, padded to whole words: fl::lane_values() tells which flags
+     * show it */
+    std::vector<uint32_t>       val_rollout;
+
+    /* The objects of the answer where lanes run, copied json_width bytes
+     * at a time (64, 96 or 128; the bytes past an object are overwritten
+     * by the next one): json_pick[2 * i + v] is flag i's object with value
+     * v and its configured percentage; json_long, a bit a flag (whole
+     * words), the flags whose longer object is over json_width, written
+     * by put_flag() instead.  Loader::build_lanes() chooses the width
+     * that copies least. */
+    std::vector<fl::JsonPick>   json_pick;
+    std::vector<uint64_t>       json_long;
+    uint32_t                    json_width = 128;
 
     /* the named users of every flag */
     fl::NamedIndex            named;

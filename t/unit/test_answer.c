@@ -119,7 +119,11 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
     size_t n = fl_project_flag_count(p), bound = fl_flags_json_bound(p);
     fl_detail_t *d = calloc(n + 1, sizeof(*d));
     uint64_t *bits = malloc((FL_BIT_WORDS(n) + 1) * sizeof(uint64_t));
-    char *want = malloc(bound), *got = malloc(bound);
+    /* got: the bound and a guard after it, which no answer writes (the
+     * copies past an object stay inside the bound) */
+    char *want = malloc(bound), *got = malloc(bound + 64), guard[64];
+    memset(guard, 0xa5, sizeof(guard));
+    memcpy(got + bound, guard, sizeof(guard));
 
     fl_evaluate_values(p, u, eff, sw, d);
     size_t wn = fl_flags_json(p, d, want);
@@ -130,6 +134,7 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
 
     assert_int_equal(gn, wn);
     assert_memory_equal(got, want, wn);
+    assert_memory_equal(got + bound, guard, sizeof(guard));
     for (size_t i = 0; i < n; i++) {
         unsigned bit = (unsigned) ((bits[i / 64] >> (i % 64)) & 1);
         assert_int_equal(bit, d[i].enabled);
@@ -158,6 +163,7 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
         assert_int_equal(an, wn);
         assert_memory_equal(got, want, wn);
         assert_memory_equal(again, bits, FL_BIT_WORDS(n) * sizeof(uint64_t));
+        assert_memory_equal(got + bound, guard, sizeof(guard));
         free(again);
     }
 
@@ -165,6 +171,39 @@ static void same_answer(fl_project_t *p, const fl_user_t *u,
     free(bits);
     free(want);
     free(got);
+}
+
+/* same_answer() with the percentages and switches the glue passes when
+ * nothing changed them (each flag's configured percentage, no switch:
+ * every object one copy where lanes run), then with one flag in seven
+ * rolled back, overridden or at another percentage (those written one by
+ * one). */
+static void same_answer_configured(fl_project_t *p, const fl_user_t *u)
+{
+    size_t n = fl_project_flag_count(p);
+    fl_detail_t *d = calloc(n + 1, sizeof(*d));
+    uint32_t *eff = malloc((n + 1) * sizeof(uint32_t));
+    uint8_t *sw = malloc(n + 1);
+
+    fl_evaluate_values(p, u, NULL, NULL, d);
+    for (size_t i = 0; i < n; i++) {
+        eff[i] = d[i].rollout_milli;
+        sw[i] = FL_SWITCH_NONE;
+    }
+    same_answer(p, u, eff, sw);
+
+    for (size_t i = rnd(7); i < n; i += 1 + rnd(13)) {
+        if (rnd(2)) {
+            sw[i] = (uint8_t) (1 + rnd(3));
+        } else {
+            eff[i] = percents[rnd(sizeof(percents) / sizeof(percents[0]))];
+        }
+    }
+    same_answer(p, u, eff, sw);
+
+    free(d);
+    free(eff);
+    free(sw);
 }
 
 static void check_project(size_t nflags, unsigned every_rules,
@@ -186,6 +225,7 @@ static void check_project(size_t nflags, unsigned every_rules,
         fl_user_t u = user(q);
 
         same_answer(p, &u, NULL, NULL);
+        same_answer_configured(p, &u);
 
         for (size_t i = 0; i < n; i++) {
             eff[i] = percents[rnd(sizeof(percents) / sizeof(percents[0]))];
@@ -383,10 +423,20 @@ static void copy_sizes(void)
     uint64_t bits[FL_BIT_WORDS(N)];
     char q[64];
 
-    for (unsigned c = 0; c < 50; c++) {
-        snprintf(q, sizeof(q), "userId=copy-%u", c);
+    /* the percentages in force as the glue passes them: the copies of
+     * fl_project_s::json_width bytes where lanes run */
+    uint32_t eff[N];
+    uint8_t sw[N];
+    for (size_t k = 0; k < N; k++) {
+        eff[k] = 50000;
+        sw[k] = FL_SWITCH_NONE;
+    }
+
+    for (unsigned c = 0; c < 100; c++) {
+        snprintf(q, sizeof(q), "userId=copy-%u", c / 2);
         fl_user_t u = user(q);
-        size_t n = fl_flags_answer(p, &u, NULL, NULL, bits, got);
+        size_t n = c % 2 ? fl_flags_answer(p, &u, eff, sw, bits, got)
+                         : fl_flags_answer(p, &u, NULL, NULL, bits, got);
         unsigned on = 0;
 
         o = want + sprintf(want, "{\"flags\":[");
@@ -421,6 +471,101 @@ static void test_copy_sizes(void **state)
     if (was != -1) {
         fl_lanes_set(1);
     }
+}
+
+/* A project of n flags at 5 %, flag k's name lens[k] bytes long (1 to
+ * 128; its objects 62 + lens[k] bytes on, 63 + lens[k] off), without
+ * segments. */
+static fl_project_t *names_project(const unsigned *lens, size_t n)
+{
+    char *json = malloc(n * 400 + 64), *o = json;
+
+    o += sprintf(o, "{\"flags\":[");
+    for (size_t k = 0; k < n; k++) {
+        /* k in base 62, after '-' up to the length (k < 62 for 1) */
+        static const char digits[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        char id[8];
+        unsigned m = 0;
+        size_t v = k;
+        do {
+            id[m++] = digits[v % 62];
+            v /= 62;
+        } while (v != 0);
+        assert_true(m <= lens[k]);
+        o += sprintf(o, "%s{\"name\":\"", k ? "," : "");
+        for (unsigned i = 0; i < lens[k]; i++) {
+            *o++ = i < lens[k] - m ? '-' : id[lens[k] - 1 - i];
+        }
+        o += sprintf(o, "\",\"enabled\":true,\"rolloutPercentage\":5,"
+                        "\"segments\":[]}");
+    }
+    sprintf(o, "]}");
+    fl_project_t *p = load(json);
+    free(json);
+    return p;
+}
+
+/* n flags of names len bytes, but every `every`th (0: none) of names
+ * long bytes, and the last `tail` of names 2 bytes: the width the load
+ * chose, and the answers of many callers held to fl_flags_json()'s with
+ * the configured percentages (the copies) and others (one by one). */
+static unsigned width_of(size_t n, unsigned len, unsigned every,
+    unsigned long_len, size_t tail)
+{
+    unsigned *lens = malloc(n * sizeof(unsigned));
+    char q[64];
+
+    for (size_t k = 0; k < n; k++) {
+        lens[k] = every && k % every == every - 1 ? long_len : len;
+        if (k + tail >= n) {
+            lens[k] = 2;
+        }
+    }
+    fl_project_t *p = names_project(lens, n);
+    unsigned width = fl_answer_width(p);
+
+    for (unsigned c = 0; c < 40; c++) {
+        snprintf(q, sizeof(q), "userId=width-%u&trait_plan=pro", c);
+        fl_user_t u = user(q);
+        same_answer(p, &u, NULL, NULL);
+        same_answer_configured(p, &u);
+        arena_reset();
+    }
+    fl_project_free(p);
+    free(lens);
+    return width;
+}
+
+/*
+ * The width of the answer's copies (Loader::build_lanes()): the one of
+ * fewest instructions, a load and a store each 32 bytes of every flag's
+ * copy and about 40 for each flag longer than the width.  Objects of up
+ * to 64 bytes: 64; up to 96: 96; up to 128: 128.  A few flags longer than
+ * 64 among many short ones are written apart at 64; many are not.  Flags
+ * of objects over 128 bytes are written apart at any width.  And the last
+ * flags' objects may be shorter than a copy: the answer's bound has room
+ * for the copy of the one before them (same_answer()'s guard).
+ */
+static void test_copy_width(void **state)
+{
+    (void) state;
+    /* the longer object: 63 + the name's length */
+    assert_int_equal(width_of(62, 1, 0, 0, 0), 64);
+    assert_int_equal(width_of(70, 30, 0, 0, 0), 96);
+    assert_int_equal(width_of(70, 33, 0, 0, 0), 96);
+    assert_int_equal(width_of(70, 34, 0, 0, 0), 128);
+    assert_int_equal(width_of(130, 65, 0, 0, 0), 128);
+    /* one flag in 31 of 93 bytes: 40 each apart at 64 costs less than 2
+     * vectors more for every flag (62 flags: names of 1 byte run out) */
+    assert_int_equal(width_of(62, 1, 31, 30, 0), 64);
+    /* one in 5: more */
+    assert_int_equal(width_of(62, 1, 5, 30, 0), 96);
+    /* every third flag of 191 bytes (a name of 128), over every width */
+    assert_int_equal(width_of(100, 60, 3, 128, 0), 128);
+    /* at 128, the last three flags' objects 65 bytes */
+    assert_int_equal(width_of(70, 60, 0, 0, 3), 128);
+    assert_int_equal(width_of(3, 60, 0, 0, 2), 128);
 }
 
 /* The 8-lane buckets (lanes.hpp): where the CPU has AVX2 they run, and
@@ -600,6 +745,7 @@ int main(void)
         cmocka_unit_test(test_lazy_choice),
         cmocka_unit_test(test_lanes),
         cmocka_unit_test(test_copy_sizes),
+        cmocka_unit_test(test_copy_width),
         cmocka_unit_test(test_tally),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
