@@ -1,6 +1,7 @@
 /*
- * fuzz_evaluate.cc - fl_parse_query + fl_evaluate + fl_flags_json against a
- * fixed flags project that uses every operator.
+ * fuzz_evaluate.cc - fl_parse_query + fl_evaluate + fl_flags_json (and
+ * fl_flags_answer, GET /flags' one pass) against a fixed flags project
+ * that uses every operator.
  *
  * Input: a raw query string (max 64 traits).  If it contains a NUL byte,
  * the bytes after the first NUL set the effective percentages: two bytes
@@ -427,6 +428,41 @@ void check(const fl_project_t *p, const fl_user_t *u, const fl_user_t *ref_u,
     }
 }
 
+/* GET /flags' answer in one pass, as the glue asks for it (the
+ * percentages in force and a switch for every flag, none here), against
+ * fl_flags_json() of the evaluation's results r (made with the same
+ * percentages): the same bytes, the same value a flag in its bits, and
+ * nothing written past the bound. */
+void check_answer(const fl_project_t *p, const fl_user_t *u,
+    const uint32_t *eff, const fl_detail_t *r)
+{
+    size_t n = flags().size(), bound = fl_flags_json_bound(p);
+    std::vector<uint32_t> e(n);
+    std::vector<uint8_t> sw(n, FL_SWITCH_NONE);
+    std::vector<uint64_t> bits(FL_BIT_WORDS(n));
+    std::vector<char> want(bound), got(bound + 64, '\x5a');
+
+    for (size_t i = 0; i < n; i++) {
+        fl_flag_info_t info;
+        fl_project_flag_info(p, i, &info);
+        e[i] = eff ? eff[i] : info.rollout_milli;
+    }
+    size_t wn = fl_flags_json(p, r, want.data());
+    size_t gn = fl_flags_answer(p, u, e.data(), sw.data(), bits.data(),
+                                got.data());
+    FUZZ_CHECK(gn == wn && std::memcmp(got.data(), want.data(), wn) == 0,
+               "fl_flags_answer: %.*s, fl_flags_json: %.*s",
+               static_cast<int>(gn), got.data(), static_cast<int>(wn),
+               want.data());
+    for (size_t i = 0; i < n; i++) {
+        FUZZ_CHECK(((bits[i / 64] >> (i % 64)) & 1) == r[i].enabled,
+                   "fl_flags_answer: flag %zu's bit", i);
+    }
+    for (size_t k = bound; k < bound + 64; k++) {
+        FUZZ_CHECK(got[k] == '\x5a', "fl_flags_answer wrote past its bound");
+    }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -473,6 +509,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(out[nflags].enabled == 0x5a, "fl_evaluate wrote past the end");
     check(p, &u, &u, effp, out.data());
     fuzz::check_flags_json(p, out.data());
+    check_answer(p, &u, effp, out.data());
 
     /* the same again: the segment cache and the shared match data must
      * not carry anything over */
@@ -488,5 +525,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fl_user_t empty = { nullptr, 0, nullptr, 0 };
     check(p, nullptr, &empty, effp, again.data());
     fuzz::check_flags_json(p, again.data());
+    check_answer(p, nullptr, effp, again.data());
     return 0;
 }
