@@ -67,7 +67,12 @@ inline uint64_t special_bytes(uint64_t x)
 /* The bytes decode() must look at: '%', '+' and NUL. */
 struct Special {
     bool is[256] = {};
-    constexpr Special() { is['%'] = true; is['+'] = true; is[0] = true; }
+    constexpr Special()
+    {
+        is[static_cast<unsigned char>('%')] = true;
+        is[static_cast<unsigned char>('+')] = true;
+        is[0] = true;
+    }
 };
 constexpr Special special{};
 
