@@ -18,6 +18,11 @@
 #
 #   GET  /flags          (30 flags, ~2.5 KB)   vs  /static      return 200 '<same body>'
 #   GET  /flags1000      (1000 flags)          vs  /static1000  the same body from a file
+#                        (and, distinct users only, vs /static1000copy: that
+#                        file with sendfile off, so that nginx copies the body
+#                        through its own buffer into the socket as it must
+#                        copy any generated answer; a reference, no target:
+#                        docs/benchmarks.md "The kernel's copy in phases")
 #   POST /ingest/errors  (~300-byte report)    vs  /ingest-baseline  return 204
 #                        (neither writes an access log)
 #   GET  /flags again, after the ingest run
@@ -359,6 +364,15 @@ $1
             add_header    Cache-Control no-store;
             alias         $PREFIX/html/static1000.json;
         }
+        # the same file without sendfile: read into one buffer and written
+        # from it, the copy into the socket that any generated body costs
+        location = /static1000copy {
+            default_type    application/json;
+            add_header      Cache-Control no-store;
+            sendfile        off;
+            output_buffers  1 128k;
+            alias           $PREFIX/html/static1000.json;
+        }
 
         # neither ingest location writes an access log: the module's only
         # disk work is its own report log
@@ -453,6 +467,8 @@ curl -s "$BASE/static" -o "$OUT/static30.out"
 cmp -s "$OUT/static30.out" "$OUT/body30.json" || die "/static does not return the module's body"
 curl -s "$BASE/static1000" -o "$OUT/static1000.out"
 cmp -s "$OUT/static1000.out" "$OUT/body1000.json" || die "/static1000 does not return the module's body"
+curl -s "$BASE/static1000copy" -o "$OUT/static1000copy.out"
+cmp -s "$OUT/static1000copy.out" "$OUT/body1000.json" || die "/static1000copy does not return the module's body"
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $TOKEN30" \
        -H 'Content-Type: application/json' --data-binary @"$OUT/report.json" "$BASE/ingest/errors")
 [ "$code" = 204 ] || die "POST /ingest/errors answered $code, not 204"
@@ -647,6 +663,10 @@ SC[flags30users]='BENCH_USERS=$DISTINCT_USERS scenario flags30users "GET /flags 
 SC[static30users]='BENCH_USERS=$DISTINCT_USERS scenario static30users "GET /static (baseline, the same URLs)" "/static?$QUERY" "" "${AUTH30[@]}"'
 SC[flags1000users]='BENCH_USERS=$DISTINCT_USERS scenario flags1000users "GET /flags1000 ($DISTINCT_USERS distinct users cycling)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
 SC[static1000users]='BENCH_USERS=$DISTINCT_USERS scenario static1000users "GET /static1000 (baseline, the same URLs)" "/static1000?$QUERY" "" "${AUTH1000[@]}"'
+# the same module runs again beside the copying file, under a key of its
+# own so that its rounds are not pooled with those against sendfile
+SC[flags1000copy]='BENCH_USERS=$DISTINCT_USERS scenario flags1000copy "GET /flags1000 ($DISTINCT_USERS distinct users cycling, beside the copying file)" "/flags1000?$QUERY" "" "${AUTH1000[@]}"'
+SC[static1000copy]='BENCH_USERS=$DISTINCT_USERS scenario static1000copy "GET /static1000copy (reference, sendfile off: the body copied, the same URLs)" "/static1000copy?$QUERY" "" "${AUTH1000[@]}"'
 SC[ingestusers]='BENCH_USERS=$DISTINCT_USERS scenario ingestusers "POST /ingest/errors ($DISTINCT_USERS distinct users cycling)" "/ingest/errors" "$REPORT" "${AUTH30[@]}" "${JSON[@]}"'
 SC[ingestbaseusers]='BENCH_USERS=$DISTINCT_USERS scenario ingestbaseusers "POST /ingest-baseline (baseline, the same reports)" "/ingest-baseline" "$REPORT" "${AUTH30[@]}" "${JSON[@]}"'
 # Callers that poll: ZIPF_USERS users, user k asking with a probability
@@ -721,6 +741,7 @@ echo >&2
 # the headline: every user a new one
 compare flags30users    static30users
 compare flags1000users  static1000users
+compare flags1000copy   static1000copy
 compare ingestusers     ingestbaseusers
 # callers that poll: a Zipf mix of many users, then one user again and again
 compare flags30zipf     static30zipf
@@ -874,6 +895,7 @@ row_ratio() {   # MODULE_KEY BASELINE_KEY TARGET TEXT
     echo "$SEP"
     row_ratio flags30users    static30users   0.9  "GET /flags (30 flags), $DISTINCT_USERS distinct users vs return 200 same body"
     row_ratio flags1000users  static1000users 0.7  "GET /flags1000 (1000 flags), $DISTINCT_USERS distinct users vs static file same body"
+    row_ratio flags1000copy   static1000copy  -    "the same, vs that file with sendfile off (nginx copies the body into the socket, as for any generated answer)"
     row_ratio ingestusers     ingestbaseusers 0.85 "POST /ingest/errors, $DISTINCT_USERS distinct users vs return 204"
     echo
     echo "Callers that poll: $ZIPF_USERS users drawn from a Zipf law (s = $ZIPF_S), then one user again and again."
