@@ -785,16 +785,16 @@ FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     bool last, char *o)
 {
     if (eff == h.rollout_milli) {
-        /* on or off chosen by a mask, not a branch: on a partial rollout
-         * the value is a coin toss a caller, and a branch on it would be
-         * mispredicted half the time (and its random history would
-         * confuse the predictor of the loop's other branches) */
-        uint32_t off = 0u - static_cast<uint32_t>(!on);
-        const char *whole = json + h.json_at + (h.json_on_len & off);
-        size_t len = h.json_on_len ^ ((h.json_on_len ^ h.json_off_len) & off);
+        /* on or off chosen by an index, not a branch: on a partial
+         * rollout the value is a coin toss a caller, and a branch on it
+         * would be mispredicted half the time (and its random history
+         * would confuse the predictor of the loop's other branches) */
+        const fl::JsonPick *two = &p.json_pick[2 * i];
+        const char *whole = json + two[on].at;
+        size_t len = two[on].len;
         /* the copy's size by the longer of the two, the same whatever the
          * value: a branch the predictor learns flag by flag */
-        size_t most = std::max(h.json_on_len, h.json_off_len);
+        size_t most = std::max(two[0].len, two[1].len);
         if (most <= 64 && !last) {
             copy_fixed<64, Wide>(o, whole);
         } else if (most <= 96 && !last) {

@@ -1032,6 +1032,7 @@ void Loader::build_hot()
                  + 2 * f.json_rest.size();
     }
     p_.hot.assign(p_.flags.size(), FlagHot{});
+    p_.json_pick.assign(2 * p_.flags.size(), JsonPick{});
     p_.hot_segs.clear();
     p_.hot_segs.reserve(nsegs);
     p_.json.clear();
@@ -1069,14 +1070,18 @@ void Loader::build_hot()
             }
         }
 
-        h.json_at = static_cast<uint32_t>(p_.json.size());
+        /* the whole object with the configured percentage, on then
+         * off, each where fl_project_s::json_pick says */
+        JsonPick &on = p_.json_pick[2 * i + 1];
+        JsonPick &off = p_.json_pick[2 * i];
+        on.at = static_cast<uint32_t>(p_.json.size());
         p_.json += f.json_head_on;
         p_.json += f.json_rest;
-        h.json_on_len = static_cast<uint32_t>(p_.json.size() - h.json_at);
+        on.len = static_cast<uint32_t>(p_.json.size() - on.at);
+        off.at = static_cast<uint32_t>(p_.json.size());
         p_.json += f.json_head_off;
         p_.json += f.json_rest;
-        h.json_off_len = static_cast<uint32_t>(p_.json.size() - h.json_at
-                                               - h.json_on_len);
+        off.len = static_cast<uint32_t>(p_.json.size() - off.at);
     }
     p_.json.append(json_copy_slack, '\0');
     build_lanes();
@@ -1144,18 +1149,22 @@ void Loader::build_lanes()
     /* the answer's copies: the width of fewest instructions, a 32-byte
      * load and store a vector for every flag, and about 40 for each flag
      * longer than the width (put_flag()'s) */
-    p_.json_pick.resize(2 * n);
+    static const uint32_t widths[] = {64, 96, 128};
+    size_t longer[3] = {0, 0, 0};   /* the flags longer than each width */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t most = std::max(p_.json_pick[2 * i].len,
+                                 p_.json_pick[2 * i + 1].len);
+        for (size_t w = 0; w < 3; w++) {
+            longer[w] += most > widths[w];
+        }
+    }
     p_.json_long.assign(words, 0);
     size_t best = SIZE_MAX;
-    for (uint32_t width : {64u, 96u, 128u}) {
-        size_t cost = n * (width / 32) * 2;
-        for (size_t i = 0; i < n; i++) {
-            const FlagHot &h = p_.hot[i];
-            cost += std::max(h.json_on_len, h.json_off_len) > width ? 40 : 0;
-        }
+    for (size_t w = 0; w < 3; w++) {
+        size_t cost = n * (widths[w] / 32) * 2 + 40 * longer[w];
         if (cost < best) {
             best = cost;
-            p_.json_width = width;
+            p_.json_width = widths[w];
         }
     }
     /* A copy writes up to json_copy_slack bytes after its ',', which the
@@ -1167,10 +1176,9 @@ void Loader::build_lanes()
     static_assert(json_copy_slack >= 128, "the widest copy reads past");
     static_assert(json_copy_slack + 1 <= 2 * 74, "the bound holds a copy");
     for (size_t i = 0; i < n; i++) {
-        const FlagHot &h = p_.hot[i];
-        p_.json_pick[2 * i] = {h.json_at + h.json_on_len, h.json_off_len};
-        p_.json_pick[2 * i + 1] = {h.json_at, h.json_on_len};
-        if (std::max(h.json_on_len, h.json_off_len) > p_.json_width) {
+        if (std::max(p_.json_pick[2 * i].len, p_.json_pick[2 * i + 1].len)
+            > p_.json_width)
+        {
             p_.json_long[i / 64] |= uint64_t(1) << (i % 64);
         }
     }

@@ -285,9 +285,6 @@ struct FlagHot {
     uint32_t  rollout_milli;     /* the configured percentage */
     uint32_t  seg_at;            /* the flag's segments: hot_segs[seg_at..] */
     uint32_t  nsegs;
-    uint32_t  json_at;           /* the whole object with the configured */
-    uint32_t  json_on_len;       /*   percentage in fl_project_s::json: */
-    uint32_t  json_off_len;      /*   on at json_at, off right after */
     uint8_t   prefix_ntail;
     uint8_t   enabled;
     uint8_t   simple;            /* no rules, named users or stickiness */
@@ -368,13 +365,14 @@ struct fl_project_s {
      * show it */
     std::vector<uint32_t>       val_rollout;
 
-    /* The objects of the answer where lanes run, copied json_width bytes
-     * at a time (64, 96 or 128; the bytes past an object are overwritten
-     * by the next one): json_pick[2 * i + v] is flag i's object with value
-     * v and its configured percentage; json_long, a bit a flag (whole
-     * words), the flags whose longer object is over json_width, written
-     * by put_flag() instead.  Loader::build_lanes() chooses the width
-     * that copies least. */
+    /* GET /flags' objects: json_pick[2 * i + v] is where flag i's whole
+     * object with value v and its configured percentage lies in json,
+     * the one record of it (put_flag() and the lanes' copies read it).
+     * Where lanes run, each object is copied json_width bytes at a time
+     * (64, 96 or 128; the bytes past an object are overwritten by the
+     * next one); json_long, a bit a flag (whole words), the flags whose
+     * longer object is over json_width, written by put_flag() instead.
+     * Loader::build_lanes() chooses the width that copies least. */
     std::vector<fl::JsonPick>   json_pick;
     std::vector<uint64_t>       json_long;
     uint32_t                    json_width = 128;
