@@ -97,8 +97,10 @@ struct trait {
     const char  *val;       /* string: decoded; number: its text */
     size_t       val_len;
     size_t       seq;
-    bool         key_verbatim;  /* key, val: their own JSON escaping */
-    bool         val_verbatim;
+    const char  *key_json;  /* key, val (a string) as the body wrote */
+    const char  *val_json;  /*   them, where that is their fl_json_escape() */
+    size_t       val_json_len;  /* (key_json is key itself); nullptr: */
+                                /*   escape them */
     bool         dropped;   /* an earlier occurrence took its value */
     trait       *next;
 };
@@ -130,7 +132,7 @@ struct fl_report_parser_s {
     bool            in_traits;      /* directly inside the latest traits */
     const char     *trait_key;
     size_t          trait_key_len;
-    bool            trait_key_verbatim;
+    const char     *trait_key_json;  /* trait_key where it has no escape */
     const unsigned char *raw;       /* the body json_scan() reads, when */
     size_t          raw_len;        /* it is ASCII throughout (verbatim()) */
     /* the string value being handed over, as the body wrote it, when
@@ -189,16 +191,18 @@ bool verbatim(const parser *p, const char *s)
 
 /* s kept for the report: the body's own bytes where verbatim(), else a
  * copy (yajl's buffers do not last).  nullptr: out of memory. */
-const char *keep(parser *p, const char *s, size_t len, bool *verb)
-{
-    *verb = verbatim(p, s);
-    return *verb ? s : fl::dup_bytes(&p->alloc, s, len);
-}
-
 const char *keep(parser *p, const char *s, size_t len)
 {
-    bool verb;
-    return keep(p, s, len, &verb);
+    return verbatim(p, s) ? s : fl::dup_bytes(&p->alloc, s, len);
+}
+
+/* Appends the string s as JSON: json, the body's own text of it, copied
+ * where there is one (p->text), else s escaped. */
+char *put_text(char *o, const char *s, size_t len, const char *json,
+    size_t json_len)
+{
+    return json != nullptr ? fl::put_verbatim(o, json, json_len)
+                           : fl::put_str(o, s, len);
 }
 
 field_id lookup_field(const unsigned char *key, size_t len)
@@ -274,14 +278,18 @@ int add_trait(parser *p, jkind k, const char *s, size_t len)
     }
     t->key = p->trait_key;
     t->key_len = p->trait_key_len;
-    t->key_verbatim = p->trait_key_verbatim;
+    t->key_json = p->trait_key_json;
     t->kind = k;
     if (k == fl::J_STRING || k == fl::J_NUMBER) {
-        t->val = keep(p, s, len, &t->val_verbatim);
+        t->val = keep(p, s, len);
         if (t->val == nullptr) {
             return fail_nomem(p);
         }
         t->val_len = len;
+    }
+    if (k == fl::J_STRING) {
+        t->val_json = p->text;
+        t->val_json_len = p->text != nullptr ? p->text_len : 0;
     }
     t->seq = p->ntraits++;
     if (p->traits_tail != nullptr) {
@@ -389,12 +397,16 @@ int cb_map_key(void *ctx, const unsigned char *key, size_t len)
         p->cur_field = lookup_field(key, len);
         p->key_seq++;
     } else if (p->depth == 2 && p->in_traits) {
-        p->trait_key = keep(p, reinterpret_cast<const char *>(key), len,
-                            &p->trait_key_verbatim);
+        p->trait_key = keep(p, reinterpret_cast<const char *>(key), len);
         if (p->trait_key == nullptr) {
             return fail_nomem(p);
         }
         p->trait_key_len = len;
+        /* a name kept in place (verbatim()) has no escape: it is its own
+         * text.  The scanner's text of keys is not asked for: names with
+         * escapes are rare, and every key would pay for it */
+        p->trait_key_json = p->trait_key == reinterpret_cast<const char *>(key)
+                            ? p->trait_key : nullptr;
     }
     return 1;
 }
@@ -480,7 +492,8 @@ bool dedupe_traits(parser *p)
             v[i]->kind = last->kind;
             v[i]->val = last->val;
             v[i]->val_len = last->val_len;
-            v[i]->val_verbatim = last->val_verbatim;
+            v[i]->val_json = last->val_json;
+            v[i]->val_json_len = last->val_json_len;
         }
         i = j;
     }
@@ -517,13 +530,11 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
             *o++ = ',';
         }
         first = false;
-        o = t->key_verbatim ? fl::put_verbatim(o, t->key, t->key_len)
-                            : fl::put_str(o, t->key, t->key_len);
+        o = put_text(o, t->key, t->key_len, t->key_json, t->key_len);
         *o++ = ':';
         switch (t->kind) {
         case fl::J_STRING:
-            o = t->val_verbatim ? fl::put_verbatim(o, t->val, t->val_len)
-                                : fl::put_str(o, t->val, t->val_len);
+            o = put_text(o, t->val, t->val_len, t->val_json, t->val_json_len);
             break;
         case fl::J_NUMBER:
             std::memcpy(o, t->val, t->val_len);
@@ -763,13 +774,10 @@ char *put_member(char *o, const char *lit, size_t lit_len, const char *s,
 {
     std::memcpy(o, lit, lit_len);
     o += lit_len;
-    if (json != nullptr) {
-        return fl::put_verbatim(o, json, json_len);
-    }
-    if (s == nullptr) {
+    if (json == nullptr && s == nullptr) {
         return fl::put_lit(o, "\"\"");
     }
-    return fl::put_str(o, s, len);
+    return put_text(o, s, len, json, json_len);
 }
 
 } // namespace

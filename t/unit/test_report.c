@@ -305,6 +305,34 @@ static void test_escaped_text_copied(void **state)
     assert_null(whole.r.stack_json);
 }
 
+/* Trait names and string values as the body wrote them: copied where
+ * that is fl_json_escape()'s writing, escaped again where it is not (\/,
+ * \u0041) or where the body is not ASCII; the same traits_json from the
+ * scanner and from yajl, and a repeated name takes its last value's text. */
+static void test_escaped_traits(void **state)
+{
+    (void) state;
+    static const char body[] =
+        "{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"a\\\"b\":\"x\\ny\","
+        "\"\\u0041\":\"\\/\",\"k\\t\":\"v\\t\",\"n\":1.5e3,"
+        "\"a\\\"b\":\"last\\\\\"}}";
+    static const char want[] =
+        "{\"a\\\"b\":\"last\\\\\",\"A\":\"/\",\"k\\t\":\"v\\t\","
+        "\"n\":1.5e3}";
+    result fast = fast_ok(body);
+    result whole = parse_chunked(body, strlen(body), 3);
+
+    expect_str(fast.r.traits_json, fast.r.traits_json_len, want);
+    assert_int_equal(whole.rc, FL_OK);
+    expect_str(whole.r.traits_json, whole.r.traits_json_len, want);
+
+    /* a byte over 0x7f: every string escaped from its decoded bytes */
+    fast = fast_ok("{\"flagName\":\"f\",\"message\":\"m\",\"traits\":{\"k\\n\":"
+                   "\"caf\xc3\xa9 \\\"x\\\"\"}}");
+    expect_str(fast.r.traits_json, fast.r.traits_json_len,
+               "{\"k\\n\":\"caf\xc3\xa9 \\\"x\\\"\"}");
+}
+
 /* What the one-buffer scanner reads itself (no \u0000, pairs only):
  * decoded as yajl decodes it, in every way of feeding the body. */
 static void test_scanner_decoding(void **state)
@@ -1350,6 +1378,7 @@ int main(void)
         cmocka_unit_test_teardown(test_decoded_strings, arena_teardown),
         cmocka_unit_test_teardown(test_scanner_decoding, arena_teardown),
         cmocka_unit_test_teardown(test_escaped_text_copied, arena_teardown),
+        cmocka_unit_test_teardown(test_escaped_traits, arena_teardown),
         cmocka_unit_test_teardown(test_empty_strings_are_valid, arena_teardown),
         cmocka_unit_test_teardown(test_unknown_fields_ignored, arena_teardown),
         cmocka_unit_test_teardown(test_duplicate_keys, arena_teardown),
