@@ -97,10 +97,9 @@ struct trait {
     const char  *val;       /* string: decoded; number: its text */
     size_t       val_len;
     size_t       seq;
-    const char  *key_json;  /* key, val (a string) as the body wrote */
-    const char  *val_json;  /*   them, where that is their fl_json_escape() */
-    size_t       val_json_len;  /* (key_json is key itself); nullptr: */
-                                /*   escape them */
+    const char  *val_json;  /* val (a string) as the body wrote it, where */
+    size_t       val_json_len;  /* that is its fl_json_escape(); nullptr: */
+                                /*   escape it (a key: verbatim() or not) */
     bool         dropped;   /* an earlier occurrence took its value */
     trait       *next;
 };
@@ -132,7 +131,6 @@ struct fl_report_parser_s {
     bool            in_traits;      /* directly inside the latest traits */
     const char     *trait_key;
     size_t          trait_key_len;
-    const char     *trait_key_json;  /* trait_key where it has no escape */
     const unsigned char *raw;       /* the body json_scan() reads, when */
     size_t          raw_len;        /* it is ASCII throughout (verbatim()) */
     /* the string value being handed over, as the body wrote it, when
@@ -278,7 +276,6 @@ int add_trait(parser *p, jkind k, const char *s, size_t len)
     }
     t->key = p->trait_key;
     t->key_len = p->trait_key_len;
-    t->key_json = p->trait_key_json;
     t->kind = k;
     if (k == fl::J_STRING || k == fl::J_NUMBER) {
         t->val = keep(p, s, len);
@@ -402,11 +399,6 @@ int cb_map_key(void *ctx, const unsigned char *key, size_t len)
             return fail_nomem(p);
         }
         p->trait_key_len = len;
-        /* a name kept in place (verbatim()) has no escape: it is its own
-         * text.  The scanner's text of keys is not asked for: names with
-         * escapes are rare, and every key would pay for it */
-        p->trait_key_json = p->trait_key == reinterpret_cast<const char *>(key)
-                            ? p->trait_key : nullptr;
     }
     return 1;
 }
@@ -530,7 +522,11 @@ fl_status_t serialize_traits(parser *p, fl_report_t *out)
             *o++ = ',';
         }
         first = false;
-        o = put_text(o, t->key, t->key_len, t->key_json, t->key_len);
+        /* a name kept in place (verbatim()) has no escape: it is its own
+         * text.  The scanner's text of keys is not asked for: names with
+         * escapes are rare, and every key would pay for it */
+        o = put_text(o, t->key, t->key_len,
+                     verbatim(p, t->key) ? t->key : nullptr, t->key_len);
         *o++ = ':';
         switch (t->kind) {
         case fl::J_STRING:
