@@ -24,8 +24,8 @@
  *      the rollback decision, a ramp's tick, a sync round and a change of
  *      definitions call ngx_http_flags_counts_fold() first, so within a
  *      worker the counts are exact at every read; another worker's reach
- *      the zone within a millisecond or two, the zone says by when, and
- *      flags_status and the metrics wait for that
+ *      the zone within a millisecond or two, the zone says by when and
+ *      whether they came, and flags_status and the metrics wait for them
  *      (ngx_http_flags_counts_settled()).
  *
  * Whether an answer is counted is the caller's to say, for one reason
@@ -59,13 +59,13 @@ static void ngx_http_flags_settle_cleanup(void *data);
  * worker answering a few requests a cycle paid about 1 us a request.
  */
 #define NGX_HTTP_FLAGS_FOLD_MSEC  1
-/* what a reader waits at most for the other workers' folds */
-#define NGX_HTTP_FLAGS_SETTLE_MSEC  (NGX_HTTP_FLAGS_FOLD_MSEC + 2)
 
 
 typedef struct {
     ngx_event_t                 ev;
     ngx_http_flags_answer_pt    answer;
+    /* the folds it waits for (ngx_http_flags_zone_counts_wait()) */
+    ngx_atomic_uint_t           marks[NGX_HTTP_FLAGS_MAX_PROCS];
 } ngx_http_flags_settle_t;
 
 
@@ -524,9 +524,13 @@ ngx_http_flags_counts_get(ngx_http_request_t *r,
 /*
  * flags_status and flags_metrics: this worker's counts are folded by the
  * reader (answer() folds first); another worker's reach the zone within
- * NGX_HTTP_FLAGS_FOLD_MSEC, and the zone says until when: the answer
- * waits for that, a few milliseconds at most, so that it counts every
+ * NGX_HTTP_FLAGS_FOLD_MSEC, and the zone says until when and whether they
+ * have come: the answer waits for the counts each other worker held when
+ * the request came, usually a millisecond or two, so that it counts every
  * evaluation answered before the request, whichever worker answered it.
+ * A worker slow to fold (descheduled on a busy machine) is waited for;
+ * one that has not folded NGX_HTTP_FLAGS_LATE_MSEC after its due time was
+ * killed or is stuck, and is not.
  */
 
 ngx_int_t
@@ -534,28 +538,27 @@ ngx_http_flags_counts_settled(ngx_http_request_t *r,
     ngx_http_flags_answer_pt answer)
 {
     ngx_msec_t                   wait;
+    ngx_atomic_uint_t            marks[NGX_HTTP_FLAGS_MAX_PROCS];
     ngx_pool_cleanup_t          *cln;
     ngx_http_flags_settle_t     *s;
     ngx_http_flags_main_conf_t  *fmcf;
 
     fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
 
-    wait = ngx_http_flags_zone_counts_wait(fmcf);
+    wait = ngx_http_flags_zone_counts_wait(fmcf, marks, 1);
 
     if (wait == 0) {
         return answer(r);
     }
 
-    if (wait > NGX_HTTP_FLAGS_SETTLE_MSEC) {
-        wait = NGX_HTTP_FLAGS_SETTLE_MSEC;
-    }
-
-    s = ngx_pcalloc(r->pool, sizeof(ngx_http_flags_settle_t));
+    s = ngx_palloc(r->pool, sizeof(ngx_http_flags_settle_t));
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (s == NULL || cln == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    ngx_memzero(&s->ev, sizeof(ngx_event_t));
+    ngx_memcpy(s->marks, marks, sizeof(marks));
     s->answer = answer;
     s->ev.handler = ngx_http_flags_settle_handler;
     s->ev.data = r;
@@ -578,14 +581,29 @@ ngx_http_flags_counts_settled(ngx_http_request_t *r,
 static void
 ngx_http_flags_settle_handler(ngx_event_t *ev)
 {
-    ngx_connection_t         *c;
-    ngx_http_request_t       *r;
-    ngx_http_flags_settle_t  *s;
+    ngx_msec_t                   wait;
+    ngx_connection_t            *c;
+    ngx_http_request_t          *r;
+    ngx_http_flags_settle_t     *s;
+    ngx_http_flags_main_conf_t  *fmcf;
 
     s = (ngx_http_flags_settle_t *) ((u_char *) ev
                                      - offsetof(ngx_http_flags_settle_t, ev));
     r = ev->data;
     c = r->connection;
+
+    fmcf = ngx_http_get_module_main_conf(r, ngx_http_flags_module);
+
+    /* a worker past its due time: asked again each millisecond */
+    wait = ngx_http_flags_zone_counts_wait(fmcf, s->marks, 0);
+
+    if (wait) {
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
+                       "flags: the answer waits %M ms more for other "
+                       "workers' counts", wait);
+        ngx_add_timer(&s->ev, wait);
+        return;
+    }
 
     /* r may be gone after this */
     ngx_http_finalize_request(r, s->answer(r));

@@ -132,6 +132,10 @@
  */
 
 #define NGX_HTTP_FLAGS_MAX_PROCS      256
+/* how long past its due time a reader waits for a worker's fold: one
+ * that has not folded by then was killed or is stuck, and the reader
+ * answers without its held counts */
+#define NGX_HTTP_FLAGS_LATE_MSEC      1000
 /* tokens up to this long are compared from a stack buffer */
 #define NGX_HTTP_FLAGS_TOKEN_PAD      256
 #define NGX_HTTP_FLAGS_KEY_LEN        FL_KEY_LEN        /* project\0flag */
@@ -261,6 +265,9 @@ typedef struct {
     /* the evaluations it holds (ngx_http_flags_eval.c) are in the zone by
      * this ngx_current_msec; 0: it holds none */
     ngx_atomic_t                counts_due;
+    /* its folds of held counts so far: a reader that saw it hold some
+     * waits for this to move */
+    ngx_atomic_t                counts_folds;
 } ngx_http_flags_proc_t;
 
 
@@ -521,7 +528,8 @@ ngx_uint_t ngx_http_flags_zone_bind_defs(ngx_http_flags_main_conf_t *fmcf,
     ngx_http_flags_defs_t *defs, u_char *created, ngx_log_t *log);
 void ngx_http_flags_zone_counts_due(ngx_http_flags_main_conf_t *fmcf,
     ngx_msec_t due);
-ngx_msec_t ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf);
+ngx_msec_t ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t *marks, ngx_uint_t first);
 void ngx_http_flags_zone_defs_ack(ngx_http_flags_main_conf_t *fmcf,
     ngx_atomic_uint_t seq);
 ngx_uint_t ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
@@ -885,7 +893,8 @@ void ngx_http_flags_counts_fold(void);
 void ngx_http_flags_counts_due(void);
 /* answer(r) once every worker's counts held at this moment are in the
  * zone (flags_status, flags_metrics): at once, or NGX_DONE and after a
- * wait of at most a few milliseconds. */
+ * wait, a millisecond or two unless a worker is slow to fold, and never
+ * past NGX_HTTP_FLAGS_LATE_MSEC after the time it was due. */
 typedef ngx_int_t (*ngx_http_flags_answer_pt)(ngx_http_request_t *r);
 ngx_int_t ngx_http_flags_counts_settled(ngx_http_request_t *r,
     ngx_http_flags_answer_pt answer);

@@ -1035,7 +1035,9 @@ ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
 /*
  * The counts' fold (ngx_http_flags_eval.c): the evaluations this worker
  * holds are in the zone by due (ngx_current_msec, the monotonic clock
- * every process of the host shares), 0: it holds none.
+ * every process of the host shares), 0: it holds none, as it has just
+ * folded them (the fold's number moves first, so a reader that sees due
+ * cleared and the number unmoved cannot be waiting for a later hold).
  */
 
 void
@@ -1051,23 +1053,38 @@ ngx_http_flags_zone_counts_due(ngx_http_flags_main_conf_t *fmcf,
     /* untracked (no slot): readers do not wait for this worker */
     own = ngx_http_flags_zone_own(fmcf->sh);
 
-    if (own) {
-        __atomic_store_n(&own->counts_due, due, __ATOMIC_RELEASE);
+    if (own == NULL) {
+        return;
     }
+
+    if (due == 0) {
+        __atomic_fetch_add(&own->counts_folds, 1, __ATOMIC_RELEASE);
+    }
+
+    __atomic_store_n(&own->counts_due, due, __ATOMIC_RELEASE);
 }
 
 
 /*
- * How long until every other process has folded the evaluations it holds
- * now, in milliseconds; 0: none holds any.  A worker that died holding
- * some left a time that passes.
+ * How long a reader waits before it asks again whether every other
+ * process has folded the evaluations it held when the reader came, in
+ * milliseconds; 0: all are in the zone.  marks holds, for each slot, 1 +
+ * the number of its fold the reader waits for (0: none): first fills it,
+ * the calls after it clear what has come.  A process that holds counts
+ * past its due time (descheduled on a busy machine) is asked again every
+ * millisecond, up to NGX_HTTP_FLAGS_LATE_MSEC past it; one still holding
+ * then was killed or is stuck, and is not waited for.  A slot taken by a
+ * new worker starts with nothing held.
  */
 
 ngx_msec_t
-ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf)
+ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf,
+    ngx_atomic_uint_t *marks, ngx_uint_t first)
 {
     ngx_msec_t               due, wait;
+    ngx_atomic_uint_t        folds, mark;
     ngx_uint_t               i;
+    ngx_msec_int_t           ahead;
     ngx_http_flags_proc_t   *p;
     ngx_http_flags_shctx_t  *sh;
 
@@ -1081,16 +1098,44 @@ ngx_http_flags_zone_counts_wait(ngx_http_flags_main_conf_t *fmcf)
     for (i = 0; i < NGX_HTTP_FLAGS_MAX_PROCS; i++) {
         p = &sh->procs[i];
 
+        mark = first ? 0 : marks[i];
+
+        if (!first && mark == 0) {
+            continue;
+        }
+
+        marks[i] = 0;
+
         if (p->pid == 0 || p->pid == ngx_pid) {
             continue;
         }
 
         due = __atomic_load_n(&p->counts_due, __ATOMIC_ACQUIRE);
+        folds = __atomic_load_n(&p->counts_folds, __ATOMIC_ACQUIRE);
 
-        if (due != 0 && (ngx_msec_int_t) (due - ngx_current_msec)
-                        > (ngx_msec_int_t) wait)
-        {
-            wait = due - ngx_current_msec;
+        if (due == 0) {
+            continue;
+        }
+
+        if (!first && folds + 1 != mark) {
+            /* folded since: what it holds now came after the reader */
+            continue;
+        }
+
+        ahead = (ngx_msec_int_t) (due - ngx_current_msec);
+
+        if (ahead <= -NGX_HTTP_FLAGS_LATE_MSEC) {
+            continue;
+        }
+
+        marks[i] = folds + 1;
+
+        if (ahead < 1) {
+            ahead = 1;
+        }
+
+        if ((ngx_msec_t) ahead > wait) {
+            wait = ahead;
         }
     }
 

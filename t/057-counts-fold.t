@@ -8,7 +8,9 @@
 # is asked, one by one and pipelined; and a
 # rollback decision on one worker sees the evaluations another worker
 # answered just before (without them a 5 % error rate would read as
-# 5 errors of 0 evaluations and roll back).
+# 5 errors of 0 evaluations and roll back).  A worker that holds counts
+# but does not run (SIGSTOP here, a busy machine in CI) is waited for
+# until it folds, up to a second past its due time.
 use strict;
 use warnings;
 use Test::More;
@@ -16,6 +18,7 @@ use FindBin;
 use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use JSON::PP;
+use Time::HiRes qw(time);
 
 my $dir = prefix_dir('counts-fold');
 
@@ -78,13 +81,23 @@ sub counters {
 # Requests written at once and read after: many answers in one cycle.
 sub pipelined {
     my ($s, @paths) = @_;
-    my $out = join '', map {
+    send_requests($s, @paths);
+    return read_answers($s, scalar @paths);
+}
+
+sub send_requests {
+    my ($s, @paths) = @_;
+    print $s join '', map {
         "GET $_ HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer tok_shop\r\n\r\n"
     } @paths;
-    print $s $out;
+}
+
+# $n answers read from $s: [status, body] each
+sub read_answers {
+    my ($s, $n) = @_;
     my @answers;
     my $buf = '';
-    while (@answers < @paths) {
+    while (@answers < $n) {
         if ($buf =~ /\A(.*?\r\n\r\n)/s) {
             my $h = $1;
             my ($len) = $h =~ /^Content-Length: (\d+)/mi;
@@ -100,6 +113,34 @@ sub pipelined {
         die "connection closed" unless $n;
     }
     return @answers;
+}
+
+# whether $s has something to read within $secs
+sub readable {
+    my ($s, $secs) = @_;
+    my $rin = '';
+    vec($rin, fileno($s), 1) = 1;
+    return select(my $rout = $rin, undef, undef, $secs) > 0;
+}
+
+sub evaluations_in {
+    my ($answer) = @_;
+    die "flags_status: $answer->[0]" unless $answer->[0] == 200;
+    my ($f) = grep { $_->{name} eq 'all' } @{ decode_json($answer->[1])->{projects}[0]{flags} };
+    return $f->{counters}{evaluations};
+}
+
+# Two pipelines of 5 on the first worker, the second within a millisecond
+# of the first one's fold, so that the worker holds its counts (for up to
+# a millisecond, until its timer), and the worker stopped at once.
+sub answer_then_stop {
+    my ($tag) = @_;
+    for my $p (1, 2) {
+        my @a = pipelined($ka->{ $w[0] }, map { "/flags?userId=$tag-$p-$_" } 1 .. 5);
+        die "status $_->[0]" for grep { $_->[0] != 200 } @a;
+    }
+    kill 'STOP', $w[0] or die "SIGSTOP $w[0]: $!";
+    return 10;
 }
 
 my ($total, $half_on) = (0, 0);
@@ -190,6 +231,66 @@ is($r->{enabled} ? 1 : 0, 1, 'risky is not rolled back: 5 errors of more than 10
     }
     is($exact, 50, 'the other worker\'s flags_status, right after 5 answers, counts them: 50 times of 50'
                    . (@off ? " (off by @off)" : ''));
+    $probes += $n;
+}
+
+# A worker slow to fold (descheduled on a busy machine: here stopped by
+# SIGSTOP while it holds counts): flags_status on the other worker waits
+# until it runs again and folds them, past the time the zone said, and
+# counts every answer.  Not every round catches the worker holding (its
+# timer may fold before the signal lands); those that do, wait.
+{
+    my ($c0) = counters($ka->{ $w[0] });
+    my $base = $c0->{all}{evaluations};
+    my ($n, $exact, $waited, @off) = (0, 0, 0);
+    for my $i (1 .. 20) {
+        $n += answer_then_stop("stop-$i");
+        send_requests($ka->{ $w[1] }, '/flags-status');
+        # no answer while the first worker is stopped holding counts
+        my $early = readable($ka->{ $w[1] }, 0.2);
+        kill 'CONT', $w[0] or die "SIGCONT $w[0]: $!";
+        $waited++ unless $early;
+        my ($a) = read_answers($ka->{ $w[1] }, 1);
+        my $got = evaluations_in($a);
+        if ($got == $base + $n) { $exact++ } else { push @off, $got - $base - $n }
+    }
+    is($exact, 20, 'flags_status beside a stopped worker counts its held answers: 20 times of 20'
+                   . (@off ? " (off by @off)" : ''));
+    cmp_ok($waited, '>=', 1, "... and waited for the stopped worker's fold ($waited of 20 rounds)");
+    $probes += $n;
+}
+
+# A worker stopped for longer than a second past its due time is taken for
+# killed or stuck: flags_status answers without the counts it holds, after
+# about a second and not when it runs again, and counts them once it has.
+{
+    my ($c0) = counters($ka->{ $w[0] });
+    my $base = $c0->{all}{evaluations};
+    my ($n, $caught, @took) = (0, 0);
+    for my $i (1 .. 5) {
+        $n += answer_then_stop("stuck-$i");
+        my $t0 = time;
+        send_requests($ka->{ $w[1] }, '/flags-status');
+        my $in_time = readable($ka->{ $w[1] }, 3);
+        my $took = time - $t0;
+        kill 'CONT', $w[0] or die "SIGCONT $w[0]: $!";
+        my ($a) = read_answers($ka->{ $w[1] }, 1);
+        my $got = evaluations_in($a);
+        if ($took < 0.5) {
+            # it had folded before the signal: no wait
+            die "a quick answer is short: $got of " . ($base + $n) if $got != $base + $n;
+            next;
+        }
+        $caught++;
+        push @took, sprintf('%.2f', $took);
+        ok($in_time && $took < 1.5, "a worker stopped past its due time: answered in " . sprintf("%.2f", $took) . " s, not at its SIGCONT");
+        cmp_ok($got, '<', $base + $n, '... without the counts the stopped worker holds');
+        # once it runs, its fold comes
+        my ($c) = counters($ka->{ $w[1] });
+        is($c->{all}{evaluations}, $base + $n, '... and counts them once it has run');
+        last;
+    }
+    is($caught, 1, 'a round caught the worker holding counts' . (@took ? " (@took s)" : ''));
     $probes += $n;
 }
 
