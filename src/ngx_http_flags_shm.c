@@ -1036,8 +1036,9 @@ ngx_http_flags_zone_defs_acked(ngx_http_flags_main_conf_t *fmcf,
  * The counts' fold (ngx_http_flags_eval.c): the evaluations this worker
  * holds are in the zone by due (ngx_current_msec, the monotonic clock
  * every process of the host shares), 0: it holds none, as it has just
- * folded them (the fold's number moves first, so a reader that sees due
- * cleared and the number unmoved cannot be waiting for a later hold).
+ * folded them.  A fold's number moves before its time is cleared: a
+ * reader that sees a later time (counts held again) also sees the number
+ * moved, and knows the counts it waited for are in.
  */
 
 void
