@@ -19,6 +19,7 @@ use lib "$FindBin::Bin/helper";
 use FlagsTest;
 use JSON::PP;
 use Time::HiRes qw(time);
+use POSIX ();
 
 my $dir = prefix_dir('counts-fold');
 
@@ -34,7 +35,7 @@ _J_
 write_file("$dir/conf/nginx.conf", nginx_conf(http => <<'_H_', server => <<'_S_'));
     flags_project shop token=tok_shop file=shop.json;
 _H_
-        keepalive_requests 100000;
+        keepalive_requests 10000000;
         location = /flags { add_header X-Worker $pid; flags_evaluate; }
         location = /ingest/errors { add_header X-Worker $pid; flags_ingest_errors; }
         location = /flags-status {
@@ -296,6 +297,39 @@ is($r->{enabled} ? 1 : 0, 1, 'risky is not rolled back: 5 errors of more than 10
     }
     is($caught, 1, 'a round caught the worker holding counts' . (@took ? " (@took s)" : ''));
     $probes += $n;
+}
+
+# A worker that keeps answering folds and holds counts again every
+# millisecond: a reader waits only for the counts held when it came, one
+# fold, and is not kept waiting by the ones that follow.  A child keeps
+# the first worker busy with pipelines for 2 s while flags_status asks the
+# other worker.
+{
+    my $child = fork // die "fork: $!";
+    if ($child == 0) {
+        my $until = time + 2;
+        my $k = 0;
+        while (time < $until) {
+            $k++;
+            pipelined($ka->{ $w[0] }, map { "/flags?userId=busy-$k-$_" } 1 .. 5);
+        }
+        POSIX::_exit(0);
+    }
+    select(undef, undef, undef, 0.3);
+    my @took;
+    for (1 .. 5) {
+        my $t0 = time;
+        my ($c, $pid) = counters($ka->{ $w[1] });
+        push @took, time - $t0;
+        select(undef, undef, undef, 0.05);
+    }
+    my $still = waitpid($child, POSIX::WNOHANG()) == 0;
+    waitpid($child, 0);
+    is($? >> 8, 0, 'the busy child ended well');
+    ok($still, 'the first worker was kept busy throughout');
+    my ($slowest) = sort { $b <=> $a } @took;
+    cmp_ok($slowest, '<', 0.5, 'flags_status beside a busy worker answers at once: slowest '
+                               . sprintf('%.3f', $slowest) . ' s of 5');
 }
 
 # A reload while a worker holds counts back: the old worker folds them as
