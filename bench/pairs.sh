@@ -42,6 +42,8 @@ for tool in wrk taskset python3 perl; do
 done
 # PREFIX, PORT, BASE, QUERY, TOKEN30, TOKEN1000, REPORT
 . "$ROOT/bench/lib/prefix.sh"
+# proc_ticks, CLK_TCK
+. "$ROOT/bench/lib/ticks.sh"
 
 case ${PAIRS_ROW:-flags1000} in
     flags1000) ROW=/flags1000; BASELINE=/static1000; TOKEN=$TOKEN1000 ;;
@@ -92,16 +94,16 @@ start() {
 # second PORT WORKER PATH SECONDS: the worker's CPU µs a request
 second() {
     local port=$1 worker=$2 path=$3 secs=$4 t0 t1 n log=$TMP/wrk.txt
-    t0=$(awk '{ print $14 + $15 }' "/proc/$worker/stat")
-    BENCH_USERS=$USERS BENCH_CLK_TCK=100 taskset -c 1 \
+    t0=$(proc_ticks "$worker")
+    BENCH_USERS=$USERS BENCH_CLK_TCK=$CLK_TCK taskset -c 1 \
         wrk -t1 -c32 -d"${secs}s" -s "$LUA" -H "Authorization: Bearer $TOKEN" \
         "http://127.0.0.1:$port$path?$QUERY" >"$log" 2>&1 || die "wrk failed: $(tail -2 "$log")"
-    t1=$(awk '{ print $14 + $15 }' "/proc/$worker/stat")
+    t1=$(proc_ticks "$worker")
+    [ -n "$t0" ] && [ -n "$t1" ] || die "the worker of $path is gone"
     grep -q 'non2xx=0 ' "$log" || die "$path: answers of 400 or more: $(grep '^BENCH' "$log")"
     n=$(sed -n 's/^BENCH requests=\([0-9]*\).*/\1/p' "$log")
     [ -n "$n" ] && [ "$n" -gt 0 ] || die "$path: no answers"
-    # clock ticks of 10 ms
-    awk -v t="$((t1 - t0))" -v n="$n" 'BEGIN { printf "%.2f", t * 10000 / n }'
+    awk -v t="$((t1 - t0))" -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }'
 }
 
 read -r PORT_A MASTER_A WORKER_A < <(start A "$SO_A")

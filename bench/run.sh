@@ -115,7 +115,8 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 LUA=$BENCH_DIR/report.lua
 NGINXCTL=$ROOT/t/helper/nginxctl     # starts and stops nginx, by PID
-CLK_TCK=$(getconf CLK_TCK)
+# proc_ticks, CLK_TCK
+. "$BENCH_DIR/lib/ticks.sh"
 
 TOKEN30=pub_bench_30
 TOKEN1=pub_bench_1
@@ -202,17 +203,11 @@ start_nginx() {
     WORKER_PID=$kids
 }
 
-# utime + stime of the worker, in clock ticks (fields 14 and 15 of
-# /proc/<pid>/stat; the command name in field 2 may hold spaces). Prints
-# nothing when the worker is gone (crashed: the master would respawn it).
+# utime + stime of the worker, in clock ticks (bench/lib/ticks.sh).
+# Prints nothing when the worker is gone (crashed: the master would
+# respawn it).
 worker_ticks() {
-    local stat
-    [ -r "/proc/$WORKER_PID/stat" ] || return 0
-    stat=$(<"/proc/$WORKER_PID/stat") || return 0
-    stat=${stat##*) }
-    # shellcheck disable=SC2086
-    set -- $stat
-    echo $(( ${12} + ${13} ))
+    proc_ticks "$WORKER_PID"
 }
 
 # Nanoseconds the worker spent runnable but waiting for a CPU (field 2 of
