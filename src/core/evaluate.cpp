@@ -733,22 +733,29 @@ FL_HOT_INLINE void each_flag(const fl_project_t *p,
     }
 }
 
-/* put_flag() of a flag rolled back or overridden: the percentage differs
- * from the prebuilt object's. */
-__attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
-    size_t i, bool on, uint32_t eff, char *o)
+/* The rest of flag f's object after its value, with the percentage eff
+ * instead of its configured one (Flag::json_rest). */
+char *put_rest_percent(const fl::Flag &f, uint32_t eff, char *o)
 {
     static const char pct[] = ",\"rolloutPercentage\":";
-    const fl::Flag &f = p.flags[i];
-    const std::string &head = on ? f.json_head_on : f.json_head_off;
 
-    std::memcpy(o, head.data(), head.size());
-    o += head.size();
     std::memcpy(o, pct, sizeof(pct) - 1);
     o += sizeof(pct) - 1;
     o += fl_json_milli(eff, o);
     std::memcpy(o, f.json_tail.data(), f.json_tail.size());
     return o + f.json_tail.size();
+}
+
+/* put_flag() of a flag rolled back or overridden: the percentage differs
+ * from the prebuilt object's. */
+__attribute__((noinline)) char *put_flag_percent(const fl_project_s &p,
+    size_t i, bool on, uint32_t eff, char *o)
+{
+    const fl::Flag &f = p.flags[i];
+    const std::string &head = on ? f.json_head_on : f.json_head_off;
+
+    std::memcpy(o, head.data(), head.size());
+    return put_rest_percent(f, eff, o + head.size());
 }
 
 /* N bytes (a multiple of 32) from s to o.  Wide: in 32-byte vectors,
@@ -773,8 +780,10 @@ FL_HOT_INLINE void copy_fixed(char *o, const char *s)
 }
 
 /* Flag i's object in GET /flags' answer (after its ','), with value on
- * and effective percentage eff: the one writer of fl_flags_json() and
- * fl_flags_answer().  With the configured percentage the whole object is
+ * and effective percentage eff: the writer of fl_flags_json() and of
+ * fl_flags_answer() where lanes do not run (where they do, put_word()
+ * writes the same bytes from the answer's frame; both write another
+ * percentage with put_rest_percent()).  With the configured percentage the whole object is
  * one copy of its prebuilt text: of up to 128 bytes in one of three fixed
  * sizes the compiler copies inline (64, 96 or 128, by the longer of the
  * flag's two objects), the bytes past the object overwritten by the next
@@ -809,41 +818,62 @@ FL_HOT_INLINE char *put_flag(const fl_project_s &p, size_t i,
     return put_flag_percent(p, i, on, eff, o);
 }
 
-/* put_flag() out of put_word()'s loop: a flag whose percentage in force
- * is not its configured one, or whose object is longer than the
- * project's json_width. */
-template <bool Wide>
-__attribute__((noinline)) char *put_flag_apart(const fl_project_s &p,
-    size_t i, bool on, uint32_t eff, char *o)
+/* A flag's value into the answer's frame: `true` or `false`, in one
+ * store of 8 bytes whose last ones the piece after it overwrites. */
+FL_HOT_INLINE char *put_value(bool on, char *o)
 {
-    return put_flag<Wide>(p, i, p.hot[i], p.json.data(), on, eff, false, o);
+    /* the bytes of "true" and "false", little-endian */
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the words' bytes");
+    uint64_t word = on ? 0x65757274ull : 0x65736c6166ull;
+
+    std::memcpy(o, &word, sizeof(word));
+    return o + 5 - on;
 }
 
-/* The objects of flags [from, end) of one word, none of them the
- * answer's last, each after its ',': bit i % 64 of bits is flag i's
- * value.  A flag of apart (a bit a flag of the word) by put_flag(); each
- * other one copy of W bytes (fl_project_s::json_width) of its prebuilt
- * object with its value (json_pick), whose bytes past the object the
- * next one overwrites: no percentage compared, no length chosen, flag by
- * flag. */
+/* Flag i's piece of the frame (fl_project_s::frame_pick) by its length,
+ * out of put_word()'s loop: a piece longer than the project's
+ * json_width, the answer's last, or (eff not its configured percentage)
+ * a flag rolled back or overridden, whose rest of its object is written
+ * with eff before the piece's part that starts the next flag. */
+__attribute__((noinline)) char *put_piece_apart(const fl_project_s &p,
+    size_t i, uint32_t eff, char *o)
+{
+    const fl::JsonPick &k = p.frame_pick[i];
+    const char *piece = p.json_frame.data() + k.at;
+    size_t skip = 0;
+
+    if (eff != p.hot[i].rollout_milli) {
+        const fl::Flag &f = p.flags[i];
+        o = put_rest_percent(f, eff, o);
+        skip = f.json_rest.size();
+    }
+    std::memcpy(o, piece + skip, k.len - skip);
+    return o + k.len - skip;
+}
+
+/* The values and pieces of flags [from, end) of one word, none of them
+ * the answer's last: bit i % 64 of bits is flag i's value.  A flag of
+ * apart (a bit a flag of the word) by put_piece_apart(); each other one
+ * copy of W bytes (fl_project_s::json_width) of its piece of the frame,
+ * whose bytes past the piece the next value overwrites: no percentage
+ * compared, no length chosen, flag by flag. */
 template <size_t W, bool Wide>
 FL_HOT_INLINE char *put_word(const fl_project_s &p, size_t from, size_t end,
     uint64_t bits, uint64_t apart, const uint32_t *effective_milli, char *o)
 {
-    const fl::JsonPick *pick = p.json_pick.data();
-    const char *json = p.json.data();
+    const fl::JsonPick *pick = p.frame_pick.data();
+    const char *frame = p.json_frame.data();
 
     for (size_t i = from; i < end; i++) {
         unsigned j = static_cast<unsigned>(i % 64);
-        size_t on = (bits >> j) & 1;
 
-        *o++ = ',';
+        o = put_value((bits >> j) & 1, o);
         if (__builtin_expect((apart >> j) & 1, 0)) {
-            o = put_flag_apart<Wide>(p, i, on != 0, effective_milli[i], o);
+            o = put_piece_apart(p, i, effective_milli[i], o);
             continue;
         }
-        const fl::JsonPick &k = pick[2 * i + on];
-        copy_fixed<W, Wide>(o, json + k.at);
+        const fl::JsonPick &k = pick[i];
+        copy_fixed<W, Wide>(o, frame + k.at);
         o += k.len;
     }
     return o;
@@ -934,7 +964,8 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
 
     /* Where lanes run, a word's 64 values come first, all at once
      * (lane_values(): no branch on the caller's segments or buckets), the
-     * flags it cannot decide by the one evaluation; then the objects.  A
+     * flags it cannot decide by the one evaluation; then the word's
+     * values put into the answer's frame (put_word()).  A
      * segment's result does not depend on which flag asks first, so the
      * segments the word's arithmetic reads are either all evaluated up
      * front, or (lazy, fl_project_s::val_lazy: where the load found few
@@ -1002,6 +1033,13 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         return v;
     };
 
+    /* the frame's start: the first flag's object up to its value */
+    if (words) {
+        *o++ = '[';
+        std::memcpy(o, p->json_frame.data(), p->frame_pick[0].at);
+        o += p->frame_pick[0].at;
+    }
+
     /* every flag but the last, 64 to a word of bits */
     static_assert(fl::lane_chunk_flags % 64 == 0, "a chunk is whole words");
     for (size_t w = 0; w < FL_BIT_WORDS(n); w++) {
@@ -1040,10 +1078,8 @@ FL_HOT_INLINE size_t flags_answer(const fl_project_t *p, const fl_user_t *u,
         enabled[w] = bits;
     }
     if (words) {
-        *o++ = ',';
-        o = put_flag<Wide>(*p, n - 1, hot[n - 1], json,
-                           (enabled[(n - 1) / 64] >> ((n - 1) % 64)) & 1,
-                           effective_milli[n - 1], true, o);
+        o = put_value((enabled[(n - 1) / 64] >> ((n - 1) % 64)) & 1, o);
+        o = put_piece_apart(*p, n - 1, effective_milli[n - 1], o);
     } else {
         enabled[(n - 1) / 64] |= uint64_t(one(n - 1, true)) << ((n - 1) % 64);
     }

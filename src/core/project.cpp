@@ -334,6 +334,7 @@ private:
     void finish_flag(Flag &f);
     void index_named_users();
     void build_hot();
+    void build_frame();
     void build_lanes();
 
     const std::string   &source_;
@@ -1006,6 +1007,29 @@ size_t object_bound(const Flag &f)
            + sizeof(",\"rolloutPercentage\":") + 8 + f.json_tail.size() + 1;
 }
 
+/*
+ * The copies of json_width bytes (128 at most) past an object or a piece
+ * stay inside the answer's bound, which counts object_bound() a flag and
+ * sizeof("{\"flags\":[]}"), 3 bytes more than its frame.  put_flag()'s
+ * copy of a whole object starts after its ',' with at least two objects
+ * ahead, each bound at least 74 bytes (a name of one byte, "segments":[]).
+ * A piece of the frame (put_word()) starts after a flag's value, with
+ * ahead: the 3 bytes, what the flag's bound leaves after its value (its
+ * bound minus its head and a value of 5 bytes, at least 47), and the last
+ * flag's bound (74 at least): 124 bytes; the bound has frame_slack more.
+ */
+constexpr size_t min_object_bound = sizeof("{\"name\":\"x\",\"enabled\":") - 1
+    + sizeof("false") + sizeof(",\"rolloutPercentage\":") + 8
+    + sizeof(",\"segments\":[]}") - 1 + 1;
+constexpr size_t frame_slack = 8;
+static_assert(min_object_bound == 74, "the shortest object's bound");
+static_assert(2 * min_object_bound >= json_copy_slack + 1,
+              "an object's copy stays inside the bound");
+static_assert(3 + (min_object_bound - (sizeof("{\"name\":\"x\",\"enabled\":") - 1)
+                   - 5)
+              + min_object_bound + frame_slack >= json_copy_slack,
+              "a piece's copy stays inside the bound");
+
 /* Every flag's named users into the project's index; the flags keep
  * their counts only. */
 /* fl_project_s::hot, hot_segs and json from the loaded flags (the file
@@ -1084,7 +1108,39 @@ void Loader::build_hot()
         off.len = static_cast<uint32_t>(p_.json.size() - off.at);
     }
     p_.json.append(json_copy_slack, '\0');
+    build_frame();
     build_lanes();
+}
+
+/* fl_project_s::json_frame and frame_pick from the loaded flags: each
+ * flag's object without its value, the piece after flag i's value
+ * running to the next flag's value. */
+void Loader::build_frame()
+{
+    size_t n = p_.flags.size();
+    size_t bytes = 0;
+    for (const Flag &f : p_.flags) {
+        bytes += f.json_head.size() + f.json_rest.size() + 1;
+    }
+    p_.json_frame.clear();
+    p_.json_frame.reserve(bytes + json_copy_slack);
+    p_.frame_pick.assign(n, JsonPick{});
+
+    for (size_t i = 0; i < n; i++) {
+        const Flag &f = p_.flags[i];
+        if (i == 0) {
+            p_.json_frame += f.json_head;
+        }
+        JsonPick &k = p_.frame_pick[i];
+        k.at = static_cast<uint32_t>(p_.json_frame.size());
+        p_.json_frame += f.json_rest;
+        if (i + 1 < n) {
+            p_.json_frame += ',';
+            p_.json_frame += p_.flags[i + 1].json_head;
+        }
+        k.len = static_cast<uint32_t>(p_.json_frame.size() - k.at);
+    }
+    p_.json_frame.append(json_copy_slack, '\0');
 }
 
 /* fl::LaneGroup's arrays from the FlagHot just built. */
@@ -1146,16 +1202,15 @@ void Loader::build_lanes()
         p_.val_rollout[i] = p_.hot[i].rollout_milli;
     }
 
-    /* the answer's copies: the width of fewest instructions, a 32-byte
-     * load and store a vector for every flag, and about 40 for each flag
-     * longer than the width (put_flag()'s) */
+    /* the answer's copies of the frame's pieces (all but the last, which
+     * is copied by length): the width of fewest instructions, a 32-byte
+     * load and store a vector for every flag, and about 40 for each piece
+     * longer than the width (put_piece_apart()'s) */
     static const uint32_t widths[] = {64, 96, 128};
-    size_t longer[3] = {0, 0, 0};   /* the flags longer than each width */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t most = std::max(p_.json_pick[2 * i].len,
-                                 p_.json_pick[2 * i + 1].len);
+    size_t longer[3] = {0, 0, 0};   /* the pieces longer than each width */
+    for (size_t i = 0; i + 1 < n; i++) {
         for (size_t w = 0; w < 3; w++) {
-            longer[w] += most > widths[w];
+            longer[w] += p_.frame_pick[i].len > widths[w];
         }
     }
     p_.json_long.assign(words, 0);
@@ -1167,18 +1222,13 @@ void Loader::build_lanes()
             p_.json_width = widths[w];
         }
     }
-    /* A copy writes up to json_copy_slack bytes after its ',', which the
-     * next objects overwrite; the answer's bound (object_bound()) has
-     * room for it however short they are: an object's bound is at least
-     * 74 bytes, and at least two (the copied one's and the last's) follow
-     * the ',' of any object but the last.  (t/unit/test_answer.c guards
-     * the bytes past the bound.) */
+    /* A copy writes up to json_width bytes from its start, which what
+     * follows overwrites; the answer's bound has room for that near its
+     * end (object_bound(), frame_slack; t/unit/test_answer.c guards the
+     * bytes past the bound). */
     static_assert(json_copy_slack >= 128, "the widest copy reads past");
-    static_assert(json_copy_slack + 1 <= 2 * 74, "the bound holds a copy");
-    for (size_t i = 0; i < n; i++) {
-        if (std::max(p_.json_pick[2 * i].len, p_.json_pick[2 * i + 1].len)
-            > p_.json_width)
-        {
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (p_.frame_pick[i].len > p_.json_width) {
             p_.json_long[i / 64] |= uint64_t(1) << (i % 64);
         }
     }
@@ -1530,7 +1580,8 @@ bool Loader::load(const char *data, size_t len)
         p_.by_name.emplace(f.name, i);
         bound += object_bound(f);
     }
-    p_.json_bound = bound;
+    /* and room for the copies of the frame's pieces past the text */
+    p_.json_bound = bound + (p_.flags.empty() ? 0 : frame_slack);
     build_hot();
 
     if (warnings_dropped_ > 0) {

@@ -262,12 +262,14 @@ bool rule_test(const fl_project_s &p, const Rule &r, const fl_trait_t *t);
 
 namespace fl {
 
-/* A flag's prebuilt object is copied into an answer in one of three fixed
- * sizes, 64, 96 or 128 bytes, which the compiler copies inline (put_flag() in
- * evaluate.cpp); longer ones, and the answer's last, by length.  So
- * fl_project_s::json ends with this many bytes of padding for the reads
- * past its last object; the writes past an object are overwritten by the
- * next one, and the last object writes none. */
+/* A flag's prebuilt object, or a piece of the answer's frame, is copied
+ * into an answer in one of three fixed sizes, 64, 96 or 128 bytes, which
+ * the compiler copies inline (put_flag() and put_word() in evaluate.cpp);
+ * longer ones, and the answer's last, by length.  So fl_project_s::json
+ * and json_frame end with this many bytes of padding for the reads past
+ * their last object or piece, and an answer's bound (json_bound) has this
+ * many bytes more than its longest text: the writes past an object or a
+ * piece are overwritten by what comes next, and the last writes none. */
 constexpr size_t json_copy_slack = 128;
 
 /*
@@ -367,13 +369,29 @@ struct fl_project_s {
 
     /* GET /flags' objects: json_pick[2 * i + v] is where flag i's whole
      * object with value v and its configured percentage lies in json,
-     * the one record of it (put_flag() and the lanes' copies read it).
-     * Where lanes run, each object is copied json_width bytes at a time
-     * (64, 96 or 128; the bytes past an object are overwritten by the
-     * next one); json_long, a bit a flag (whole words), the flags whose
-     * longer object is over json_width, written by put_flag() instead.
-     * Loader::build_lanes() chooses the width that copies least. */
+     * the one record of it (put_flag() reads it). */
     std::vector<fl::JsonPick>   json_pick;
+
+    /*
+     * The same answer where lanes run, from its frame: every flag's object
+     * with its configured percentage but without its value, in file order
+     * and nothing between them, so that the answer is the frame with a
+     * `true` or `false` put in after each flag's "enabled":.  frame_pick[i]
+     * is the piece of frame after flag i's value: the rest of its object
+     * (Flag::json_rest), then the ',' and the start of the next flag's
+     * (Flag::json_head), up to its value; the last flag's piece is the
+     * rest of its object alone, and frame_pick[0].at is where the first
+     * flag's start ends.  One buffer of about half json's bytes, read
+     * front to back by any answer, where json holds each object twice.
+     * Each piece is copied json_width bytes at a time (64, 96 or 128; the
+     * bytes past a piece are overwritten by the next value and piece);
+     * json_long, a bit a flag (whole words), the flags whose piece is
+     * over json_width, copied by length instead, as are the pieces of a
+     * flag at another percentage and the last piece.  Loader::build_hot()
+     * chooses the width that copies least.
+     */
+    std::string                 json_frame;
+    std::vector<fl::JsonPick>   frame_pick;
     std::vector<uint64_t>       json_long;
     uint32_t                    json_width = 128;
 

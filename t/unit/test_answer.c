@@ -538,34 +538,44 @@ static unsigned width_of(size_t n, unsigned len, unsigned every,
 }
 
 /*
- * The width of the answer's copies (Loader::build_lanes()): the one of
- * fewest instructions, a load and a store each 32 bytes of every flag's
- * copy and about 40 for each flag longer than the width.  Objects of up
- * to 64 bytes: 64; up to 96: 96; up to 128: 128.  A few flags longer than
- * 64 among many short ones are written apart at 64; many are not.  Flags
- * of objects over 128 bytes are written apart at any width.  And the last
- * flags' objects may be shorter than a copy: the answer's bound has room
- * for the copy of the one before them (same_answer()'s guard).
+ * The width of the answer's copies where lanes run (Loader::build_lanes()):
+ * the one of fewest instructions, a load and a store each 32 bytes of
+ * every flag's copy and about 40 for each piece longer than the width.
+ * They copy the pieces of the answer's frame (fl_project_s::json_frame):
+ * the rest of a flag's object after its value and the next one's start,
+ * 59 bytes and the next flag's name here; the last piece is copied by
+ * its length and not weighed.  Pieces of up to 64 bytes: 64; up to 96:
+ * 96; up to 128: 128.  A few pieces longer than 64 among many short ones
+ * are copied apart at 64; many are not.  Pieces over 128 bytes are copied
+ * apart at any width, and where all are, 64 costs least.  And the last
+ * pieces may be shorter than a copy: the answer's bound has room for the
+ * copies before them (same_answer()'s guard).
  */
 static void test_copy_width(void **state)
 {
     (void) state;
-    /* the longer object: 63 + the name's length */
+    /* a piece: 59 + the next flag's name */
     assert_int_equal(width_of(62, 1, 0, 0, 0), 64);
+    assert_int_equal(width_of(70, 5, 0, 0, 0), 64);
+    assert_int_equal(width_of(70, 6, 0, 0, 0), 96);
     assert_int_equal(width_of(70, 30, 0, 0, 0), 96);
-    assert_int_equal(width_of(70, 33, 0, 0, 0), 96);
-    assert_int_equal(width_of(70, 34, 0, 0, 0), 128);
-    assert_int_equal(width_of(130, 65, 0, 0, 0), 128);
-    /* one flag in 31 of 93 bytes: 40 each apart at 64 costs less than 2
-     * vectors more for every flag (62 flags: names of 1 byte run out) */
+    assert_int_equal(width_of(70, 37, 0, 0, 0), 96);
+    assert_int_equal(width_of(70, 38, 0, 0, 0), 128);
+    assert_int_equal(width_of(130, 69, 0, 0, 0), 128);
+    assert_int_equal(width_of(130, 70, 0, 0, 0), 64);
+    /* one flag in 31 of a 30-byte name, the piece before it 89 bytes: 40
+     * each apart at 64 costs less than 2 vectors more for every flag (62
+     * flags: names of 1 byte run out) */
     assert_int_equal(width_of(62, 1, 31, 30, 0), 64);
     /* one in 5: more */
     assert_int_equal(width_of(62, 1, 5, 30, 0), 96);
-    /* every third flag of 191 bytes (a name of 128), over every width */
+    /* every third flag's name 128 bytes: the pieces before them 187,
+     * over every width, the others 119 */
     assert_int_equal(width_of(100, 60, 3, 128, 0), 128);
-    /* at 128, the last three flags' objects 65 bytes */
+    /* at 128, the last three flags' names 2 bytes: the pieces before
+     * them and between them 61, the last 37 */
     assert_int_equal(width_of(70, 60, 0, 0, 3), 128);
-    assert_int_equal(width_of(3, 60, 0, 0, 2), 128);
+    assert_int_equal(width_of(3, 60, 0, 0, 1), 128);
 }
 
 /* The 8-lane buckets (lanes.hpp): where the CPU has AVX2 they run, and
