@@ -387,7 +387,7 @@ struct fl_project_s {
      * bytes past a piece are overwritten by the next value and piece);
      * json_long, a bit a flag (whole words), the flags whose piece is
      * over json_width, copied by length instead, as are the pieces of a
-     * flag at another percentage and the last piece.  Loader::build_hot()
+     * flag at another percentage and the last piece.  Loader::build_lanes()
      * chooses the width that copies least.
      */
     std::string                 json_frame;
