@@ -174,11 +174,11 @@ pid logs/nginx.pid;
 events { worker_connections 256; accept_mutex off; }
 http {
     access_log off;
-$o{http}
+${\($o{http} // '')}
     server {
         listen 127.0.0.1:$Port;
         server_name localhost;
-$o{server}
+${\($o{server} // '')}
     }
 $own}
 _EOC_
