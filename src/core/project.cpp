@@ -1010,24 +1010,25 @@ size_t object_bound(const Flag &f)
 /*
  * The copies of json_width bytes (128 at most) past an object or a piece
  * stay inside the answer's bound, which counts object_bound() a flag and
- * sizeof("{\"flags\":[]}"), 3 bytes more than its frame.  put_flag()'s
- * copy of a whole object starts after its ',' with at least two objects
- * ahead, each bound at least 74 bytes (a name of one byte, "segments":[]).
- * A piece of the frame (put_word()) starts after a flag's value, with
- * ahead: the 3 bytes, what the flag's bound leaves after its value (its
- * bound minus its head and a value of 5 bytes, at least 47), and the last
- * flag's bound (74 at least): 124 bytes; the bound has frame_slack more.
+ * sizeof("{\"flags\":[]}"): 3 bytes more than the "{\"flags\":[" written
+ * before the first object.  put_flag()'s copy of a whole object starts
+ * after its ',' with at least two objects ahead, each bound at least 74
+ * bytes (a name of one byte, "segments":[]).  A piece of the frame
+ * (put_word()) starts after a flag's value, with ahead: the 3 bytes, what
+ * the flag's bound leaves after its head and a value of 5 bytes (at least
+ * 47), and the last flag's bound (74 at least): 124 bytes; the bound has
+ * frame_slack more.
  */
-constexpr size_t min_object_bound = sizeof("{\"name\":\"x\",\"enabled\":") - 1
-    + sizeof("false") + sizeof(",\"rolloutPercentage\":") + 8
+constexpr size_t min_head = sizeof("{\"name\":\"x\",\"enabled\":") - 1;
+constexpr size_t min_object_bound = min_head + sizeof("false")
+    + sizeof(",\"rolloutPercentage\":") + 8
     + sizeof(",\"segments\":[]}") - 1 + 1;
 constexpr size_t frame_slack = 8;
 static_assert(min_object_bound == 74, "the shortest object's bound");
 static_assert(2 * min_object_bound >= json_copy_slack + 1,
               "an object's copy stays inside the bound");
-static_assert(3 + (min_object_bound - (sizeof("{\"name\":\"x\",\"enabled\":") - 1)
-                   - 5)
-              + min_object_bound + frame_slack >= json_copy_slack,
+static_assert(3 + (min_object_bound - min_head - 5) + min_object_bound
+              + frame_slack >= json_copy_slack,
               "a piece's copy stays inside the bound");
 
 /* Every flag's named users into the project's index; the flags keep

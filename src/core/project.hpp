@@ -267,9 +267,9 @@ namespace fl {
  * the compiler copies inline (put_flag() and put_word() in evaluate.cpp);
  * longer ones, and the answer's last, by length.  So fl_project_s::json
  * and json_frame end with this many bytes of padding for the reads past
- * their last object or piece, and an answer's bound (json_bound) has this
- * many bytes more than its longest text: the writes past an object or a
- * piece are overwritten by what comes next, and the last writes none. */
+ * their last object or piece; the writes past an object or a piece are
+ * overwritten by what comes next, and the last writes none, and the
+ * answer's bound (json_bound) holds them (project.cpp, frame_slack). */
 constexpr size_t json_copy_slack = 128;
 
 /*
